@@ -1,0 +1,12 @@
+// One function per subcommand: each adds itself to the app and sets its callback.
+#pragma once
+
+namespace CLI {
+class App;
+}
+
+namespace reshard::cli {
+
+void add_show_command(CLI::App& app);
+
+}  // namespace reshard::cli

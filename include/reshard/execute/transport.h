@@ -1,0 +1,61 @@
+// Transport: moves byte buffers between the processes of a job.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace reshard {
+
+// A pending send or receive. Its buffer must stay alive until wait() returns.
+class Request {
+ public:
+  virtual ~Request() = default;
+  // Blocks until done; throws Error(kTimeout) past the transport's timeout and
+  // Error(kPeerFailed) if the peer is gone.
+  virtual void wait() = 0;
+  // Non-blocking: true once done (and from then on).
+  virtual bool test() = 0;
+};
+
+// Message tags. Each collective operation takes a fresh tag space with
+// Transport::begin_operation(); tags inside it cannot collide with any other.
+using Tag = uint64_t;
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  // This process's rank and the number of processes, 0 <= rank < size.
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+
+  // Starts a non-blocking send or receive of exactly `data.size()` bytes.
+  virtual std::unique_ptr<Request> isend(int peer, Tag tag, std::span<const std::byte> data) = 0;
+  virtual std::unique_ptr<Request> irecv(int peer, Tag tag, std::span<std::byte> data) = 0;
+
+  // Collective: returns every process's `local` bytes, indexed by rank. The way
+  // processes agree on small metadata (shapes, sizes, a failure flag).
+  virtual std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> local) = 0;
+
+  // Collective: returns once every process has entered it.
+  virtual void barrier() = 0;
+
+  // Collective (every process calls it in the same order): the base of a tag
+  // range reserved for one operation; tags base..base+kTagsPerOperation-1.
+  virtual Tag begin_operation() = 0;
+  static constexpr Tag kTagsPerOperation = Tag{1} << 20;
+
+  // How long any wait may block before it fails instead of hanging.
+  virtual void set_timeout(std::chrono::milliseconds timeout) = 0;
+  virtual std::chrono::milliseconds timeout() const = 0;
+
+  // Blocking helpers over isend/irecv.
+  void send(int peer, Tag tag, std::span<const std::byte> data) { isend(peer, tag, data)->wait(); }
+  void recv(int peer, Tag tag, std::span<std::byte> data) { irecv(peer, tag, data)->wait(); }
+};
+
+}  // namespace reshard

@@ -1,0 +1,19 @@
+// Overflow-checked arithmetic for sizes and offsets computed from input.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+namespace reshard {
+
+// a + b, a * b; throw Error(kOverflow) naming `what` when the result does not fit.
+int64_t checked_add(int64_t a, int64_t b, std::string_view what);
+int64_t checked_mul(int64_t a, int64_t b, std::string_view what);
+uint64_t checked_add(uint64_t a, uint64_t b, std::string_view what);
+uint64_t checked_mul(uint64_t a, uint64_t b, std::string_view what);
+
+// Product of non-negative extents (1 for an empty list), overflow-checked.
+int64_t checked_product(std::span<const int64_t> extents, std::string_view what);
+
+}  // namespace reshard

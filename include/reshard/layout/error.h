@@ -1,0 +1,63 @@
+// Typed errors shared by every layer: a code to branch on, a message to print.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace reshard {
+
+// What went wrong, coarse enough to branch on and stable enough to test.
+enum class ErrorCode {
+  kInvalidArgument,  // a value the caller passed makes no sense
+  kParse,            // text (a flag, a spec, a size) could not be parsed
+  kOverflow,         // a size or offset computed from input overflows
+  // Sharding (spec/sharding.md): each names the spec, axis or dimension.
+  kIndivisible,
+  kDuplicateAxis,
+  kUnknownAxis,
+  kRank,
+  kNestedTuple,
+  kInvalidMesh,
+  kUnknownDevice,
+  // Plans and execution.
+  kInvalidPlan,
+  kTransport,
+  kTimeout,
+  kPeerFailed,
+  // Files (spec/safetensors.md, reader checks in order).
+  kIo,
+  kHeaderTooSmall,
+  kHeaderTooLarge,
+  kInvalidHeaderLength,
+  kInvalidHeaderUtf8,
+  kInvalidHeaderJson,
+  kInvalidOffset,
+  kValidationOverflow,
+  kInvalidTensorInfo,
+  kIncompleteBuffer,
+  kDuplicateTensor,
+  kMissingTensor,
+  kInvalidIndex,
+  kUnsupported,
+};
+
+// A short, stable, snake_case name for a code ("indivisible", "unknown_axis").
+std::string_view error_code_name(ErrorCode code);
+
+// The one exception type reshard throws. Context is prepended as the error
+// travels up ("reading model.safetensors: tensor w: ..."), as TensorStore does.
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorCode code, std::string message);
+
+  ErrorCode code() const noexcept { return code_; }
+
+  // The same error with "context: " in front of its message.
+  Error with_context(std::string_view context) const;
+
+ private:
+  ErrorCode code_;
+};
+
+}  // namespace reshard

@@ -1,0 +1,55 @@
+// Devices and the topology of a job: which process owns which device.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace reshard {
+
+using DeviceId = int64_t;
+
+// Where a buffer lives, as XLA's memory kinds.
+enum class MemoryKind { kDevice, kPinnedHost, kUnpinnedHost };
+
+std::string_view memory_kind_name(MemoryKind kind);  // "device", "pinned_host", ...
+MemoryKind memory_kind_from_string(std::string_view name);  // throws Error(kParse)
+
+// One memory space owned by one process.
+struct Device {
+  DeviceId id = 0;
+  int process = 0;
+  std::string platform = "cpu";
+};
+
+// Every device of a job with its owning process. Device ids are 0..n-1. Every
+// process holds the same topology, so every process plans identically.
+class Topology {
+ public:
+  // Device d belongs to process floor(d / (num_devices / num_processes)), the
+  // rule of spec/cli.md. Throws Error(kInvalidArgument) unless num_devices > 0,
+  // num_processes > 0 and num_processes divides num_devices.
+  static Topology uniform(int64_t num_devices, int num_processes);
+
+  // process_of_device[d] owns device d. Processes must be 0..P-1, each owning
+  // at least one device.
+  static Topology explicit_processes(std::vector<int> process_of_device);
+
+  int64_t num_devices() const { return static_cast<int64_t>(process_of_device_.size()); }
+  int num_processes() const { return num_processes_; }
+
+  // Throws Error(kUnknownDevice) for an id outside 0..n-1.
+  int process_of(DeviceId device) const;
+  Device device(DeviceId id) const;
+  std::vector<DeviceId> devices_of(int process) const;
+  bool contains(DeviceId device) const { return device >= 0 && device < num_devices(); }
+
+  bool operator==(const Topology&) const = default;
+
+ private:
+  Topology(std::vector<int> process_of_device, int num_processes);
+  std::vector<int> process_of_device_;
+  int num_processes_ = 0;
+};
+
+}  // namespace reshard

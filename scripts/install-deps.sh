@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every Debian package reshard needs to build, test and benchmark.
+# Idempotent: packages already present are left alone. Run as root on Debian 12.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build clang-14 libclang-rt-14-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev libssl-dev
+  libopenmpi-dev openmpi-bin
+  python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+if [[ $(id -u) -ne 0 ]]; then
+  echo "error: install-deps needs root to install: ${missing[*]}" >&2
+  exit 1
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

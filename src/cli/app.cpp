@@ -1,0 +1,55 @@
+#include "reshard/cli/app.h"
+
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "reshard/cli/commands.h"
+#include "reshard/layout/error.h"
+
+namespace reshard::cli {
+namespace {
+
+constexpr const char* kDescription =
+    "reshard: move sharded tensors between device layouts, processes, hosts and files.\n"
+    "\n"
+    "Examples:\n"
+    "  reshard show --mesh data=4,model=4 --spec 'None,data' --shape 8,4096\n"
+    "  reshard plan --shape 32,8,4096 --dtype f32 --src-mesh data=4,model=4 \\\n"
+    "      --src-spec 'None,None,data' --dst-mesh data=16 --dst-spec 'data' --processes 4\n";
+
+// Parse errors (bad flag values) are usage errors; everything else failed.
+int exit_code_for(const Error& error) {
+  return error.code() == ErrorCode::kParse ? kExitUsage : kExitFailed;
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  CLI::App app(kDescription, "reshard");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "reshard 0.1.0");
+  add_show_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "run 'reshard --help' or 'reshard COMMAND --help' for usage\n";
+    return kExitUsage;
+  } catch (const Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return exit_code_for(e);
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return kExitFailed;
+  }
+  return kExitOk;
+}
+
+}  // namespace reshard::cli

@@ -1,0 +1,92 @@
+#include "reshard/layout/topology.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "reshard/layout/error.h"
+
+namespace reshard {
+
+std::string_view memory_kind_name(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::kDevice: return "device";
+    case MemoryKind::kPinnedHost: return "pinned_host";
+    case MemoryKind::kUnpinnedHost: return "unpinned_host";
+  }
+  return "device";
+}
+
+MemoryKind memory_kind_from_string(std::string_view name) {
+  for (MemoryKind kind : {MemoryKind::kDevice, MemoryKind::kPinnedHost, MemoryKind::kUnpinnedHost}) {
+    if (memory_kind_name(kind) == name) return kind;
+  }
+  throw Error(ErrorCode::kParse,
+              fmt::format("unknown memory kind '{}' (expected device, pinned_host or unpinned_host)",
+                          name));
+}
+
+Topology::Topology(std::vector<int> process_of_device, int num_processes)
+    : process_of_device_(std::move(process_of_device)), num_processes_(num_processes) {}
+
+Topology Topology::uniform(int64_t num_devices, int num_processes) {
+  if (num_devices <= 0 || num_processes <= 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("a topology needs at least one device and one process (got {} devices, "
+                            "{} processes)",
+                            num_devices, num_processes));
+  }
+  if (num_devices % num_processes != 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("{} devices cannot be split evenly over {} processes", num_devices,
+                            num_processes));
+  }
+  const int64_t per_process = num_devices / num_processes;
+  std::vector<int> owner(static_cast<size_t>(num_devices));
+  for (int64_t d = 0; d < num_devices; ++d) owner[static_cast<size_t>(d)] = static_cast<int>(d / per_process);
+  return Topology(std::move(owner), num_processes);
+}
+
+Topology Topology::explicit_processes(std::vector<int> process_of_device) {
+  if (process_of_device.empty()) {
+    throw Error(ErrorCode::kInvalidArgument, "a topology needs at least one device");
+  }
+  const int max_process = *std::max_element(process_of_device.begin(), process_of_device.end());
+  std::vector<bool> seen(static_cast<size_t>(max_process) + 1, false);
+  for (size_t d = 0; d < process_of_device.size(); ++d) {
+    if (process_of_device[d] < 0) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("device {} has negative process {}", d, process_of_device[d]));
+    }
+    seen[static_cast<size_t>(process_of_device[d])] = true;
+  }
+  for (size_t p = 0; p < seen.size(); ++p) {
+    if (!seen[p]) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("process {} owns no device (processes must be 0..{} and each own one)",
+                              p, max_process));
+    }
+  }
+  return Topology(std::move(process_of_device), max_process + 1);
+}
+
+int Topology::process_of(DeviceId device) const {
+  if (!contains(device)) {
+    throw Error(ErrorCode::kUnknownDevice,
+                fmt::format("device {} is not in the job (devices are 0..{})", device,
+                            num_devices() - 1));
+  }
+  return process_of_device_[static_cast<size_t>(device)];
+}
+
+Device Topology::device(DeviceId id) const { return Device{id, process_of(id), "cpu"}; }
+
+std::vector<DeviceId> Topology::devices_of(int process) const {
+  std::vector<DeviceId> out;
+  for (DeviceId d = 0; d < num_devices(); ++d) {
+    if (process_of_device_[static_cast<size_t>(d)] == process) out.push_back(d);
+  }
+  return out;
+}
+
+}  // namespace reshard
