@@ -8,5 +8,6 @@ class App;
 namespace reshard::cli {
 
 void add_show_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 }  // namespace reshard::cli
