@@ -1,0 +1,106 @@
+// Writing safetensors files from a FileLayout: one tensor after another
+// (StreamWriter) or any byte range from any thread or process (PositionalWriter).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "reshard/formats/atomic_file.h"
+#include "reshard/formats/safetensors_layout.h"
+#include "reshard/layout/box.h"
+
+namespace reshard::safetensors {
+
+// Writes a file front to back: the header, then each tensor's bytes in layout
+// order, in pieces of any size. Memory is bounded by the buffer, not the file.
+// Nothing appears at the final path until commit(); destroying the writer
+// before commit removes the temporary.
+class StreamWriter {
+ public:
+  static constexpr size_t kDefaultBufferBytes = size_t{4} << 20;
+
+  StreamWriter(std::filesystem::path path, FileLayout layout,
+               size_t buffer_bytes = kDefaultBufferBytes);
+
+  // Appends the next bytes of the data buffer (tensors back to back, in
+  // layout().header().tensors() order). Throws Error(kInvalidArgument) when
+  // more bytes arrive than the layout holds.
+  void write(std::span<const std::byte> bytes);
+  // Writes all of tensor `name`, which must be the next one in layout order
+  // and get exactly its byte size (Error(kInvalidArgument) otherwise).
+  void write_tensor(std::string_view name, std::span<const std::byte> bytes);
+  // The tensor the next byte belongs to, or nullptr when every byte is written.
+  const TensorInfo* next_tensor() const;
+  // Checks every byte arrived, then fsyncs and renames into place.
+  void commit();
+
+  const FileLayout& layout() const { return layout_; }
+  const std::filesystem::path& path() const { return file_.final_path(); }
+
+ private:
+  void flush();
+
+  FileLayout layout_;
+  AtomicFile file_;
+  std::string buffer_;
+  size_t buffer_bytes_;
+  uint64_t data_written_ = 0;  // data-buffer bytes accepted so far
+  size_t next_ = 0;            // index of the tensor being written
+};
+
+// Writes byte ranges of a planned file at their final offsets (pwrite), in
+// any order, from many threads (one writer shared) or many processes (one
+// writer each). Protocol: one process create()s (this sizes the temporary and
+// writes the header); the others join() after that; everyone writes its
+// ranges and calls sync(); once all are done the creator commit()s. A creator
+// destroyed before commit removes the temporary, so an abandoned write never
+// leaves a file at the final path.
+class PositionalWriter {
+ public:
+  // The committing side: creates the temporary sibling of `path`, sized to the
+  // layout, with the header written.
+  static PositionalWriter create(const std::filesystem::path& path, FileLayout layout);
+  // A participant: opens the temporary the creator made. Never commits or removes it.
+  static PositionalWriter join(const std::filesystem::path& path, FileLayout layout);
+
+  // Writes `bytes` into tensor `name` starting `offset` bytes into its data.
+  // Error(kMissingTensor) for an unknown name, Error(kInvalidArgument) for a
+  // range past the tensor's end. Thread safe.
+  void write(std::string_view name, uint64_t offset, std::span<const std::byte> bytes) const;
+  // Writes the box `box` (global coordinates of the tensor) whose elements are
+  // `bytes`, dense and row-major in the box's shape: each contiguous run goes
+  // to its place. Sub-byte dtypes need runs on whole bytes (Error(kUnsupported)).
+  // Thread safe.
+  void write_box(std::string_view name, const Box& box, std::span<const std::byte> bytes) const;
+  // Flushes this writer's bytes to storage; call before telling the creator you are done.
+  void sync() const;
+  // Creator only: fsync, rename into place, fsync the folder.
+  void commit();
+  // Creator: removes the temporary. Participant: closes. Idempotent.
+  void abandon() noexcept;
+
+  const FileLayout& layout() const { return layout_; }
+  const std::filesystem::path& path() const { return file_.final_path(); }
+
+ private:
+  PositionalWriter(FileLayout layout, AtomicFile file);
+
+  FileLayout layout_;
+  AtomicFile file_;
+};
+
+// Writes a whole file in one call from (spec, bytes) pairs given in any order;
+// a convenience over StreamWriter for small files and tests.
+struct TensorData {
+  TensorSpec spec;
+  std::span<const std::byte> bytes;
+};
+void write_file(const std::filesystem::path& path, std::span<const TensorData> tensors,
+                std::optional<Metadata> metadata = default_metadata());
+
+}  // namespace reshard::safetensors
