@@ -109,8 +109,13 @@ void convert_floats(DType from, std::span<const std::byte> src, DType to, std::s
   }
   const size_t in_size = static_cast<size_t>(dtype_bits(from) / 8);
   const size_t out_size = static_cast<size_t>(dtype_bits(to) / 8);
-  if (src.size() != count * in_size || dst.size() != count * out_size) {
-    throw Error(ErrorCode::kInvalidArgument, "convert_floats: buffer sizes do not match count");
+  // Divide rather than multiply: count * size can wrap and let a short buffer pass.
+  if (src.size() % in_size != 0 || src.size() / in_size != count ||
+      dst.size() % out_size != 0 || dst.size() / out_size != count) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("convert_floats: buffers of {} and {} bytes do not hold {} elements "
+                            "of {} and {}",
+                            src.size(), dst.size(), count, dtype_name(from), dtype_name(to)));
   }
   if (from == to) {
     if (count != 0) std::memcpy(dst.data(), src.data(), src.size());
