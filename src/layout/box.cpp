@@ -70,8 +70,12 @@ Box Box::intersect(const Box& other) const {
 }
 
 Box Box::relative_to(const Box& base) const {
+  if (base.rank() != rank()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("cannot express a rank-{} box relative to a rank-{} box", rank(), base.rank()));
+  }
   std::vector<int64_t> origin(rank());
-  for (size_t d = 0; d < rank(); ++d) origin[d] = origin_[d] - base.origin_[d];
+  for (size_t d = 0; d < rank(); ++d) origin[d] = checked_sub(origin_[d], base.origin_[d], "relative box origin");
   return Box(std::move(origin), shape_);
 }
 

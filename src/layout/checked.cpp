@@ -19,6 +19,12 @@ int64_t checked_add(int64_t a, int64_t b, std::string_view what) {
   return out;
 }
 
+int64_t checked_sub(int64_t a, int64_t b, std::string_view what) {
+  int64_t out = 0;
+  if (__builtin_sub_overflow(a, b, &out)) overflow(what, a, '-', b);
+  return out;
+}
+
 int64_t checked_mul(int64_t a, int64_t b, std::string_view what) {
   int64_t out = 0;
   if (__builtin_mul_overflow(a, b, &out)) overflow(what, a, '*', b);

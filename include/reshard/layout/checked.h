@@ -7,8 +7,9 @@
 
 namespace reshard {
 
-// a + b, a * b; throw Error(kOverflow) naming `what` when the result does not fit.
+// a + b, a - b, a * b; throw Error(kOverflow) naming `what` when the result does not fit.
 int64_t checked_add(int64_t a, int64_t b, std::string_view what);
+int64_t checked_sub(int64_t a, int64_t b, std::string_view what);
 int64_t checked_mul(int64_t a, int64_t b, std::string_view what);
 uint64_t checked_add(uint64_t a, uint64_t b, std::string_view what);
 uint64_t checked_mul(uint64_t a, uint64_t b, std::string_view what);
