@@ -15,11 +15,17 @@ std::string shape_repr(const Shape& shape) {
   return fmt::format("({})", fmt::join(shape, ", "));
 }
 
+// min(k * tile, size) without forming k * tile, which can pass INT64_MAX when
+// the padded tiles overshoot a huge dimension.
+int64_t clamped_tile_end(int64_t k, int64_t tile, int64_t size) {
+  return tile == 0 || k > size / tile ? size : k * tile;
+}
+
 // Chunk i of n over [0, size): even split, or XLA's padded rule when uneven.
 Interval chunk_interval(int64_t size, int64_t n, int64_t i, bool uneven) {
   if (!uneven) return {i * (size / n), (i + 1) * (size / n)};
   const int64_t tile = size / n + (size % n != 0 ? 1 : 0);
-  return {std::min(i * tile, size), std::min((i + 1) * tile, size)};
+  return {clamped_tile_end(i, tile, size), clamped_tile_end(i + 1, tile, size)};
 }
 
 }  // namespace
