@@ -51,15 +51,22 @@ Topology Topology::explicit_processes(std::vector<int> process_of_device) {
   if (process_of_device.empty()) {
     throw Error(ErrorCode::kInvalidArgument, "a topology needs at least one device");
   }
-  const int max_process = *std::max_element(process_of_device.begin(), process_of_device.end());
-  std::vector<bool> seen(static_cast<size_t>(max_process) + 1, false);
   for (size_t d = 0; d < process_of_device.size(); ++d) {
     if (process_of_device[d] < 0) {
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("device {} has negative process {}", d, process_of_device[d]));
     }
-    seen[static_cast<size_t>(process_of_device[d])] = true;
   }
+  const int max_process = *std::max_element(process_of_device.begin(), process_of_device.end());
+  // Checked before sizing `seen` by it: a huge id must not become a huge allocation.
+  if (static_cast<size_t>(max_process) >= process_of_device.size()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("process {} is named but there are only {} devices (processes must be "
+                            "0..P-1 and each own a device)",
+                            max_process, process_of_device.size()));
+  }
+  std::vector<bool> seen(static_cast<size_t>(max_process) + 1, false);
+  for (int process : process_of_device) seen[static_cast<size_t>(process)] = true;
   for (size_t p = 0; p < seen.size(); ++p) {
     if (!seen[p]) {
       throw Error(ErrorCode::kInvalidArgument,
