@@ -30,7 +30,8 @@ NamedSharding best_effort_sharding(const Shape& shape, const std::vector<DeviceI
   int64_t remaining = static_cast<int64_t>(devices.size());
   std::vector<int64_t> split(shape.size(), 1);
   for (size_t d = shape.size(); d-- > 0;) {
-    split[d] = shape[d] == 0 ? 1 : std::gcd(shape[d], remaining);
+    // gcd(0, n) = n: an empty dimension divides evenly over any count, as in Levanter.
+    split[d] = std::gcd(shape[d], remaining);
     remaining /= split[d];
   }
   std::vector<MeshAxis> axes;
