@@ -11,4 +11,8 @@ namespace reshard {
 // UTF-8 included, is copied raw.
 void append_json_string(std::string& out, std::string_view text);
 
+// `text` as a quoted JSON string: how names are shown in error messages, so
+// that quotes and control characters in them stay visible and unambiguous.
+std::string json_quoted(std::string_view text);
+
 }  // namespace reshard

@@ -31,8 +31,9 @@ class StreamWriter {
   // layout().header().tensors() order). Throws Error(kInvalidArgument) when
   // more bytes arrive than the layout holds.
   void write(std::span<const std::byte> bytes);
-  // Writes all of tensor `name`, which must be the next one in layout order
-  // and get exactly its byte size (Error(kInvalidArgument) otherwise).
+  // Writes all of tensor `name`, which must start where the writer stands (the
+  // next one in layout order) and get exactly its byte size
+  // (Error(kInvalidArgument) otherwise; Error(kMissingTensor) for an unknown name).
   void write_tensor(std::string_view name, std::span<const std::byte> bytes);
   // The tensor the next byte belongs to, or nullptr when every byte is written.
   const TensorInfo* next_tensor() const;
@@ -50,7 +51,6 @@ class StreamWriter {
   std::string buffer_;
   size_t buffer_bytes_;
   uint64_t data_written_ = 0;  // data-buffer bytes accepted so far
-  size_t next_ = 0;            // index of the tensor being written
 };
 
 // Writes byte ranges of a planned file at their final offsets (pwrite), in

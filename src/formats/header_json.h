@@ -1,0 +1,31 @@
+// The JSON grammar of a safetensors header, parsed by hand: strict RFC 8259
+// with serde_json's limits (nesting, number range), and fast enough for
+// 10,000-tensor headers. Internal to the formats layer.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "reshard/formats/safetensors_header.h"
+
+namespace reshard::safetensors::detail {
+
+// A dimension too large for int64: the overflow check (rule 7) reports it.
+inline constexpr int64_t kHugeDimension = -1;
+
+// Containers nested this deep are refused, as serde_json's recursion limit does.
+inline constexpr int kMaxJsonDepth = 128;
+
+struct ParsedEntries {
+  std::optional<Metadata> metadata;
+  std::vector<TensorInfo> tensors;  // in the order of the JSON
+};
+
+// Parses the header's JSON into its entries (rule 5 of spec/safetensors.md);
+// offsets and sizes are not checked here. Throws Error(kInvalidHeaderJson)
+// naming `file`, the byte position and, inside an entry, the tensor.
+ParsedEntries parse_header_entries(std::string_view json, std::string_view file);
+
+}  // namespace reshard::safetensors::detail

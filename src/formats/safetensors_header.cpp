@@ -1,0 +1,198 @@
+#include "reshard/formats/safetensors_header.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <functional>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "header_json.h"
+#include "reshard/formats/json_escape.h"
+#include "reshard/layout/checked.h"
+#include "reshard/layout/error.h"
+#include "utf8.h"
+
+namespace reshard::safetensors {
+namespace {
+
+size_t hash_name(std::string_view name) { return std::hash<std::string_view>{}(name); }
+
+std::string_view as_text(std::span<const std::byte> bytes) {
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+[[noreturn]] void fail(ErrorCode code, std::string_view file, std::string_view what) {
+  throw Error(code, fmt::format("{}: {}", file, what));
+}
+
+[[noreturn]] void fail_tensor(ErrorCode code, std::string_view file, const TensorInfo& tensor,
+                              std::string_view what) {
+  throw Error(code, fmt::format("{}: tensor {}: {}", file, json_quoted(tensor.name), what));
+}
+
+bool before(const TensorInfo& a, const TensorInfo& b) {
+  return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+}
+
+// Rule 7: elements and bits, folded in shape order with overflow checks as the
+// reference does. A dimension past int64 cannot be represented: reported here too.
+uint64_t checked_bits(const TensorInfo& tensor, std::string_view file) {
+  uint64_t elements = 1;
+  for (int64_t dim : tensor.shape) {
+    if (dim == detail::kHugeDimension ||
+        __builtin_mul_overflow(elements, static_cast<uint64_t>(dim), &elements)) {
+      fail_tensor(ErrorCode::kValidationOverflow, file, tensor,
+                  fmt::format("validation overflow: element count of shape [{}] overflows",
+                              fmt::join(tensor.shape, ", ")));
+    }
+  }
+  uint64_t bits = 0;
+  if (__builtin_mul_overflow(elements, static_cast<uint64_t>(dtype_bits(tensor.dtype)), &bits)) {
+    fail_tensor(ErrorCode::kValidationOverflow, file, tensor,
+                fmt::format("validation overflow: {} elements of {} overflow in bits", elements,
+                            dtype_name(tensor.dtype)));
+  }
+  return bits;
+}
+
+// Rules 6-8 for one tensor, in the reference's order; returns its end.
+uint64_t check_tensor(const TensorInfo& tensor, uint64_t expected_begin, std::string_view file) {
+  if (tensor.begin != expected_begin || tensor.end < tensor.begin) {
+    fail_tensor(ErrorCode::kInvalidOffset, file, tensor,
+                fmt::format("invalid offset: data_offsets [{}, {}], expected to begin at {}",
+                            tensor.begin, tensor.end, expected_begin));
+  }
+  const uint64_t bits = checked_bits(tensor, file);
+  if (bits % 8 != 0) {
+    fail_tensor(ErrorCode::kInvalidTensorInfo, file, tensor,
+                fmt::format("invalid tensor info: {} bits of {} do not fill whole bytes", bits,
+                            dtype_name(tensor.dtype)));
+  }
+  if (tensor.end - tensor.begin != bits / 8) {
+    fail_tensor(ErrorCode::kInvalidTensorInfo, file, tensor,
+                fmt::format("invalid tensor info: {} of shape [{}] needs {} bytes, data_offsets "
+                            "[{}, {}] hold {}",
+                            dtype_name(tensor.dtype), fmt::join(tensor.shape, ", "), bits / 8,
+                            tensor.begin, tensor.end, tensor.end - tensor.begin));
+  }
+  return tensor.end;
+}
+
+}  // namespace
+
+int64_t TensorInfo::elements() const { return checked_product(shape, "tensor element count"); }
+
+Header::Header(uint64_t json_bytes, std::optional<Metadata> metadata,
+               std::vector<TensorInfo> tensors)
+    : json_bytes_(json_bytes), metadata_(std::move(metadata)), tensors_(std::move(tensors)) {
+  build_index();
+}
+
+void Header::build_index() {
+  if (tensors_.size() >= UINT32_MAX / 2) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("{} tensors are too many", tensors_.size()));
+  }
+  slots_.assign(std::bit_ceil(tensors_.size() * 2 + 1), 0);
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const std::string& name = tensors_[i].name;
+    size_t slot = hash_name(name) & mask;
+    while (slots_[slot] != 0) {
+      if (tensors_[slots_[slot] - 1].name == name) {
+        throw Error(ErrorCode::kDuplicateTensor,
+                    fmt::format("tensor {} appears more than once", json_quoted(name)));
+      }
+      slot = (slot + 1) & mask;
+    }
+    slots_[slot] = static_cast<uint32_t>(i + 1);
+  }
+}
+
+uint64_t Header::data_bytes() const { return tensors_.empty() ? 0 : tensors_.back().end; }
+
+const TensorInfo* Header::find(std::string_view name) const {
+  if (slots_.empty()) return nullptr;
+  const size_t mask = slots_.size() - 1;
+  for (size_t slot = hash_name(name) & mask; slots_[slot] != 0; slot = (slot + 1) & mask) {
+    const TensorInfo& tensor = tensors_[slots_[slot] - 1];
+    if (tensor.name == name) return &tensor;
+  }
+  return nullptr;
+}
+
+const TensorInfo& Header::at(std::string_view name) const {
+  if (const TensorInfo* tensor = find(name)) return *tensor;
+  throw Error(ErrorCode::kMissingTensor, fmt::format("no tensor {}", json_quoted(name)));
+}
+
+uint64_t Header::file_offset(const TensorInfo& tensor) const {
+  return checked_add(data_start(), tensor.begin, "tensor file offset");
+}
+
+uint64_t parse_length_prefix(std::span<const std::byte> first_bytes, uint64_t file_size,
+                             std::string_view file) {
+  if (file_size < kLengthPrefixBytes || first_bytes.size() < kLengthPrefixBytes) {
+    fail(ErrorCode::kHeaderTooSmall, file,
+         fmt::format("header too small: the file has {} bytes, fewer than the {} of the length",
+                     file_size, kLengthPrefixBytes));
+  }
+  uint64_t length = 0;
+  for (size_t i = kLengthPrefixBytes; i-- > 0;) {
+    length = (length << 8) | std::to_integer<uint64_t>(first_bytes[i]);
+  }
+  if (length > kMaxHeaderBytes) {
+    fail(ErrorCode::kHeaderTooLarge, file,
+         fmt::format("header too large: {} bytes, the limit is {}", length, kMaxHeaderBytes));
+  }
+  if (length > file_size - kLengthPrefixBytes) {
+    fail(ErrorCode::kInvalidHeaderLength, file,
+         fmt::format("invalid header length: 8 + {} bytes of header pass the end of a {}-byte file",
+                     length, file_size));
+  }
+  return length;
+}
+
+Header parse_header_json(std::span<const std::byte> json, uint64_t file_size,
+                         std::string_view file) {
+  const std::string_view text = as_text(json);
+  if (const auto bad = reshard::detail::first_invalid_utf8(text)) {
+    fail(ErrorCode::kInvalidHeaderUtf8, file,
+         fmt::format("invalid header (UTF-8): bad byte 0x{:02x} at header byte {}",
+                     static_cast<unsigned char>(text[*bad]), *bad));
+  }
+  detail::ParsedEntries entries = detail::parse_header_entries(text, file);
+  if (!std::is_sorted(entries.tensors.begin(), entries.tensors.end(), before)) {
+    std::stable_sort(entries.tensors.begin(), entries.tensors.end(), before);
+  }
+  std::optional<Header> header;
+  try {
+    header.emplace(json.size(), std::move(entries.metadata), std::move(entries.tensors));
+  } catch (const Error& e) {
+    throw e.with_context(file);
+  }
+  uint64_t end = 0;
+  for (const TensorInfo& tensor : header->tensors()) end = check_tensor(tensor, end, file);
+  uint64_t expected_size = 0;
+  if (__builtin_add_overflow(header->data_start(), end, &expected_size) ||
+      expected_size != file_size) {
+    fail(ErrorCode::kIncompleteBuffer, file,
+         fmt::format("incomplete buffer: the header describes {} data bytes after byte {}, the "
+                     "file has {} bytes",
+                     end, header->data_start(), file_size));
+  }
+  return std::move(*header);
+}
+
+Header parse_header(std::span<const std::byte> leading, uint64_t file_size, std::string_view file) {
+  const uint64_t length = parse_length_prefix(leading, file_size, file);
+  if (leading.size() - kLengthPrefixBytes < length) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("{}: {} leading bytes given, the header needs {}", file, leading.size(),
+                            kLengthPrefixBytes + length));
+  }
+  return parse_header_json(leading.subspan(kLengthPrefixBytes, length), file_size, file);
+}
+
+}  // namespace reshard::safetensors
