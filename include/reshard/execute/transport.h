@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace reshard {
@@ -48,6 +49,12 @@ class Transport {
   // range reserved for one operation; tags base..base+kTagsPerOperation-1.
   virtual Tag begin_operation() = 0;
   static constexpr Tag kTagsPerOperation = Tag{1} << 20;
+
+  // Marks this process failed, so that every other process's pending and later
+  // waits throw Error(kPeerFailed) naming this rank and `reason` instead of
+  // waiting out their timeout. After it this transport is unusable. Called
+  // when an operation fails part-way here; never throws.
+  virtual void abort(std::string_view reason) noexcept = 0;
 
   // How long any wait may block before it fails instead of hanging.
   virtual void set_timeout(std::chrono::milliseconds timeout) = 0;
