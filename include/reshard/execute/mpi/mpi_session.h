@@ -1,0 +1,42 @@
+// MpiSession: MPI's lifetime as an RAII object, and how to tell an MPI launch.
+#pragma once
+
+namespace reshard {
+
+// Whether an MPI launcher (mpirun/mpiexec of Open MPI or MPICH, srun with PMI
+// or PMIx) started this process, judged from the environment it sets. Lets a
+// program initialise MPI only when it runs as part of an MPI job.
+bool launched_by_mpi();
+
+// Initialises MPI for its lifetime (MPI_Init_thread, asking for
+// MPI_THREAD_MULTIPLE) and finalises it at the end. If MPI is already
+// initialised, the session leaves it to whoever initialised it.
+class MpiSession {
+ public:
+  // Throws Error(kTransport) if MPI fails to initialise.
+  MpiSession();
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+
+  // Whether this session called MPI_Init_thread (and so will finalise).
+  bool owns_mpi() const { return owns_; }
+  // The thread level MPI provides (MPI_THREAD_SINGLE .. MPI_THREAD_MULTIPLE).
+  int thread_level() const { return thread_level_; }
+
+  // This process's rank in MPI_COMM_WORLD, and the world's size.
+  static int world_rank();
+  static int world_size();
+
+  // Ends every process of the job with `exit_code` (MPI_Abort on the world).
+  // The only clean way out once a rank has failed: without ULFM, MPI cannot
+  // shrink or repair a communicator that has lost a member, so the survivors
+  // would otherwise wait for it forever.
+  [[noreturn]] static void abort_job(int exit_code);
+
+ private:
+  bool owns_ = false;
+  int thread_level_ = 0;
+};
+
+}  // namespace reshard

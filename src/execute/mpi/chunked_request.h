@@ -1,0 +1,77 @@
+// ChunkedRequest: one send or receive, carried as a train of bounded MPI messages.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "progress_engine.h"
+#include "reshard/execute/transport.h"
+#include "reshard/layout/error.h"
+
+namespace reshard::mpi_detail {
+
+enum class Direction { kSend, kReceive };
+
+// The whole message a request moves, and where.
+struct ChunkedMessage {
+  Direction direction = Direction::kSend;
+  int peer = 0;
+  Tag tag = 0;       // reshard's tag, for messages
+  MPI_Comm comm{};   // where the tag maps
+  int mpi_tag = 0;
+  std::byte* data = nullptr;  // read-only for sends
+  size_t size = 0;
+};
+
+// Chunks go in order on one (communicator, peer, tag): MPI never lets
+// messages of one such triple overtake each other, so chunk i of the sender
+// matches chunk i of the receiver. The next chunks are posted as earlier ones
+// complete, within the engine's bytes-in-flight budget; a request always keeps
+// one chunk posted, so every request keeps moving whatever the others hold.
+class ChunkedRequest final : public Request {
+ public:
+  // Registers with the engine and posts the first chunks; the engine's lock
+  // must be held. `chunk_bytes` is at most INT_MAX.
+  ChunkedRequest(ProgressEngine& engine, ChunkedMessage message, size_t chunk_bytes);
+  ~ChunkedRequest() override;
+  ChunkedRequest(const ChunkedRequest&) = delete;
+  ChunkedRequest& operator=(const ChunkedRequest&) = delete;
+
+  void wait() override;
+  bool test() override;
+
+  // Under the engine's lock: completes finished chunks and posts the next.
+  // An MPI error is kept and thrown by the next wait() or test().
+  void advance();
+
+ private:
+  struct PostedChunk {
+    MPI_Request request = MPI_REQUEST_NULL;
+    size_t offset = 0;
+    size_t size = 0;
+  };
+
+  bool done() const { return posted_any_ && next_offset_ == message_.size && posted_.empty(); }
+  void complete_finished_chunks();
+  void post_chunks();
+  void check_received_size(const MPI_Status& status, const PostedChunk& chunk) const;
+  void cancel_posted() noexcept;
+  void throw_if_failed() const;
+  // "receiving 4096 bytes from rank 2 (tag 7)"
+  std::string describe() const;
+
+  ProgressEngine& engine_;
+  ChunkedMessage message_;
+  size_t chunk_bytes_;
+  size_t next_offset_ = 0;
+  bool posted_any_ = false;
+  uint64_t completions_ = 0;  // chunks completed, for progress tracking
+  std::vector<PostedChunk> posted_;
+  std::optional<Error> error_;
+};
+
+}  // namespace reshard::mpi_detail

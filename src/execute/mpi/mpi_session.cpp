@@ -1,0 +1,73 @@
+#include "reshard/execute/mpi/mpi_session.h"
+
+#include <mpi.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "mpi_error.h"
+
+namespace reshard {
+namespace {
+
+// Set by the launchers reshard meets: Open MPI's mpirun, MPICH's Hydra
+// (PMI), Slurm's srun with PMI-2 or PMIx, MVAPICH.
+constexpr const char* kLauncherVariables[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK",
+                                              "MV2_COMM_WORLD_SIZE"};
+
+bool mpi_initialized() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  return initialized != 0;
+}
+
+bool mpi_finalized() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  return finalized != 0;
+}
+
+}  // namespace
+
+bool launched_by_mpi() {
+  for (const char* name : kLauncherVariables) {
+    const char* value = std::getenv(name);
+    if (value != nullptr && *value != '\0') return true;
+  }
+  return false;
+}
+
+MpiSession::MpiSession() {
+  if (mpi_initialized()) {
+    mpi_detail::check_mpi(MPI_Query_thread(&thread_level_), "querying MPI's thread level");
+    return;
+  }
+  mpi_detail::check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &thread_level_),
+                        "initialising MPI");
+  owns_ = true;
+}
+
+MpiSession::~MpiSession() {
+  if (owns_ && !mpi_finalized()) MPI_Finalize();
+}
+
+int MpiSession::world_rank() {
+  int rank = 0;
+  mpi_detail::check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank), "reading the MPI world rank");
+  return rank;
+}
+
+int MpiSession::world_size() {
+  int size = 0;
+  mpi_detail::check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size), "reading the MPI world size");
+  return size;
+}
+
+void MpiSession::abort_job(int exit_code) {
+  std::cout.flush();
+  std::cerr.flush();
+  MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::_Exit(exit_code);  // MPI_Abort does not return; this is for an MPI that does
+}
+
+}  // namespace reshard

@@ -1,0 +1,81 @@
+// How an MPI job ends when one rank fails mid-transfer: the test starts
+// `mpirun -np 3 mpi_fault_job MODE` and checks the exit status, the time the
+// job took to end, and that the output names the failed rank.
+#include <sys/wait.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+namespace {
+
+// mpirun's start-up on two busy cores plus the transport's 2 s timeout, with
+// room to spare; a hang would take the full ctest timeout instead.
+constexpr auto kBound = std::chrono::seconds(20);
+
+struct JobResult {
+  int exit_status = -1;  // -1 unless mpirun exited normally
+  std::chrono::duration<double> elapsed{};
+  std::string output;
+};
+
+JobResult run_fault_job(const std::string& mode) {
+  const std::string command = fmt::format(
+      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 5 120 {} -np 3 --oversubscribe {} {} 2>&1",
+      RESHARD_MPIEXEC, RESHARD_FAULT_JOB, mode);
+  JobResult result;
+  const auto start = std::chrono::steady_clock::now();
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    ADD_FAILURE() << "cannot start " << command;
+    return result;
+  }
+  std::array<char, 4096> block{};
+  while (size_t n = fread(block.data(), 1, block.size(), pipe)) result.output.append(block.data(), n);
+  const int status = pclose(pipe);
+  result.elapsed = std::chrono::steady_clock::now() - start;
+  if (WIFEXITED(status)) result.exit_status = WEXITSTATUS(status);
+  std::cout << fmt::format("mode {}: exit status {} after {:.2f} s\n", mode, result.exit_status,
+                           result.elapsed.count());
+  return result;
+}
+
+void expect_failed_soon(const JobResult& job) {
+  EXPECT_NE(job.exit_status, 0) << job.output;
+  EXPECT_NE(job.exit_status, 124) << "the job hung until timeout(1) killed it:\n" << job.output;
+  EXPECT_LT(job.elapsed, kBound) << job.output;
+}
+
+bool mentions(const JobResult& job, const std::string& text) {
+  return job.output.find(text) != std::string::npos;
+}
+
+TEST(MpiFault, ARankThatDiesWithoutAWordEndsTheJob) {
+  // mpirun notices the process is gone and kills the job: the survivors
+  // never get to time out. mpirun names the rank (in Open MPI's words).
+  const JobResult job = run_fault_job("exit");
+  expect_failed_soon(job);
+  EXPECT_TRUE(mentions(job, "process rank 2")) << job.output;
+  EXPECT_FALSE(mentions(job, "finished without a failure")) << job.output;
+}
+
+TEST(MpiFault, ARankThatThrowsIsNamedByItsPeers) {
+  const JobResult job = run_fault_job("throw");
+  expect_failed_soon(job);
+  EXPECT_TRUE(mentions(job, "simulated failure mid-transfer")) << job.output;
+  // At least one survivor reported the failure, naming the rank, before the
+  // job was torn down.
+  EXPECT_TRUE(mentions(job, "peer rank 2 failed")) << job.output;
+}
+
+TEST(MpiFault, ARankThatStallsTimesOutNamingIt) {
+  const JobResult job = run_fault_job("stall");
+  expect_failed_soon(job);
+  EXPECT_TRUE(mentions(job, "no progress for 2000 ms while receiving 1048576 bytes from rank 2")) << job.output;
+}
+
+}  // namespace

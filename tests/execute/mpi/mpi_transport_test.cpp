@@ -1,0 +1,269 @@
+// MpiTransport's own behaviour under mpirun (the shared conformance suite
+// covers what every transport must do; this covers what only MPI's does).
+#include "reshard/execute/mpi/mpi_transport.h"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "mpi_world.h"
+#include "reshard/layout/error.h"
+
+namespace reshard {
+namespace {
+
+using testing::MpiTest;
+using testing::world_transport;
+using namespace std::chrono_literals;
+
+int next_rank(const Transport& t) { return (t.rank() + 1) % t.size(); }
+int previous_rank(const Transport& t) { return (t.rank() + t.size() - 1) % t.size(); }
+
+// Bytes that say who sent them and where they sit in the message.
+std::vector<std::byte> pattern(int sender, size_t size) {
+  std::vector<std::byte> out(size);
+  for (size_t i = 0; i < size; ++i) out[i] = static_cast<std::byte>((i * 131 + static_cast<size_t>(sender) * 7) & 0xff);
+  return out;
+}
+
+// Sends `bytes` round the ring on `t` and checks what arrives.
+void ring_exchange(Transport& t, Tag tag, size_t bytes) {
+  std::vector<std::byte> incoming(bytes);
+  const std::vector<std::byte> outgoing = pattern(t.rank(), bytes);
+  auto receive = t.irecv(previous_rank(t), tag, incoming);
+  auto send = t.isend(next_rank(t), tag, outgoing);
+  send->wait();
+  receive->wait();
+  EXPECT_EQ(incoming, pattern(previous_rank(t), bytes));
+}
+
+template <class F>
+ErrorCode error_code_of(F&& f, std::string* message = nullptr) {
+  try {
+    f();
+  } catch (const Error& e) {
+    if (message != nullptr) *message = e.what();
+    return e.code();
+  }
+  ADD_FAILURE() << "expected an Error";
+  return ErrorCode::kInvalidArgument;
+}
+
+class MpiTransportTest : public MpiTest {};
+
+TEST_F(MpiTransportTest, RankAndSizeAreTheWorlds) {
+  MpiTransport& world = world_transport();
+  int rank = -1;
+  int size = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  EXPECT_EQ(world.rank(), rank);
+  EXPECT_EQ(world.size(), size);
+}
+
+TEST_F(MpiTransportTest, LargeMessagesTravelInChunksWithinTheInFlightBound) {
+  MpiTransportOptions options;
+  options.chunk_bytes = 64 << 10;
+  options.max_bytes_in_flight = 256 << 10;
+  MpiTransport t(MPI_COMM_WORLD, options);
+  const Tag tag = t.begin_operation();
+  ring_exchange(t, tag, (3 << 20) + 12345);  // not a multiple of the chunk
+  EXPECT_GT(t.peak_bytes_in_flight(), 2 * options.chunk_bytes);  // it did pipeline
+  // The budget, plus the one chunk the second request may always post.
+  EXPECT_LE(t.peak_bytes_in_flight(), options.max_bytes_in_flight + options.chunk_bytes);
+}
+
+TEST_F(MpiTransportTest, EachRequestKeepsOneChunkMovingEvenWithATinyBudget) {
+  MpiTransportOptions options;
+  options.chunk_bytes = 32 << 10;
+  options.max_bytes_in_flight = 1;  // only the always-allowed chunk per request
+  MpiTransport t(MPI_COMM_WORLD, options);
+  ring_exchange(t, t.begin_operation(), 1 << 20);
+  EXPECT_LE(t.peak_bytes_in_flight(), 2 * options.chunk_bytes);  // one send and one receive
+}
+
+TEST_F(MpiTransportTest, WaitingOnOneRequestFeedsTheOthers) {
+  // Both sides wait on their send before their receive, with messages far
+  // above the eager limit and one chunk in flight: if a wait advanced only its
+  // own request, neither receive would post its next chunk and both would hang.
+  MpiTransportOptions options;
+  options.chunk_bytes = 64 << 10;
+  options.max_bytes_in_flight = 1;
+  options.timeout = 10s;
+  MpiTransport t(MPI_COMM_WORLD, options);
+  const size_t bytes = 4 << 20;
+  std::vector<std::byte> incoming(bytes);
+  const auto outgoing = pattern(t.rank(), bytes);
+  const Tag tag = t.begin_operation();
+  const int peer = t.rank() ^ 1;
+  if (peer >= t.size()) GTEST_SKIP() << "needs a partner rank";
+  auto send = t.isend(peer, tag, outgoing);
+  auto receive = t.irecv(peer, tag, incoming);
+  send->wait();
+  receive->wait();
+  EXPECT_EQ(incoming, pattern(peer, bytes));
+}
+
+TEST_F(MpiTransportTest, EmptyMessagesMatch) {
+  MpiTransport& t = world_transport();
+  ring_exchange(t, t.begin_operation() + 3, 0);
+}
+
+TEST_F(MpiTransportTest, ChunkSizeAboveIntMaxIsCappedNotOverflowed) {
+  MpiTransportOptions options;
+  options.chunk_bytes = SIZE_MAX;
+  MpiTransport t(MPI_COMM_WORLD, options);
+  ring_exchange(t, t.begin_operation(), 100'000);
+}
+
+TEST_F(MpiTransportTest, SameOffsetInTwoOperationsNeverCrosses) {
+  MpiTransport& t = world_transport();
+  const Tag first = t.begin_operation();
+  const Tag second = t.begin_operation();
+  EXPECT_EQ(second - first, Transport::kTagsPerOperation);
+  for (const Tag offset : {Tag{0}, Tag{77}, Transport::kTagsPerOperation - 1}) {
+    const auto a = pattern(t.rank(), 1000);
+    const auto b = pattern(t.rank() + 100, 1000);
+    std::vector<std::byte> got_a(1000);
+    std::vector<std::byte> got_b(1000);
+    // Receives posted in the opposite order to the sends: only tags match them.
+    auto receive_b = t.irecv(previous_rank(t), second + offset, got_b);
+    auto receive_a = t.irecv(previous_rank(t), first + offset, got_a);
+    auto send_a = t.isend(next_rank(t), first + offset, a);
+    auto send_b = t.isend(next_rank(t), second + offset, b);
+    for (auto* r : {send_a.get(), send_b.get(), receive_a.get(), receive_b.get()}) r->wait();
+    EXPECT_EQ(got_a, pattern(previous_rank(t), 1000));
+    EXPECT_EQ(got_b, pattern(previous_rank(t) + 100, 1000));
+  }
+}
+
+TEST_F(MpiTransportTest, AllGatherReturnsEveryRanksBytesOfAnySize) {
+  MpiTransport& t = world_transport();
+  const size_t mine = static_cast<size_t>(t.rank()) * 1000 + (t.rank() % 2 == 0 ? 0 : 70'000);
+  const auto all = t.all_gather(pattern(t.rank(), mine));
+  ASSERT_EQ(all.size(), static_cast<size_t>(t.size()));
+  for (int r = 0; r < t.size(); ++r) {
+    const size_t theirs = static_cast<size_t>(r) * 1000 + (r % 2 == 0 ? 0 : 70'000);
+    EXPECT_EQ(all[static_cast<size_t>(r)], pattern(r, theirs)) << "rank " << r;
+  }
+}
+
+TEST_F(MpiTransportTest, BarrierHoldsEveryoneUntilTheLastArrives) {
+  MpiTransport& t = world_transport();
+  const auto start = std::chrono::steady_clock::now();
+  if (t.rank() == t.size() - 1) std::this_thread::sleep_for(300ms);
+  t.barrier();
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 290ms);
+}
+
+TEST_F(MpiTransportTest, ThreadsMayShareTheTransport) {
+  MpiTransport& t = world_transport();
+  const Tag base = t.begin_operation();
+  std::vector<std::thread> threads;
+  std::vector<int> failures(4, 0);
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      const size_t bytes = 200'000 + static_cast<size_t>(i);
+      std::vector<std::byte> incoming(bytes);
+      const auto outgoing = pattern(t.rank() + i, bytes);
+      auto receive = t.irecv(previous_rank(t), base + static_cast<Tag>(i), incoming);
+      auto send = t.isend(next_rank(t), base + static_cast<Tag>(i), outgoing);
+      receive->wait();
+      send->wait();
+      failures[static_cast<size_t>(i)] = incoming == pattern(previous_rank(t) + i, bytes) ? 0 : 1;
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(std::accumulate(failures.begin(), failures.end(), 0), 0);
+}
+
+TEST_F(MpiTransportTest, TestReportsCompletionWithoutBlocking) {
+  MpiTransport& t = world_transport();
+  const Tag tag = t.begin_operation();
+  std::vector<std::byte> incoming(4096);
+  auto receive = t.irecv(previous_rank(t), tag, incoming);
+  EXPECT_FALSE(receive->test());  // nobody sends before the barrier
+  t.barrier();
+  const auto outgoing = pattern(t.rank(), 4096);
+  auto send = t.isend(next_rank(t), tag, outgoing);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!receive->test() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  EXPECT_TRUE(receive->test());  // and stays true
+  send->wait();
+  EXPECT_EQ(incoming, pattern(previous_rank(t), 4096));
+}
+
+TEST_F(MpiTransportTest, ASenderSendingMoreOrLessThanExpectedIsATransportError) {
+  MpiTransport& t = world_transport();
+  const Tag tag = t.begin_operation();
+  for (const size_t expected : {size_t{64}, size_t{300}}) {
+    // Open MPI does not report truncation of a message a rank sends itself.
+    if (expected < 100 && t.size() == 1) continue;
+    std::vector<std::byte> incoming(expected);
+    const auto outgoing = pattern(t.rank(), 100);
+    auto receive = t.irecv(previous_rank(t), tag, incoming);
+    auto send = t.isend(next_rank(t), tag, outgoing);
+    std::string message;
+    EXPECT_EQ(error_code_of([&] { receive->wait(); }, &message), ErrorCode::kTransport);
+    EXPECT_NE(message.find(fmt::format("from rank {}", previous_rank(t))), std::string::npos) << message;
+    send->wait();
+    t.barrier();
+  }
+}
+
+TEST_F(MpiTransportTest, BadArgumentsAreTypedErrors) {
+  MpiTransport& t = world_transport();
+  std::vector<std::byte> buffer(8);
+  EXPECT_EQ(error_code_of([&] { t.isend(t.size(), 0, buffer); }), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(error_code_of([&] { t.irecv(-1, 0, buffer); }), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(error_code_of([&] { t.set_timeout(0ms); }), ErrorCode::kInvalidArgument);
+  MpiTransportOptions zero_chunk;
+  zero_chunk.chunk_bytes = 0;
+  EXPECT_EQ(error_code_of([&] { MpiTransport bad(MPI_COMM_WORLD, zero_chunk); }), ErrorCode::kInvalidArgument);
+}
+
+TEST_F(MpiTransportTest, ASilentPeerTimesOutNamingIt) {
+  MpiTransport& t = world_transport();
+  if (t.size() < 2) GTEST_SKIP() << "needs two ranks";
+  const Tag tag = t.begin_operation();
+  if (t.rank() == 0) {
+    const auto saved = t.timeout();
+    t.set_timeout(300ms);
+    std::vector<std::byte> never(16);
+    auto receive = t.irecv(1, tag, never);
+    const auto start = std::chrono::steady_clock::now();
+    std::string message;
+    EXPECT_EQ(error_code_of([&] { receive->wait(); }, &message), ErrorCode::kTimeout);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+    EXPECT_NE(message.find("from rank 1"), std::string::npos) << message;
+    t.set_timeout(saved);
+  }
+  t.barrier();
+}
+
+TEST_F(MpiTransportTest, AnAbortedRankIsNamedByEveryPeer) {
+  MpiTransport t(MPI_COMM_WORLD);  // it ends unusable: not the shared one
+  const int failing = t.size() - 1;
+  std::vector<std::byte> buffer(1 << 20);
+  if (t.rank() == failing) {
+    t.abort("disk on fire");
+    std::string message;
+    EXPECT_EQ(error_code_of([&] { t.barrier(); }, &message), ErrorCode::kPeerFailed);  // unusable from now on
+  } else {
+    auto receive = t.irecv(failing, t.begin_operation(), buffer);
+    std::string message;
+    EXPECT_EQ(error_code_of([&] { receive->wait(); }, &message), ErrorCode::kPeerFailed);
+    EXPECT_NE(message.find(fmt::format("rank {} failed", failing)), std::string::npos) << message;
+    EXPECT_NE(message.find("disk on fire"), std::string::npos) << message;
+  }
+  world_transport().barrier();
+}
+
+}  // namespace
+}  // namespace reshard
