@@ -1,0 +1,24 @@
+// Runs many box copies at once, their bytes split evenly over threads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "reshard/execute/box_copy.h"
+
+namespace reshard {
+
+// One box copy between two buffers (each pointing at its extent's first element).
+struct CopyJob {
+  BoxCopy copy;
+  const std::byte* src = nullptr;
+  std::byte* dst = nullptr;
+};
+
+// Copies every job. The total bytes are cut into `threads` equal ranges (fewer
+// when there is less than `min_bytes_per_thread` each), so one large job is
+// shared as readily as many small ones; the calling thread takes the first.
+void run_copies(std::span<const CopyJob> jobs, int threads, uint64_t min_bytes_per_thread = uint64_t{1} << 20);
+
+}  // namespace reshard
