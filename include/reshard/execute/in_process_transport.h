@@ -1,0 +1,50 @@
+// InProcessGroup: a job whose processes are threads of one OS process (as Gloo's tests run).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "reshard/execute/transport.h"
+
+namespace reshard {
+
+namespace in_process {
+struct GroupState;
+}
+
+// Hands out one Transport per rank; each rank's thread must use only its own.
+// Messages are matched by (source, destination, tag) in posting order and
+// copied once, straight from the sender's buffer into the receiver's, by
+// whichever side posts second. A rank that fails (abort() or mark_failed)
+// makes every wait in the group throw Error(kPeerFailed) naming it.
+class InProcessGroup {
+ public:
+  // Throws Error(kInvalidArgument) unless size >= 1.
+  explicit InProcessGroup(int size, std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  ~InProcessGroup();
+  InProcessGroup(const InProcessGroup&) = delete;
+  InProcessGroup& operator=(const InProcessGroup&) = delete;
+
+  int size() const;
+
+  // The transport of `rank`, owned by the group.
+  Transport& transport(int rank);
+
+  // Marks `rank` failed; the first failure is the one every error names.
+  void mark_failed(int rank, std::string_view reason);
+
+  // Point-to-point payload bytes and messages `rank` has sent or received,
+  // counted when delivered (all_gather's metadata not included).
+  uint64_t bytes_sent(int rank) const;
+  uint64_t messages_sent(int rank) const;
+  uint64_t bytes_received(int rank) const;
+
+ private:
+  std::shared_ptr<in_process::GroupState> state_;
+  std::vector<std::unique_ptr<Transport>> transports_;
+};
+
+}  // namespace reshard

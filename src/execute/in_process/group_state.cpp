@@ -1,0 +1,175 @@
+#include "group_state.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace reshard::in_process {
+
+using Clock = std::chrono::steady_clock;
+
+GroupState::GroupState(int size)
+    : size_(size),
+      bytes_sent_(static_cast<size_t>(size)),
+      messages_sent_(static_cast<size_t>(size)),
+      bytes_received_(static_cast<size_t>(size)) {}
+
+GroupState::Key GroupState::key_of(const Operation& op) {
+  return op.is_send ? Key{op.rank, op.peer, op.tag} : Key{op.peer, op.rank, op.tag};
+}
+
+void GroupState::deliver(Operation& send, Operation& recv) {
+  if (send.size != recv.size) {
+    const Error error(ErrorCode::kTransport,
+                      fmt::format("message from process {} to process {} with tag {} has {} bytes, but the "
+                                  "receive expects {}",
+                                  send.rank, recv.rank, send.tag, send.size, recv.size));
+    send.error = error;
+    recv.error = error;
+    return;
+  }
+  if (send.size > 0) std::memcpy(recv.recv_data, send.send_data, send.size);
+}
+
+void GroupState::post(const std::shared_ptr<Operation>& op) {
+  std::unique_lock lock(mutex_);
+  if (failure_) {
+    finish_with(*op, failure_error());
+    return;
+  }
+  Queue& others = op->is_send ? unmatched_recvs_ : unmatched_sends_;
+  const auto match = others.find(key_of(*op));
+  if (match == others.end()) {
+    (op->is_send ? unmatched_sends_ : unmatched_recvs_)[key_of(*op)].push_back(op);
+    return;
+  }
+  const std::shared_ptr<Operation> peer = match->second.front();
+  match->second.pop_front();
+  if (match->second.empty()) others.erase(match);
+  op->phase = peer->phase = Operation::Phase::kCopying;
+  count_delivery(op->is_send ? *op : *peer, op->is_send ? *peer : *op);
+  lock.unlock();
+  // The copy runs unlocked so that ranks move data in parallel.
+  op->is_send ? deliver(*op, *peer) : deliver(*peer, *op);
+  lock.lock();
+  op->phase = peer->phase = Operation::Phase::kDone;
+  changed_.notify_all();
+}
+
+void GroupState::wait(Operation& op, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  const auto deadline = Clock::now() + timeout;
+  while (true) {
+    switch (op.phase) {
+      case Operation::Phase::kDone:
+        if (op.error) throw *op.error;
+        return;
+      case Operation::Phase::kCopying:
+        changed_.wait(lock);
+        break;
+      case Operation::Phase::kPosted:
+        if (failure_ || Clock::now() >= deadline) {
+          withdraw(op);
+          finish_with(op, failure_ ? failure_error() : timeout_error(op, timeout));
+          throw *op.error;
+        }
+        changed_.wait_until(lock, deadline);
+        break;
+    }
+  }
+}
+
+bool GroupState::test(Operation& op) {
+  std::unique_lock lock(mutex_);
+  if (op.phase == Operation::Phase::kPosted && failure_) {
+    withdraw(op);
+    finish_with(op, failure_error());
+  }
+  if (op.phase != Operation::Phase::kDone) return false;
+  if (op.error) throw *op.error;
+  return true;
+}
+
+void GroupState::release(Operation& op) noexcept {
+  std::unique_lock lock(mutex_);
+  if (op.phase == Operation::Phase::kPosted) withdraw(op);
+  changed_.wait(lock, [&] { return op.phase != Operation::Phase::kCopying; });
+}
+
+void GroupState::withdraw(Operation& op) {
+  Queue& queue = op.is_send ? unmatched_sends_ : unmatched_recvs_;
+  const auto it = queue.find(key_of(op));
+  if (it == queue.end()) return;
+  std::erase_if(it->second, [&](const std::shared_ptr<Operation>& p) { return p.get() == &op; });
+  if (it->second.empty()) queue.erase(it);
+}
+
+void GroupState::finish_with(Operation& op, Error error) {
+  op.phase = Operation::Phase::kDone;
+  op.error = std::move(error);
+}
+
+std::vector<std::vector<std::byte>> GroupState::all_gather(int rank, uint64_t generation,
+                                                           std::span<const std::byte> local,
+                                                           std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  if (failure_) throw failure_error();
+  Gathering& gathering = gatherings_[generation];  // map nodes stay put while others are added
+  gathering.parts.resize(static_cast<size_t>(size_));
+  gathering.parts[static_cast<size_t>(rank)].assign(local.begin(), local.end());
+  ++gathering.arrived;
+  changed_.notify_all();
+  const bool complete = changed_.wait_for(lock, timeout, [&] { return gathering.arrived == size_ || failure_; });
+  if (gathering.arrived < size_) {
+    if (failure_) throw failure_error();
+    throw Error(ErrorCode::kTimeout,
+                fmt::format("process {}: all_gather {} timed out after {} ms with {} of {} processes arrived", rank,
+                            generation, timeout.count(), gathering.arrived, size_));
+  }
+  (void)complete;
+  std::vector<std::vector<std::byte>> parts = gathering.parts;
+  if (++gathering.left == size_) gatherings_.erase(generation);
+  return parts;
+}
+
+void GroupState::mark_failed(int rank, std::string_view reason) {
+  std::lock_guard lock(mutex_);
+  if (!failure_) failure_.emplace(rank, std::string(reason));
+  changed_.notify_all();
+}
+
+Error GroupState::failure_error() const {
+  return Error(ErrorCode::kPeerFailed, fmt::format("process {} failed: {}", failure_->first, failure_->second));
+}
+
+Error GroupState::timeout_error(const Operation& op, std::chrono::milliseconds timeout) const {
+  return Error(ErrorCode::kTimeout,
+               fmt::format("process {}: {} {} process {} (tag {}, {} bytes) did not complete within {} ms",
+                           op.rank, op.is_send ? "send" : "receive", op.is_send ? "to" : "from", op.peer, op.tag,
+                           op.size, timeout.count()));
+}
+
+void GroupState::count_delivery(const Operation& send, const Operation& recv) {
+  if (send.size != recv.size) return;
+  bytes_sent_[static_cast<size_t>(send.rank)] += send.size;
+  ++messages_sent_[static_cast<size_t>(send.rank)];
+  bytes_received_[static_cast<size_t>(recv.rank)] += recv.size;
+}
+
+uint64_t GroupState::bytes_received(int rank) const {
+  std::lock_guard lock(mutex_);
+  return bytes_received_.at(static_cast<size_t>(rank));
+}
+
+uint64_t GroupState::bytes_sent(int rank) const {
+  std::lock_guard lock(mutex_);
+  return bytes_sent_.at(static_cast<size_t>(rank));
+}
+
+uint64_t GroupState::messages_sent(int rank) const {
+  std::lock_guard lock(mutex_);
+  return messages_sent_.at(static_cast<size_t>(rank));
+}
+
+}  // namespace reshard::in_process

@@ -1,0 +1,226 @@
+#include "execute/support/transport_suite.h"
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+
+#include <gtest/gtest.h>
+
+#include "reshard/layout/error.h"
+
+namespace reshard::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using Bytes = std::vector<std::byte>;
+
+int next_rank(const Transport& t) { return (t.rank() + 1) % t.size(); }
+int previous_rank(const Transport& t) { return (t.rank() + t.size() - 1) % t.size(); }
+
+// Bytes that say who sent them, to whom, and where they sit in the message.
+Bytes pattern(int from, int to, size_t size, int salt = 0) {
+  Bytes out(size);
+  for (size_t i = 0; i < size; ++i) {
+    out[i] = static_cast<std::byte>((i * 131 + static_cast<size_t>(from) * 7 + static_cast<size_t>(to) * 29 +
+                                     static_cast<size_t>(salt) * 61) & 0xff);
+  }
+  return out;
+}
+
+Bytes int_bytes(uint64_t value) {
+  Bytes out(sizeof value);
+  std::memcpy(out.data(), &value, sizeof value);
+  return out;
+}
+
+void wait_all(std::vector<std::unique_ptr<Request>>& requests) {
+  for (auto& r : requests) r->wait();
+}
+
+void rank_and_size(Transport& t) {
+  EXPECT_GE(t.rank(), 0);
+  EXPECT_LT(t.rank(), t.size());
+  const auto all = t.all_gather(int_bytes(static_cast<uint64_t>(t.rank())));
+  ASSERT_EQ(all.size(), static_cast<size_t>(t.size()));
+  for (int r = 0; r < t.size(); ++r) EXPECT_EQ(all[static_cast<size_t>(r)], int_bytes(static_cast<uint64_t>(r)));
+}
+
+void all_gather_sizes(Transport& t) {
+  const auto all = t.all_gather(pattern(t.rank(), 0, static_cast<size_t>(t.rank()) * 3 + 1));
+  ASSERT_EQ(all.size(), static_cast<size_t>(t.size()));
+  for (int r = 0; r < t.size(); ++r) {
+    EXPECT_EQ(all[static_cast<size_t>(r)], pattern(r, 0, static_cast<size_t>(r) * 3 + 1)) << "rank " << r;
+  }
+  const auto empty = t.all_gather({});
+  ASSERT_EQ(empty.size(), static_cast<size_t>(t.size()));
+  for (const Bytes& part : empty) EXPECT_TRUE(part.empty());
+}
+
+void barriers_keep_collectives_in_step(Transport& t) {
+  for (int i = 0; i < 3; ++i) t.barrier();
+  const auto all = t.all_gather(int_bytes(42 + static_cast<uint64_t>(t.rank())));
+  for (int r = 0; r < t.size(); ++r) EXPECT_EQ(all[static_cast<size_t>(r)], int_bytes(42 + static_cast<uint64_t>(r)));
+}
+
+void ring(Transport& t, size_t bytes) {
+  const Tag base = t.begin_operation();
+  Bytes incoming(bytes);
+  const Bytes outgoing = pattern(t.rank(), next_rank(t), bytes);
+  auto receive = t.irecv(previous_rank(t), base, incoming);
+  auto send = t.isend(next_rank(t), base, outgoing);
+  send->wait();
+  receive->wait();
+  EXPECT_EQ(incoming, pattern(previous_rank(t), t.rank(), bytes));
+}
+
+void all_to_all(Transport& t) {
+  const Tag base = t.begin_operation();
+  const auto size_of = [](int from, int to) { return 1000 + static_cast<size_t>(from) * 37 + static_cast<size_t>(to); };
+  std::vector<Bytes> incoming, outgoing;
+  std::vector<std::unique_ptr<Request>> requests;
+  for (int peer = 0; peer < t.size(); ++peer) incoming.emplace_back(size_of(peer, t.rank()));
+  for (int peer = 0; peer < t.size(); ++peer) outgoing.push_back(pattern(t.rank(), peer, size_of(t.rank(), peer)));
+  for (int peer = 0; peer < t.size(); ++peer) requests.push_back(t.irecv(peer, base + 7, incoming[static_cast<size_t>(peer)]));
+  for (int peer = 0; peer < t.size(); ++peer) requests.push_back(t.isend(peer, base + 7, outgoing[static_cast<size_t>(peer)]));
+  wait_all(requests);
+  for (int peer = 0; peer < t.size(); ++peer) {
+    EXPECT_EQ(incoming[static_cast<size_t>(peer)], pattern(peer, t.rank(), size_of(peer, t.rank()))) << "from " << peer;
+  }
+}
+
+// Messages are matched by tag, whatever order the receives are posted in.
+void tags_match_out_of_order(Transport& t) {
+  const Tag base = t.begin_operation();
+  const Bytes first = pattern(t.rank(), 1, 300), second = pattern(t.rank(), 2, 500);
+  Bytes got_first(300), got_second(500);
+  std::vector<std::unique_ptr<Request>> requests;
+  requests.push_back(t.isend(next_rank(t), base + 1, first));
+  requests.push_back(t.isend(next_rank(t), base + 2, second));
+  requests.push_back(t.irecv(previous_rank(t), base + 2, got_second));
+  requests.push_back(t.irecv(previous_rank(t), base + 1, got_first));
+  wait_all(requests);
+  EXPECT_EQ(got_first, pattern(previous_rank(t), 1, 300));
+  EXPECT_EQ(got_second, pattern(previous_rank(t), 2, 500));
+}
+
+// Messages with the same source and tag arrive in the order they were sent.
+void same_tag_in_order(Transport& t) {
+  const Tag base = t.begin_operation();
+  std::vector<Bytes> outgoing, incoming(3, Bytes(64));
+  std::vector<std::unique_ptr<Request>> requests;
+  for (int i = 0; i < 3; ++i) outgoing.push_back(pattern(t.rank(), i, 64, i));
+  for (int i = 0; i < 3; ++i) requests.push_back(t.isend(next_rank(t), base, outgoing[static_cast<size_t>(i)]));
+  for (int i = 0; i < 3; ++i) requests.push_back(t.irecv(previous_rank(t), base, incoming[static_cast<size_t>(i)]));
+  wait_all(requests);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(incoming[static_cast<size_t>(i)], pattern(previous_rank(t), i, 64, i)) << i;
+}
+
+void zero_bytes(Transport& t) {
+  const Tag base = t.begin_operation();
+  auto receive = t.irecv(previous_rank(t), base, {});
+  auto send = t.isend(next_rank(t), base, {});
+  send->wait();
+  receive->wait();
+  EXPECT_TRUE(receive->test());
+}
+
+void send_to_self(Transport& t) {
+  const Tag base = t.begin_operation();
+  const Bytes outgoing = pattern(t.rank(), t.rank(), 4096);
+  Bytes incoming(4096);
+  auto send = t.isend(t.rank(), base + 3, outgoing);
+  auto receive = t.irecv(t.rank(), base + 3, incoming);
+  receive->wait();
+  send->wait();
+  EXPECT_EQ(incoming, outgoing);
+}
+
+// Two operations' tag ranges are disjoint and the same on every rank, so
+// their messages never mix even when posted interleaved.
+void operations_do_not_collide(Transport& t) {
+  const Tag a = t.begin_operation();
+  const Tag b = t.begin_operation();
+  EXPECT_TRUE(b >= a + Transport::kTagsPerOperation || a >= b + Transport::kTagsPerOperation);
+  Bytes mine = int_bytes(a);
+  const Bytes b_bytes = int_bytes(b);
+  mine.insert(mine.end(), b_bytes.begin(), b_bytes.end());
+  for (const Bytes& other : t.all_gather(mine)) EXPECT_EQ(other, mine);
+  const Bytes for_a = pattern(t.rank(), 0, 256, 1), for_b = pattern(t.rank(), 0, 256, 2);
+  Bytes got_a(256), got_b(256);
+  std::vector<std::unique_ptr<Request>> requests;
+  requests.push_back(t.irecv(previous_rank(t), b, got_b));
+  requests.push_back(t.irecv(previous_rank(t), a, got_a));
+  requests.push_back(t.isend(next_rank(t), a, for_a));
+  requests.push_back(t.isend(next_rank(t), b, for_b));
+  wait_all(requests);
+  EXPECT_EQ(got_a, pattern(previous_rank(t), 0, 256, 1));
+  EXPECT_EQ(got_b, pattern(previous_rank(t), 0, 256, 2));
+}
+
+// test() polls a request to completion without blocking.
+void test_polls_to_completion(Transport& t) {
+  const Tag base = t.begin_operation();
+  const Bytes outgoing = pattern(t.rank(), next_rank(t), 10000);
+  Bytes incoming(10000);
+  auto receive = t.irecv(previous_rank(t), base, incoming);
+  auto send = t.isend(next_rank(t), base, outgoing);
+  const auto deadline = Clock::now() + 20s;
+  bool sent = false, received = false;
+  while ((!sent || !received) && Clock::now() < deadline) {
+    sent = sent || send->test();
+    received = received || receive->test();
+  }
+  ASSERT_TRUE(sent && received) << "test() never reported completion";
+  EXPECT_TRUE(send->test());
+  EXPECT_EQ(incoming, pattern(previous_rank(t), t.rank(), 10000));
+}
+
+// A receive nobody answers fails with kTimeout near the timeout, not never.
+void wait_times_out(Transport& t) {
+  const Tag base = t.begin_operation();
+  const auto saved = t.timeout();
+  t.set_timeout(200ms);
+  EXPECT_EQ(t.timeout(), 200ms);
+  Bytes incoming(16);
+  auto receive = t.irecv(previous_rank(t), base + 99, incoming);
+  EXPECT_FALSE(receive->test());
+  const auto start = Clock::now();
+  ErrorCode code = ErrorCode::kInvalidArgument;
+  try {
+    receive->wait();
+    ADD_FAILURE() << "a receive with no sender completed";
+  } catch (const Error& e) {
+    code = e.code();
+  }
+  const auto waited = Clock::now() - start;
+  EXPECT_EQ(code, ErrorCode::kTimeout);
+  EXPECT_GE(waited, 150ms);
+  EXPECT_LT(waited, 10s);
+  receive.reset();
+  t.set_timeout(saved);
+  t.barrier();
+}
+
+}  // namespace
+
+std::vector<TransportCase> transport_cases() {
+  return {
+      {"RankAndSize", rank_and_size},
+      {"AllGatherSizes", all_gather_sizes},
+      {"BarriersKeepCollectivesInStep", barriers_keep_collectives_in_step},
+      {"RingSmall", [](Transport& t) { ring(t, 1); }},
+      {"RingOddSize", [](Transport& t) { ring(t, (size_t{1} << 20) + 7); }},
+      {"RingLarge", [](Transport& t) { ring(t, size_t{24} << 20); }},
+      {"AllToAll", all_to_all},
+      {"TagsMatchOutOfOrder", tags_match_out_of_order},
+      {"SameTagInOrder", same_tag_in_order},
+      {"ZeroBytes", zero_bytes},
+      {"SendToSelf", send_to_self},
+      {"OperationsDoNotCollide", operations_do_not_collide},
+      {"TestPollsToCompletion", test_polls_to_completion},
+      {"WaitTimesOut", wait_times_out},
+  };
+}
+
+}  // namespace reshard::testing
