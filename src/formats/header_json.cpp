@@ -1,8 +1,10 @@
 #include "header_json.h"
 
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include <fmt/format.h>
@@ -43,11 +45,27 @@ void append_utf8(std::string& out, uint32_t code_point) {
 }
 
 std::optional<DType> exact_dtype(std::string_view name) {
-  for (int i = 0; i < kNumDTypes; ++i) {
-    const auto dtype = static_cast<DType>(i);
-    if (dtype_name(dtype) == name) return dtype;  // case-sensitive, as serde's enum
+  static const std::array<std::string_view, kNumDTypes> kNames = [] {
+    std::array<std::string_view, kNumDTypes> names{};
+    for (int i = 0; i < kNumDTypes; ++i) names[static_cast<size_t>(i)] = dtype_name(static_cast<DType>(i));
+    return names;
+  }();
+  for (size_t i = 0; i < kNames.size(); ++i) {
+    if (kNames[i] == name) return static_cast<DType>(i);  // case-sensitive, as serde's enum
   }
   return std::nullopt;
+}
+
+// Whether any of the 8 bytes in `word` is '"', '\\' or below 0x20: the bytes
+// that end a plain stretch of string (a SWAR test, 8 bytes per step).
+bool has_string_stop(uint64_t word) {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr uint64_t kHighs = 0x8080808080808080ULL;
+  auto has_zero = [](uint64_t v) { return (v - kOnes) & ~v & kHighs; };
+  const uint64_t quote = has_zero(word ^ (kOnes * '"'));
+  const uint64_t backslash = has_zero(word ^ (kOnes * '\\'));
+  const uint64_t control = (word - kOnes * 0x20) & ~word & kHighs;
+  return (quote | backslash | control) != 0;
 }
 
 // A number as JSON spells it, before deciding what it may stand for.
@@ -65,6 +83,8 @@ class Parser {
     skip_space();
     expect('{', "the header must be a JSON object");
     enter(1);
+    // A rough count (entries take 60+ bytes) saves regrowing the list.
+    out_.tensors.reserve(json_.size() / 64);
     skip_space();
     if (!consume('}')) {
       do {
@@ -121,6 +141,12 @@ class Parser {
   std::string_view read_string(std::string_view what) {
     if (!consume('"')) fail(fmt::format("expected {} (a string)", what));
     const size_t start = pos_;
+    while (pos_ + 8 <= json_.size()) {
+      uint64_t word = 0;
+      std::memcpy(&word, json_.data() + pos_, sizeof word);
+      if (has_string_stop(word)) break;
+      pos_ += 8;
+    }
     while (pos_ < json_.size()) {
       const auto c = static_cast<unsigned char>(json_[pos_]);
       if (c == '"') return json_.substr(start, pos_++ - start);
@@ -218,26 +244,25 @@ class Parser {
     return token;
   }
 
-  // The value of an unsigned integer token, or nullopt past uint64.
-  static std::optional<uint64_t> unsigned_value(const NumberToken& token) {
-    uint64_t value = 0;
-    for (char c : token.text) {
-      const auto digit = static_cast<uint64_t>(c - '0');
-      if (value > (UINT64_MAX - digit) / 10) return std::nullopt;
-      value = value * 10 + digit;
-    }
-    return value;
-  }
-
   // Shape entries and offsets: integers from 0 to 2^64-1, as Rust's usize.
   uint64_t read_unsigned(std::string_view what) {
-    if (peek() != '-' && !is_digit(peek())) fail(fmt::format("{} must be a non-negative integer", what));
-    const NumberToken token = read_number();
-    if (token.negative) fail(fmt::format("{} must not be negative", what));
-    if (!token.integral) fail(fmt::format("{} must be an integer", what));
-    const std::optional<uint64_t> value = unsigned_value(token);
-    if (!value) fail(fmt::format("{} does not fit 64 bits", what));
-    return *value;
+    if (peek() == '-') fail(fmt::format("{} must not be negative", what));
+    if (!is_digit(peek())) fail(fmt::format("{} must be a non-negative integer", what));
+    const size_t start = pos_;
+    uint64_t value = 0;
+    if (!consume('0')) {
+      while (is_digit(peek())) {
+        value = value * 10 + static_cast<uint64_t>(json_[pos_] - '0');  // wraps past 19 digits
+        ++pos_;
+      }
+    }
+    if (peek() == '.' || peek() == 'e' || peek() == 'E') fail(fmt::format("{} must be an integer", what));
+    const size_t digits = pos_ - start;
+    // 19 digits always fit; 20 fit only up to 18446744073709551615.
+    if (digits > 20 || (digits == 20 && json_.substr(start, 20) > "18446744073709551615")) {
+      fail(fmt::format("{} does not fit 64 bits", what));
+    }
+    return value;
   }
 
   // serde_json reads numbers it cannot hold in 64 bits as doubles and refuses

@@ -239,6 +239,13 @@ TEST(SafetensorsReaderErrors, ElementOrBitCountOverflowIsValidationOverflow) {
   // 2^61 elements fit, their bits do not.
   expect_error(file_of(object_of({entry("bits", "F64", "[2305843009213693952]", 0, 0)}), 0),
                ErrorCode::kValidationOverflow, "bits");
+  // The largest usize parses (then overflows); one more does not parse at all.
+  expect_error(file_of(object_of({entry("max", "U8", "[18446744073709551615]", 0, 0)}), 0),
+               ErrorCode::kValidationOverflow, "max");
+  expect_error(file_of(object_of({entry("max", "U8", "[18446744073709551616]", 0, 0)}), 0),
+               ErrorCode::kInvalidHeaderJson, "max");
+  expect_error(file_of(object_of({entry("max", "U8", "[99999999999999999999]", 0, 0)}), 0),
+               ErrorCode::kInvalidHeaderJson, "max");
   // Past int64, as reshard's shapes are.
   expect_error(file_of(object_of({entry("huge", "U8", "[0,9223372036854775808]", 0, 0)}), 0),
                ErrorCode::kValidationOverflow, "huge");
