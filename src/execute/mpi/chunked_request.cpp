@@ -1,12 +1,21 @@
 #include "chunked_request.h"
 
 #include <algorithm>
+#include <memory>
+#include <chrono>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "mpi_error.h"
 
 namespace reshard::mpi_detail {
+namespace {
+
+// How long a cancelled request waits for chunks already on the move.
+constexpr auto kCancelGrace = std::chrono::milliseconds(100);
+
+}  // namespace
 
 ChunkedRequest::ChunkedRequest(ProgressEngine& engine, ChunkedMessage message, size_t chunk_bytes)
     : engine_(engine), message_(message), chunk_bytes_(chunk_bytes) {
@@ -57,21 +66,26 @@ void ChunkedRequest::advance() {
 void ChunkedRequest::complete_finished_chunks() {
   for (PostedChunk& chunk : posted_) {
     int finished = 0;
-    MPI_Status status;
-    const int code = MPI_Test(&chunk.request, &finished, &status);
+    const int code = MPI_Test(&chunk.request, &finished, MPI_STATUS_IGNORE);
     if (code != MPI_SUCCESS || finished != 0) {
       chunk.request = MPI_REQUEST_NULL;  // MPI frees a request that completes, in error or not
       engine_.give_back_budget(chunk.size);
     }
     check_mpi(code, fmt::format("bytes {}..{}", chunk.offset, chunk.offset + chunk.size));
     if (finished == 0) continue;
-    if (message_.direction == Direction::kReceive) check_received_size(status, chunk);
     ++completions_;
   }
   std::erase_if(posted_, [](const PostedChunk& chunk) { return chunk.request == MPI_REQUEST_NULL; });
 }
 
+bool ChunkedRequest::shares_channel_with(const ChunkedRequest& other) const {
+  return message_.direction == other.message_.direction && message_.peer == other.message_.peer &&
+         message_.comm == other.message_.comm && message_.mpi_tag == other.message_.mpi_tag;
+}
+
 void ChunkedRequest::post_chunks() {
+  if (predecessor != nullptr && !predecessor->fully_posted()) return;
+  predecessor = nullptr;
   // A zero-byte message still travels, as one empty chunk, so it matches.
   while (next_offset_ < message_.size || !posted_any_) {
     const size_t size = std::min(chunk_bytes_, message_.size - next_offset_);
@@ -79,11 +93,23 @@ void ChunkedRequest::post_chunks() {
     PostedChunk chunk{MPI_REQUEST_NULL, next_offset_, size};
     std::byte* start = message_.data + next_offset_;
     const int count = static_cast<int>(size);
-    const int code = message_.direction == Direction::kSend
-                         ? MPI_Isend(start, count, MPI_BYTE, message_.peer, message_.mpi_tag, message_.comm,
-                                     &chunk.request)
-                         : MPI_Irecv(start, count, MPI_BYTE, message_.peer, message_.mpi_tag, message_.comm,
-                                     &chunk.request);
+    int code = MPI_SUCCESS;
+    if (message_.direction == Direction::kSend) {
+      code = MPI_Isend(start, count, MPI_BYTE, message_.peer, message_.mpi_tag, message_.comm, &chunk.request);
+    } else {
+      std::optional<MPI_Message> arrived;
+      try {
+        arrived = match_arrived_chunk(chunk);
+      } catch (...) {
+        engine_.give_back_budget(size);
+        throw;
+      }
+      if (!arrived) {
+        engine_.give_back_budget(size);
+        return;
+      }
+      code = MPI_Imrecv(start, count, MPI_BYTE, &*arrived, &chunk.request);
+    }
     if (code != MPI_SUCCESS) engine_.give_back_budget(size);
     check_mpi(code, fmt::format("posting bytes {}..{}", chunk.offset, chunk.offset + size));
     posted_.push_back(chunk);
@@ -92,23 +118,42 @@ void ChunkedRequest::post_chunks() {
   }
 }
 
-void ChunkedRequest::check_received_size(const MPI_Status& status, const PostedChunk& chunk) const {
+std::optional<MPI_Message> ChunkedRequest::match_arrived_chunk(const PostedChunk& chunk) {
+  int arrived = 0;
+  MPI_Message message = MPI_MESSAGE_NULL;
+  MPI_Status status;
+  check_mpi(MPI_Improbe(message_.peer, message_.mpi_tag, message_.comm, &arrived, &message, &status),
+            fmt::format("probing for bytes {}..{}", chunk.offset, chunk.offset + chunk.size));
+  if (arrived == 0) return std::nullopt;
   int count = 0;
-  check_mpi(MPI_Get_count(&status, MPI_BYTE, &count), "reading a received size");
-  if (count < 0 || static_cast<size_t>(count) != chunk.size) {
-    throw Error(ErrorCode::kTransport,
-                fmt::format("bytes {}..{}: the sender sent {} bytes where {} were expected (do both sides agree "
-                            "on the message size?)",
-                            chunk.offset, chunk.offset + chunk.size, count, chunk.size));
-  }
+  check_mpi(MPI_Get_count(&status, MPI_BYTE, &count), "reading an arriving message's size");
+  if (count >= 0 && static_cast<size_t>(count) == chunk.size) return message;
+  // Take the stray message off the wire into a buffer of its own size, kept
+  // alive by the engine, so that it can neither overrun this request's buffer
+  // nor be matched by a later receive.
+  auto stray = std::make_shared<std::vector<std::byte>>(static_cast<size_t>(std::max(count, 0)));
+  MPI_Request drain = MPI_REQUEST_NULL;
+  if (MPI_Imrecv(stray->data(), count, MPI_BYTE, &message, &drain) == MPI_SUCCESS) MPI_Request_free(&drain);
+  engine_.keep_alive_locked(stray);
+  throw Error(ErrorCode::kTransport,
+              fmt::format("bytes {}..{}: the sender sent {} bytes where {} were expected (do both sides agree on "
+                          "the message size?)",
+                          chunk.offset, chunk.offset + chunk.size, count, chunk.size));
 }
 
 void ChunkedRequest::cancel_posted() noexcept {
+  // Posted chunks are matched (receives are posted only for messages that
+  // arrived) and moving bytes of a buffer the caller is about to free. Give
+  // them a moment to finish; past that they are abandoned to MPI, which is
+  // safe only because a failed job is about to end.
+  const auto deadline = std::chrono::steady_clock::now() + kCancelGrace;
   for (PostedChunk& chunk : posted_) {
-    if (chunk.request == MPI_REQUEST_NULL) continue;
-    // A receive can be withdrawn; a send is left to finish on its own.
-    if (message_.direction == Direction::kReceive) MPI_Cancel(&chunk.request);
-    MPI_Request_free(&chunk.request);
+    int finished = 0;
+    while (chunk.request != MPI_REQUEST_NULL && std::chrono::steady_clock::now() < deadline) {
+      if (MPI_Test(&chunk.request, &finished, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
+      if (finished == 0) std::this_thread::yield();
+    }
+    if (chunk.request != MPI_REQUEST_NULL) MPI_Request_free(&chunk.request);
     engine_.give_back_budget(chunk.size);
   }
   posted_.clear();

@@ -29,9 +29,14 @@ struct ChunkedMessage {
 
 // Chunks go in order on one (communicator, peer, tag): MPI never lets
 // messages of one such triple overtake each other, so chunk i of the sender
-// matches chunk i of the receiver. The next chunks are posted as earlier ones
-// complete, within the engine's bytes-in-flight budget; a request always keeps
-// one chunk posted, so every request keeps moving whatever the others hold.
+// matches chunk i of the receiver (which probes for it, so a chunk of the
+// wrong size is an error, never an overrun). Several requests on the same triple and
+// direction post their chunks one request after the other (each waits for its
+// predecessor to have posted everything), so both sides post in the same order
+// and messages arrive in the order they were started. The next chunks are
+// posted as earlier ones complete, within the engine's bytes-in-flight budget;
+// a request always keeps one chunk posted, so every request keeps moving
+// whatever the others hold.
 class ChunkedRequest final : public Request {
  public:
   // Registers with the engine and posts the first chunks; the engine's lock
@@ -48,6 +53,13 @@ class ChunkedRequest final : public Request {
   // An MPI error is kept and thrown by the next wait() or test().
   void advance();
 
+  // Whether `other` travels on the same (communicator, peer, tag) the same way.
+  bool shares_channel_with(const ChunkedRequest& other) const;
+  // Every chunk has been handed to MPI (or the request failed).
+  bool fully_posted() const { return error_.has_value() || (posted_any_ && next_offset_ == message_.size); }
+  // The earlier request on the same channel that must post first, if any.
+  ChunkedRequest* predecessor = nullptr;
+
  private:
   struct PostedChunk {
     MPI_Request request = MPI_REQUEST_NULL;
@@ -58,7 +70,12 @@ class ChunkedRequest final : public Request {
   bool done() const { return posted_any_ && next_offset_ == message_.size && posted_.empty(); }
   void complete_finished_chunks();
   void post_chunks();
-  void check_received_size(const MPI_Status& status, const PostedChunk& chunk) const;
+  // The message carrying `chunk` if it has arrived. Receives are posted only
+  // for arrived messages of the expected size (MPI_Improbe, MPI_Imrecv): a
+  // larger one must never meet a smaller buffer, as Open MPI's single-copy
+  // path overruns the buffer instead of reporting truncation. A message of
+  // the wrong size throws Error(kTransport).
+  std::optional<MPI_Message> match_arrived_chunk(const PostedChunk& chunk);
   void cancel_posted() noexcept;
   void throw_if_failed() const;
   // "receiving 4096 bytes from rank 2 (tag 7)"

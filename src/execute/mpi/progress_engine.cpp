@@ -21,9 +21,23 @@ ProgressEngine::ProgressEngine(int rank, int size, MPI_Comm control, size_t max_
     : rank_(rank), failures_(control, rank, size), max_in_flight_(max_bytes_in_flight),
       timeout_ms_(timeout.count()) {}
 
-void ProgressEngine::add(ChunkedRequest* request) { requests_.push_back(request); }
+void ProgressEngine::add(ChunkedRequest* request) {
+  // The latest pending request on the same channel posts first.
+  for (auto it = requests_.rbegin(); it != requests_.rend(); ++it) {
+    if ((*it)->shares_channel_with(*request)) {
+      request->predecessor = *it;
+      break;
+    }
+  }
+  requests_.push_back(request);
+}
 
-void ProgressEngine::remove(ChunkedRequest* request) { std::erase(requests_, request); }
+void ProgressEngine::remove(ChunkedRequest* request) {
+  for (ChunkedRequest* other : requests_) {
+    if (other->predecessor == request) other->predecessor = request->predecessor;
+  }
+  std::erase(requests_, request);
+}
 
 void ProgressEngine::progress() {
   for (ChunkedRequest* request : requests_) request->advance();
@@ -80,7 +94,7 @@ void ProgressEngine::wait(const std::function<WaitStep()>& step,
 
 void ProgressEngine::keep_alive(std::shared_ptr<void> resource) {
   auto guard = lock();
-  kept_alive_.push_back(std::move(resource));
+  keep_alive_locked(std::move(resource));
 }
 
 void ProgressEngine::abort(std::string_view reason) noexcept {

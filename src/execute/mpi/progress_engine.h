@@ -61,6 +61,7 @@ class ProgressEngine {
   // Keeps `resource` (buffers MPI may still write after a failed wait) alive
   // as long as the engine. Takes the lock.
   void keep_alive(std::shared_ptr<void> resource);
+  void keep_alive_locked(std::shared_ptr<void> resource) { kept_alive_.push_back(std::move(resource)); }
 
   // Marks this rank failed and tells the peers (bounded in time).
   void abort(std::string_view reason) noexcept;
