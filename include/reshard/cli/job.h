@@ -1,0 +1,35 @@
+// The job this process belongs to: alone, or one rank of an MPI launch.
+#pragma once
+
+#include <string_view>
+
+namespace reshard {
+class Transport;
+}
+
+namespace reshard::cli {
+
+// This process's rank and the number of processes in the job.
+struct JobWorld {
+  int rank = 0;
+  int size = 1;
+};
+
+// One process, unless an MPI launcher (mpirun, mpiexec, srun) started this
+// one: then MPI is initialised on first use and the job is MPI's world. This
+// is what `--processes` defaults to (spec/cli.md). Without MPI built in,
+// always one process.
+JobWorld job_world();
+
+// The transport between the job's processes, created on first use. Under
+// MPI its creation is collective: every rank must ask for it.
+Transport& job_transport();
+
+// Ends the job's use of MPI and returns `exit_code`. A failure (non-zero
+// code) in a job of several processes never returns: it tells the peers
+// (Transport::abort, so their waits name this rank) and ends every process
+// with MPI_Abort, since MPI cannot let one rank leave a job that the others
+// may still be waiting on. Call once, on the way out of main().
+int finish_job(int exit_code);
+
+}  // namespace reshard::cli

@@ -1,0 +1,79 @@
+#include "reshard/cli/job.h"
+
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "reshard/execute/in_process_transport.h"
+#if RESHARD_WITH_MPI
+#include "reshard/execute/mpi/mpi_session.h"
+#include "reshard/execute/mpi/mpi_transport.h"
+#endif
+
+namespace reshard::cli {
+namespace {
+
+// Everything the job started, torn down in reverse order by finish_job (or,
+// failing that, at exit).
+struct Job {
+#if RESHARD_WITH_MPI
+  std::unique_ptr<MpiSession> session;
+  std::unique_ptr<MpiTransport> mpi_transport;
+#endif
+  std::unique_ptr<InProcessGroup> alone;  // the transport of a one-process job
+  bool started = false;
+  JobWorld world;
+};
+
+Job& job() {
+  static Job instance;
+  return instance;
+}
+
+Job& started_job() {
+  Job& j = job();
+  if (j.started) return j;
+  j.started = true;
+#if RESHARD_WITH_MPI
+  if (launched_by_mpi()) {
+    j.session = std::make_unique<MpiSession>();
+    j.world = JobWorld{MpiSession::world_rank(), MpiSession::world_size()};
+  }
+#endif
+  return j;
+}
+
+}  // namespace
+
+JobWorld job_world() { return started_job().world; }
+
+Transport& job_transport() {
+  Job& j = started_job();
+#if RESHARD_WITH_MPI
+  if (j.session) {
+    if (!j.mpi_transport) j.mpi_transport = std::make_unique<MpiTransport>();
+    return *j.mpi_transport;
+  }
+#endif
+  if (!j.alone) j.alone = std::make_unique<InProcessGroup>(1);
+  return j.alone->transport(0);
+}
+
+int finish_job(int exit_code) {
+  Job& j = job();
+#if RESHARD_WITH_MPI
+  if (j.session && exit_code != 0 && j.world.size > 1) {
+    const std::string reason =
+        fmt::format("rank {} of {} failed with exit status {} (its error is above)", j.world.rank, j.world.size,
+                    exit_code);
+    if (j.mpi_transport) j.mpi_transport->abort(reason);
+    MpiSession::abort_job(exit_code);
+  }
+  j.mpi_transport.reset();
+  j.session.reset();
+#endif
+  j.alone.reset();
+  return exit_code;
+}
+
+}  // namespace reshard::cli
