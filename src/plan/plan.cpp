@@ -1,0 +1,51 @@
+#include "reshard/plan/plan.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "reshard/layout/checked.h"
+#include "reshard/layout/error.h"
+
+namespace reshard {
+namespace {
+
+int owner_of(const Topology& topology, DeviceId device, size_t transfer) {
+  if (!topology.contains(device)) {
+    throw Error(ErrorCode::kInvalidPlan,
+                fmt::format("invalid plan: transfer {} names device {}, which is not in the job "
+                            "(devices are 0..{})",
+                            transfer, device, topology.num_devices() - 1));
+  }
+  return topology.process_of(device);
+}
+
+PlanStats compute_stats(const PlanKey& key, const std::vector<Transfer>& transfers) {
+  PlanStats stats;
+  std::vector<uint64_t> sent(static_cast<size_t>(key.topology.num_processes()), 0);
+  for (size_t i = 0; i < transfers.size(); ++i) {
+    const Transfer& t = transfers[i];
+    const uint64_t bytes = dtype_byte_size(key.dtype, static_cast<uint64_t>(t.box.volume()));
+    const int src_process = owner_of(key.topology, t.src, i);
+    const int dst_process = owner_of(key.topology, t.dst, i);
+    stats.bytes_total = checked_add(stats.bytes_total, bytes, "plan bytes");
+    if (t.src == t.dst) {
+      stats.bytes_same_device += bytes;
+    } else if (src_process == dst_process) {
+      stats.bytes_same_process += bytes;
+    } else {
+      stats.bytes_cross_process += bytes;
+      uint64_t& by_sender = sent[static_cast<size_t>(src_process)];
+      by_sender += bytes;
+      stats.max_process_send_bytes = std::max(stats.max_process_send_bytes, by_sender);
+    }
+  }
+  return stats;
+}
+
+}  // namespace
+
+Plan::Plan(PlanKey key, std::vector<Transfer> transfers)
+    : key_(std::move(key)), transfers_(std::move(transfers)), stats_(compute_stats(key_, transfers_)) {}
+
+}  // namespace reshard

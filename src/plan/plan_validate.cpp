@@ -1,0 +1,116 @@
+// Plan::validate: checks a plan against its key from first principles, sharing
+// nothing with the planner, so a planner bug cannot hide behind it.
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "reshard/layout/checked.h"
+#include "reshard/layout/error.h"
+#include "reshard/plan/box_overlap.h"
+#include "reshard/plan/plan.h"
+
+namespace reshard {
+namespace {
+
+[[noreturn]] void invalid(const std::string& message) {
+  throw Error(ErrorCode::kInvalidPlan, "invalid plan: " + message);
+}
+
+// Device id -> its slice, for every device of the sharding's mesh.
+std::unordered_map<DeviceId, Box> slices_by_device(const NamedSharding& sharding, const PlanKey& key,
+                                                   std::string_view side) {
+  std::vector<Box> boxes;
+  try {
+    boxes = sharding.index_domains(key.shape);
+  } catch (const Error& e) {
+    invalid(fmt::format("the {} sharding does not fit the array: {}", side, e.what()));
+  }
+  std::unordered_map<DeviceId, Box> slices;
+  const std::vector<DeviceId>& devices = sharding.mesh().devices();
+  for (size_t logical = 0; logical < devices.size(); ++logical) {
+    if (!key.topology.contains(devices[logical])) {
+      invalid(fmt::format("{} mesh device {} is not in the job (devices are 0..{})", side,
+                          devices[logical], key.topology.num_devices() - 1));
+    }
+    slices.emplace(devices[logical], boxes[logical]);
+  }
+  return slices;
+}
+
+std::string describe(const Transfer& t, size_t index) {
+  return fmt::format("transfer {} (device {} -> device {}, box {})", index, t.src, t.dst, t.box.to_string());
+}
+
+// One transfer on its own: shape, bounds, and both ends holding the box.
+void check_transfer(const Transfer& t, size_t index, const Box& whole,
+                    const std::unordered_map<DeviceId, Box>& src_slices,
+                    const std::unordered_map<DeviceId, Box>& dst_slices) {
+  if (t.box.rank() != whole.rank()) {
+    invalid(fmt::format("{} has rank {} but the array has rank {}", describe(t, index), t.box.rank(),
+                        whole.rank()));
+  }
+  if (t.box.empty()) invalid(fmt::format("{} is empty", describe(t, index)));
+  if (!whole.contains(t.box)) {
+    invalid(fmt::format("{} lies outside the array {}", describe(t, index), whole.to_string()));
+  }
+  const auto src = src_slices.find(t.src);
+  if (src == src_slices.end()) {
+    invalid(fmt::format("{}: source device {} is not in the source mesh", describe(t, index), t.src));
+  }
+  if (!src->second.contains(t.box)) {
+    invalid(fmt::format("{}: source device {} holds only {}", describe(t, index), t.src,
+                        src->second.to_string()));
+  }
+  const auto dst = dst_slices.find(t.dst);
+  if (dst == dst_slices.end()) {
+    invalid(fmt::format("{}: target device {} is not in the target mesh", describe(t, index), t.dst));
+  }
+  if (!dst->second.contains(t.box)) {
+    invalid(fmt::format("{}: target device {} needs only {}", describe(t, index), t.dst,
+                        dst->second.to_string()));
+  }
+}
+
+// The transfers into one device, all inside its slice, must tile it exactly:
+// pairwise disjoint, and together as large as the slice.
+void check_cover(DeviceId device, const Box& slice, const std::vector<Transfer>& transfers,
+                 const std::vector<size_t>& into_device) {
+  std::vector<Box> boxes;
+  boxes.reserve(into_device.size());
+  int64_t covered = 0;
+  for (size_t i : into_device) {
+    boxes.push_back(transfers[i].box);
+    covered = checked_add(covered, transfers[i].box.volume(), "plan coverage");
+  }
+  if (const auto overlap = find_overlap(boxes)) {
+    const size_t a = into_device[overlap->first];
+    const size_t b = into_device[overlap->second];
+    invalid(fmt::format("target device {} receives {} twice: {} and {}", device,
+                        transfers[a].box.intersect(transfers[b].box).to_string(), describe(transfers[a], a),
+                        describe(transfers[b], b)));
+  }
+  if (covered != slice.volume()) {
+    invalid(fmt::format("target device {} receives {} of the {} elements of its slice {} (a gap)", device,
+                        covered, slice.volume(), slice.to_string()));
+  }
+}
+
+}  // namespace
+
+void Plan::validate() const {
+  const auto src_slices = slices_by_device(key_.src, key_, "source");
+  const auto dst_slices = slices_by_device(key_.dst, key_, "target");
+  const Box whole = Box::whole(key_.shape);
+  std::unordered_map<DeviceId, std::vector<size_t>> by_target;
+  for (size_t i = 0; i < transfers_.size(); ++i) {
+    check_transfer(transfers_[i], i, whole, src_slices, dst_slices);
+    by_target[transfers_[i].dst].push_back(i);
+  }
+  static const std::vector<size_t> kNone;
+  for (DeviceId device : key_.dst.mesh().devices()) {
+    const auto it = by_target.find(device);
+    check_cover(device, dst_slices.at(device), transfers_, it == by_target.end() ? kNone : it->second);
+  }
+}
+
+}  // namespace reshard
