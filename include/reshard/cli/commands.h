@@ -9,5 +9,8 @@ namespace reshard::cli {
 
 void add_show_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_inspect_command(CLI::App& app);
+void add_verify_command(CLI::App& app);
+void add_convert_command(CLI::App& app);
 
 }  // namespace reshard::cli
