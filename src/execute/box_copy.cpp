@@ -68,17 +68,49 @@ BoxCopy::BoxCopy(const Box& box, const Box& src_extent, const Box& dst_extent, s
 }
 
 std::pair<int64_t, int64_t> BoxCopy::offsets_of(uint64_t packed) const {
-  auto row = static_cast<int64_t>(packed / row_bytes_);
+  const RowCursor row(*this, packed / row_bytes_);
   const auto skip = static_cast<int64_t>(packed % row_bytes_);
-  int64_t src = src_base_ + skip;
-  int64_t dst = dst_base_ + skip;
-  for (size_t d = outer_.size(); d-- > 0;) {
-    const int64_t i = row % outer_[d].size;
-    row /= outer_[d].size;
-    src += i * outer_[d].src_stride;
-    dst += i * outer_[d].dst_stride;
+  return {row.src() + skip, row.dst() + skip};
+}
+
+BoxCopy::RowCursor::RowCursor(const BoxCopy& copy, uint64_t row) : copy_(&copy), index_(copy.outer_.size()) {
+  auto rest = static_cast<int64_t>(row);
+  src_ = copy.src_base_;
+  dst_ = copy.dst_base_;
+  for (size_t d = index_.size(); d-- > 0;) {
+    const Dim& dim = copy.outer_[d];
+    index_[d] = rest % dim.size;
+    rest /= dim.size;
+    src_ += index_[d] * dim.src_stride;
+    dst_ += index_[d] * dim.dst_stride;
   }
-  return {src, dst};
+}
+
+void BoxCopy::RowCursor::next() {
+  for (size_t d = index_.size(); d-- > 0;) {
+    const Dim& dim = copy_->outer_[d];
+    src_ += dim.src_stride;
+    dst_ += dim.dst_stride;
+    if (++index_[d] < dim.size) return;
+    index_[d] = 0;
+    src_ -= dim.size * dim.src_stride;
+    dst_ -= dim.size * dim.dst_stride;
+  }
+}
+
+std::vector<int64_t> BoxCopy::walk_key(Side side) const {
+  std::vector<int64_t> key{static_cast<int64_t>(rows())};
+  for (const Dim& dim : outer_) {
+    key.push_back(dim.size);
+    key.push_back(side == Side::kSrc ? dim.src_stride : dim.dst_stride);
+  }
+  return key;
+}
+
+bool BoxCopy::rows_adjacent(Side side) const {
+  if (outer_.empty()) return true;
+  const Dim& inner = outer_.back();
+  return static_cast<uint64_t>(side == Side::kSrc ? inner.src_stride : inner.dst_stride) == row_bytes_;
 }
 
 template <typename Visit>
@@ -88,38 +120,19 @@ void BoxCopy::for_each_piece(uint64_t begin, uint64_t end, Visit&& visit) const 
     throw Error(ErrorCode::kInvalidArgument, fmt::format("byte range [{}, {}) is past the box's {} bytes",
                                                          begin, end, bytes_));
   }
-  // The odometer over outer dimensions starts at the row holding `begin`.
-  const size_t rank = outer_.size();
-  std::vector<int64_t> index(rank);
-  auto row = static_cast<int64_t>(begin / row_bytes_);
-  for (size_t d = rank; d-- > 0;) {
-    index[d] = row % outer_[d].size;
-    row /= outer_[d].size;
-  }
-  auto [src, dst] = offsets_of(begin);
+  RowCursor row(*this, begin / row_bytes_);
   uint64_t skip = begin % row_bytes_;
-  src -= static_cast<int64_t>(skip);
-  dst -= static_cast<int64_t>(skip);
-  for (uint64_t packed = begin; packed < end;) {
+  for (uint64_t packed = begin; packed < end; row.next()) {
     const uint64_t length = std::min(row_bytes_ - skip, end - packed);
-    visit(src + static_cast<int64_t>(skip), dst + static_cast<int64_t>(skip), packed, length);
+    visit(row.src() + static_cast<int64_t>(skip), row.dst() + static_cast<int64_t>(skip), packed, length);
     packed += length;
     skip = 0;
-    for (size_t d = rank; d-- > 0;) {
-      const Dim& dim = outer_[d];
-      src += dim.src_stride;
-      dst += dim.dst_stride;
-      if (++index[d] < dim.size) break;
-      index[d] = 0;
-      src -= dim.size * dim.src_stride;
-      dst -= dim.size * dim.dst_stride;
-    }
   }
 }
 
-void BoxCopy::copy(const std::byte* src, std::byte* dst, uint64_t begin, uint64_t end) const {
+void BoxCopy::copy(const std::byte* src, std::byte* dst, uint64_t begin, uint64_t end, CopyMode mode) const {
   for_each_piece(begin, end, [&](int64_t src_offset, int64_t dst_offset, uint64_t, uint64_t length) {
-    std::memcpy(dst + dst_offset, src + src_offset, length);
+    copy_bytes(dst + dst_offset, src + src_offset, length, mode);
   });
 }
 

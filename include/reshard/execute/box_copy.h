@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "reshard/execute/copy_bytes.h"
 #include "reshard/layout/box.h"
 
 namespace reshard {
@@ -23,13 +24,39 @@ class BoxCopy {
   // buffers hold; both must contain `box`, else Error(kInvalidArgument).
   BoxCopy(const Box& box, const Box& src_extent, const Box& dst_extent, size_t element_bytes);
 
-  // Bytes of the box, and of one contiguous row.
+  // Bytes of the box, of one contiguous row, and the number of rows.
   uint64_t bytes() const { return bytes_; }
   uint64_t row_bytes() const { return row_bytes_; }
+  uint64_t rows() const { return bytes_ / row_bytes_; }
+
+  // Walks the rows in order, giving each row's byte offset in both buffers.
+  class RowCursor {
+   public:
+    RowCursor(const BoxCopy& copy, uint64_t row);
+    int64_t src() const { return src_; }
+    int64_t dst() const { return dst_; }
+    void next();
+
+   private:
+    const BoxCopy* copy_;
+    std::vector<int64_t> index_;  // per outer dimension
+    int64_t src_ = 0;
+    int64_t dst_ = 0;
+  };
+
+  // How the rows step through the src (or dst) buffer: copies with equal keys
+  // from one buffer have rows that interleave there, so walking them row by
+  // row together reads (writes) that buffer in order.
+  enum class Side { kSrc, kDst };
+  std::vector<int64_t> walk_key(Side side) const;
+
+  // Whether each row starts where the one before it ends in that buffer.
+  bool rows_adjacent(Side side) const;
 
   // Copies packed bytes [begin, end) from the src buffer to the dst buffer
   // (each pointing at its extent's first element).
-  void copy(const std::byte* src, std::byte* dst, uint64_t begin, uint64_t end) const;
+  void copy(const std::byte* src, std::byte* dst, uint64_t begin, uint64_t end,
+            CopyMode mode = CopyMode::kCached) const;
   void copy(const std::byte* src, std::byte* dst) const { copy(src, dst, 0, bytes_); }
 
   // Packs [begin, end) from the src buffer into `out` (end - begin bytes).
@@ -48,6 +75,7 @@ class BoxCopy {
     int64_t src_stride = 0;  // bytes
     int64_t dst_stride = 0;  // bytes
   };
+  friend class RowCursor;
   template <typename Visit>
   void for_each_piece(uint64_t begin, uint64_t end, Visit&& visit) const;
   bool in_one_row(uint64_t begin, uint64_t end) const;

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "reshard/execute/box_copy.h"
@@ -19,6 +20,11 @@ struct CopyJob {
 // Copies every job. The total bytes are cut into `threads` equal ranges (fewer
 // when there is less than `min_bytes_per_thread` each), so one large job is
 // shared as readily as many small ones; the calling thread takes the first.
-void run_copies(std::span<const CopyJob> jobs, int threads, uint64_t min_bytes_per_thread = uint64_t{1} << 20);
+// Jobs with short rows that interleave in a shared buffer (the strips one
+// shard sends to several others) go row by row together, so that buffer is
+// walked in order. `mode` defaults to streaming stores for copies too large
+// for any cache.
+void run_copies(std::span<const CopyJob> jobs, int threads, uint64_t min_bytes_per_thread = uint64_t{1} << 20,
+                std::optional<CopyMode> mode = std::nullopt);
 
 }  // namespace reshard
