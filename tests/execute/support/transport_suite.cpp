@@ -211,7 +211,7 @@ std::vector<TransportCase> transport_cases() {
       {"BarriersKeepCollectivesInStep", barriers_keep_collectives_in_step},
       {"RingSmall", [](Transport& t) { ring(t, 1); }},
       {"RingOddSize", [](Transport& t) { ring(t, (size_t{1} << 20) + 7); }},
-      {"RingLarge", [](Transport& t) { ring(t, size_t{24} << 20); }},
+      {"RingLarge", [](Transport& t) { ring(t, (size_t{9} << 20) + 3); }},
       {"AllToAll", all_to_all},
       {"TagsMatchOutOfOrder", tags_match_out_of_order},
       {"SameTagInOrder", same_tag_in_order},

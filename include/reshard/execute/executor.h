@@ -1,0 +1,44 @@
+// The executor: runs a plan for this process, copying locally and exchanging through a transport.
+#pragma once
+
+#include <cstdint>
+
+#include "reshard/execute/sharded_array.h"
+#include "reshard/execute/transport.h"
+#include "reshard/plan/plan.h"
+
+namespace reshard {
+
+struct ExecuteOptions {
+  // Threads for copies within this process; 0 means one per hardware thread.
+  int threads = 0;
+  // The largest message between two processes.
+  uint64_t chunk_bytes = uint64_t{8} << 20;
+  // Bytes of messages posted and not yet completed, per direction. One message
+  // is always allowed, however large.
+  uint64_t max_bytes_in_flight = uint64_t{64} << 20;
+
+  // `threads`, or the hardware's thread count when it is 0.
+  int copy_threads() const;
+};
+
+// What one process did.
+struct ExecuteStats {
+  uint64_t bytes_copied = 0;  // within this process (same device or not)
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_received = 0;
+  uint64_t messages_sent = 0;
+  uint64_t messages_received = 0;
+};
+
+// Fills `dst` (this process's shards of the plan's target layout) from `src`
+// (its shards of the source layout). Collective: every process of `transport`
+// calls it with the same plan and options, and they check that they agree.
+// Copies within the process run on `options.threads` threads while messages
+// to and from other processes flow in the order of schedule_messages.
+// On any failure here the transport is aborted, so that the other processes
+// stop with Error(kPeerFailed) instead of waiting, and the error is rethrown.
+ExecuteStats execute(const Plan& plan, const ShardedArray& src, ShardedArray& dst, Transport& transport,
+                     const ExecuteOptions& options = {});
+
+}  // namespace reshard

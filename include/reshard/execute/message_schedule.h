@@ -1,0 +1,50 @@
+// The messages a plan's cross-process transfers become, derived identically on every process.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "reshard/execute/transport.h"
+#include "reshard/plan/plan.h"
+
+namespace reshard {
+
+// Bytes [begin, end) of one transfer's box (in the box's row-major order),
+// stored at `offset` in its message.
+struct MessagePiece {
+  size_t transfer = 0;  // index into plan.transfers()
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  uint64_t offset = 0;
+};
+
+// One message from one process to another. Between each pair of processes the
+// transfers are streamed in plan order and cut into messages of at most the
+// chunk size, so small transfers share a message and large ones span several.
+struct Message {
+  int src_process = 0;
+  int dst_process = 0;
+  uint64_t index = 0;  // position among this pair's messages; also its tag within the operation
+  uint64_t bytes = 0;
+  std::vector<MessagePiece> pieces;
+
+  // The global order every process walks messages in: round by round (the
+  // index), and within a round staggered by (dst - src) mod P so that every
+  // process sends to a different peer at once, as all-to-all exchanges do.
+  // Waiting on messages in this one order never deadlocks.
+  bool comes_before(const Message& other, int num_processes) const;
+};
+
+// What one process sends and receives, each in the global order.
+struct ProcessMessages {
+  std::vector<Message> sends;
+  std::vector<Message> receives;
+};
+
+// The messages of `process` for `plan`, at most `chunk_bytes` each (more when a
+// pair would otherwise need more than Transport::kTagsPerOperation messages).
+// Throws Error(kInvalidArgument) when chunk_bytes is 0.
+ProcessMessages schedule_messages(const Plan& plan, int process, uint64_t chunk_bytes);
+
+}  // namespace reshard

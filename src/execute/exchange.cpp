@@ -1,0 +1,115 @@
+#include "exchange.h"
+
+#include "reshard/execute/box_copy.h"
+
+namespace reshard {
+namespace {
+
+// Whether one more message of `bytes` fits: there is always room for one.
+bool fits(uint64_t in_flight, uint64_t bytes, uint64_t limit) { return in_flight == 0 || in_flight + bytes <= limit; }
+
+}  // namespace
+
+Exchange::Exchange(const Plan& plan, const ProcessMessages& messages, const ShardedArray& src, ShardedArray& dst,
+                   Transport& transport, Tag base, uint64_t max_bytes_in_flight)
+    : plan_(plan),
+      messages_(messages),
+      src_(src),
+      dst_(dst),
+      transport_(transport),
+      base_(base),
+      max_bytes_in_flight_(max_bytes_in_flight) {}
+
+BoxCopy Exchange::send_copy(const MessagePiece& piece) const {
+  const Transfer& t = plan_.transfers()[piece.transfer];
+  return BoxCopy(t.box, src_.shard(t.src).box, t.box, src_.element_bytes());
+}
+
+BoxCopy Exchange::receive_copy(const MessagePiece& piece) const {
+  const Transfer& t = plan_.transfers()[piece.transfer];
+  return BoxCopy(t.box, t.box, dst_.shard(t.dst).box, dst_.element_bytes());
+}
+
+void Exchange::post_sends() {
+  while (next_send_ < messages_.sends.size() &&
+         fits(send_bytes_in_flight_, messages_.sends[next_send_].bytes, max_bytes_in_flight_)) {
+    const Message& m = messages_.sends[next_send_++];
+    Pending pending{&m, {}, nullptr};
+    std::span<const std::byte> payload;
+    const MessagePiece& first = m.pieces.front();
+    const std::byte* shard = src_.shard(plan_.transfers()[first.transfer].src).buffer.data();
+    if (auto offset = send_copy(first).contiguous_in_src(first.begin, first.end); offset && m.pieces.size() == 1) {
+      payload = {shard + *offset, m.bytes};
+    } else {
+      pending.staging = Buffer::allocate(m.bytes);
+      for (const MessagePiece& piece : m.pieces) {
+        const std::byte* data = src_.shard(plan_.transfers()[piece.transfer].src).buffer.data();
+        send_copy(piece).pack(data, piece.begin, piece.end, pending.staging.data() + piece.offset);
+      }
+      payload = pending.staging.bytes();
+    }
+    pending.request = transport_.isend(m.dst_process, base_ + m.index, payload);
+    send_bytes_in_flight_ += m.bytes;
+    sends_.push_back(std::move(pending));
+  }
+}
+
+void Exchange::post_receives() {
+  while (next_receive_ < messages_.receives.size() &&
+         fits(receive_bytes_in_flight_, messages_.receives[next_receive_].bytes, max_bytes_in_flight_)) {
+    const Message& m = messages_.receives[next_receive_++];
+    Pending pending{&m, {}, nullptr};
+    std::span<std::byte> target;
+    const MessagePiece& first = m.pieces.front();
+    std::byte* shard = dst_.mutable_shard(plan_.transfers()[first.transfer].dst).buffer.data();
+    if (auto offset = receive_copy(first).contiguous_in_dst(first.begin, first.end); offset && m.pieces.size() == 1) {
+      target = {shard + *offset, m.bytes};
+    } else {
+      pending.staging = Buffer::allocate(m.bytes);
+      target = pending.staging.bytes();
+    }
+    pending.request = transport_.irecv(m.src_process, base_ + m.index, target);
+    receive_bytes_in_flight_ += m.bytes;
+    receives_.push_back(std::move(pending));
+  }
+}
+
+void Exchange::unpack(const Pending& pending) {
+  for (const MessagePiece& piece : pending.message->pieces) {
+    std::byte* data = dst_.mutable_shard(plan_.transfers()[piece.transfer].dst).buffer.data();
+    receive_copy(piece).unpack(pending.staging.data() + piece.offset, piece.begin, piece.end, data);
+  }
+}
+
+void Exchange::finish_oldest(ExecuteStats& stats) {
+  const int processes = transport_.size();
+  const bool send_first =
+      receives_.empty() ||
+      (!sends_.empty() && sends_.front().message->comes_before(*receives_.front().message, processes));
+  std::deque<Pending>& queue = send_first ? sends_ : receives_;
+  Pending& oldest = queue.front();
+  oldest.request->wait();
+  const uint64_t bytes = oldest.message->bytes;
+  if (send_first) {
+    send_bytes_in_flight_ -= bytes;
+    stats.bytes_sent += bytes;
+    ++stats.messages_sent;
+  } else {
+    if (oldest.staging.size() > 0) unpack(oldest);
+    receive_bytes_in_flight_ -= bytes;
+    stats.bytes_received += bytes;
+    ++stats.messages_received;
+  }
+  queue.pop_front();
+}
+
+void Exchange::run(ExecuteStats& stats) {
+  while (true) {
+    post_sends();
+    post_receives();
+    if (sends_.empty() && receives_.empty()) return;
+    finish_oldest(stats);
+  }
+}
+
+}  // namespace reshard
