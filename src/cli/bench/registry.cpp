@@ -2,10 +2,12 @@
 
 namespace reshard::cli {
 
-BenchReport run_io_benchmark();  // src/cli/bench/io.cpp
+BenchReport run_reshard_benchmark();  // src/cli/bench/reshard.cpp
+BenchReport run_io_benchmark();       // src/cli/bench/io.cpp
 
 std::vector<BenchmarkEntry> all_benchmarks() {
   std::vector<BenchmarkEntry> entries;
+  entries.push_back({"reshard", "a 1 GiB reshard between two layouts beside memcpy, 2 threads", run_reshard_benchmark});
   entries.push_back({"io", "safetensors: write 2 GiB, open 10,000 tensors, read every tensor, beside plain system calls",
                      run_io_benchmark});
   return entries;
