@@ -34,6 +34,20 @@ std::vector<std::string_view> split_commas(std::string_view text) {
   throw Error(ErrorCode::kParse, fmt::format("invalid {} '{}': {}", what, text, why));
 }
 
+// A name a partition spec can refer to: what PartitionSpec::parse reads as an
+// axis, and not a word it reads as "not partitioned".
+void check_axis_name(std::string_view text, std::string_view name) {
+  if (name == "None" || name == "_") {
+    parse_error("mesh", text, fmt::format("axis name '{}' means 'not partitioned' in a spec", name));
+  }
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') {
+      parse_error("mesh", text,
+                  fmt::format("axis name '{}' has '{}' (use letters, digits, '_', '-' and '.')", name, c));
+    }
+  }
+}
+
 }  // namespace
 
 int64_t parse_count(std::string_view text, std::string_view what) {
@@ -57,6 +71,7 @@ std::vector<MeshAxis> parse_mesh_axes(std::string_view text) {
     }
     const std::string_view name = trim(part.substr(0, eq));
     if (name.empty()) parse_error("mesh", text, fmt::format("axis '{}' has no name", part));
+    check_axis_name(text, name);
     const int64_t size = parse_count(part.substr(eq + 1), fmt::format("size of mesh axis '{}'", name));
     if (size == 0) parse_error("mesh", text, fmt::format("axis '{}' has size 0", name));
     axes.push_back({std::string(name), size});

@@ -25,6 +25,17 @@ TEST(ParseMeshAxes, ErrorsNameTheBadPart) {
   EXPECT_TRUE(testing::throws_error([] { parse_mesh_axes("data=2x"); }, ErrorCode::kParse, {"'2x'"}));
 }
 
+TEST(ParseMeshAxes, NamesMustBeWhatASpecCanName) {
+  EXPECT_EQ(parse_mesh_axes("model-1=2,x.y=2,_z=2")[2].name, "_z");
+  // A spec reads these as "not partitioned", so the axis could never be used.
+  EXPECT_TRUE(testing::throws_error([] { parse_mesh_axes("None=4"); }, ErrorCode::kParse, {"'None'"}));
+  EXPECT_TRUE(testing::throws_error([] { parse_mesh_axes("x=2,_=2"); }, ErrorCode::kParse, {"'_'"}));
+  // And these it cannot write at all.
+  EXPECT_TRUE(testing::throws_error([] { parse_mesh_axes("da ta=4"); }, ErrorCode::kParse, {"'da ta'"}));
+  EXPECT_TRUE(testing::throws_error([] { parse_mesh_axes("(x)=4"); }, ErrorCode::kParse, {"'('"}));
+  EXPECT_TRUE(testing::throws_error([] { parse_mesh_axes("'x'=4"); }, ErrorCode::kParse));
+}
+
 TEST(ParseDeviceList, ValidAndInvalid) {
   EXPECT_EQ(parse_device_list("0,4, 8 ,12"), (std::vector<DeviceId>{0, 4, 8, 12}));
   EXPECT_TRUE(testing::throws_error([] { parse_device_list(""); }, ErrorCode::kParse));

@@ -10,7 +10,8 @@
 
 namespace reshard {
 
-// "data=2,model=8" -> axes. Throws Error(kParse) naming the bad part.
+// "data=2,model=8" -> axes. Names are letters, digits, '_', '-' and '.' (what
+// a partition spec can name), not None or _. Throws Error(kParse) naming the bad part.
 std::vector<MeshAxis> parse_mesh_axes(std::string_view text);
 
 // "0,4,8,12" -> ids (non-negative). Throws Error(kParse) naming the bad entry.
