@@ -1,7 +1,6 @@
 #include "reshard/formats/hf_folder_writer.h"
 
 #include <algorithm>
-#include <regex>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -14,6 +13,25 @@
 namespace reshard {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+bool is_digits(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// "model-NNNNN-of-NNNNN.safetensors" (five digits or more each), as transformers names shards.
+bool is_shard_file_name(std::string_view name) {
+  constexpr std::string_view kPrefix = "model-", kMiddle = "-of-", kSuffix = ".safetensors";
+  if (!name.starts_with(kPrefix) || !name.ends_with(kSuffix)) return false;
+  name = name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
+  const size_t middle = name.find(kMiddle);
+  if (middle == std::string_view::npos) return false;
+  const std::string_view index = name.substr(0, middle), count = name.substr(middle + kMiddle.size());
+  return index.size() >= 5 && count.size() >= 5 && is_digits(index) && is_digits(count);
+}
+
+}  // namespace
 
 void write_produced_file(const fs::path& path, const safetensors::FileLayout& layout,
                          const TensorProducer& produce) {
@@ -38,7 +56,6 @@ void write_hf_folder_files(const fs::path& folder, const HfFolderPlan& plan,
 }
 
 std::vector<std::string> hf_weight_files_in(const fs::path& folder) {
-  static const std::regex kShardName(R"(model-\d{5,}-of-\d{5,}\.safetensors)");
   std::vector<std::string> found;
   std::error_code ec;
   for (const std::string_view fixed : {kHfIndexFileName, kHfSingleFileName}) {
@@ -47,7 +64,7 @@ std::vector<std::string> hf_weight_files_in(const fs::path& folder) {
   std::vector<std::string> shards;
   for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (std::regex_match(name, kShardName)) shards.push_back(name);
+    if (is_shard_file_name(name)) shards.push_back(name);
   }
   if (ec) throw Error(ErrorCode::kIo, fmt::format("{}: cannot list: {}", folder.string(), ec.message()));
   std::sort(shards.begin(), shards.end());
