@@ -1,6 +1,7 @@
 #include "exchange.h"
 
 #include "reshard/execute/box_copy.h"
+#include "staging_cache.h"
 
 namespace reshard {
 namespace {
@@ -41,7 +42,7 @@ void Exchange::post_sends() {
     if (auto offset = send_copy(first).contiguous_in_src(first.begin, first.end); offset && m.pieces.size() == 1) {
       payload = {shard + *offset, m.bytes};
     } else {
-      pending.staging = Buffer::allocate(m.bytes);
+      pending.staging = StagingCache::for_process().take(m.bytes);
       for (const MessagePiece& piece : m.pieces) {
         const std::byte* data = src_.shard(plan_.transfers()[piece.transfer].src).buffer.data();
         send_copy(piece).pack(data, piece.begin, piece.end, pending.staging.data() + piece.offset);
@@ -65,7 +66,7 @@ void Exchange::post_receives() {
     if (auto offset = receive_copy(first).contiguous_in_dst(first.begin, first.end); offset && m.pieces.size() == 1) {
       target = {shard + *offset, m.bytes};
     } else {
-      pending.staging = Buffer::allocate(m.bytes);
+      pending.staging = StagingCache::for_process().take(m.bytes);
       target = pending.staging.bytes();
     }
     pending.request = transport_.irecv(m.src_process, base_ + m.index, target);
@@ -100,6 +101,7 @@ void Exchange::finish_oldest(ExecuteStats& stats) {
     stats.bytes_received += bytes;
     ++stats.messages_received;
   }
+  StagingCache::for_process().give_back(std::move(oldest.staging));
   queue.pop_front();
 }
 

@@ -1,0 +1,38 @@
+// StagingCache: staging buffers kept for reuse from one exchange to the next.
+#pragma once
+
+#include <cstddef>
+#include <mutex>
+#include <vector>
+
+#include "reshard/execute/buffer.h"
+
+namespace reshard {
+
+// Messages that are not one contiguous run are packed into, or received into,
+// a staging buffer. A fresh large buffer costs a page fault per page, and the
+// kernel zeroing each page costs about as much as the copy itself, so freed
+// staging buffers are kept, up to a bound, for later messages of the same
+// size (messages are mostly the chunk size). Thread-safe.
+class StagingCache {
+ public:
+  explicit StagingCache(size_t max_kept_bytes) : max_kept_bytes_(max_kept_bytes) {}
+
+  // A buffer of exactly `size` bytes: a kept one if there is one.
+  Buffer take(size_t size);
+
+  // Keeps `buffer` for reuse (dropping the oldest kept ones to stay within
+  // the bound). The caller must hold no other reference to its memory.
+  void give_back(Buffer buffer);
+
+  // The process's cache (256 MiB at most).
+  static StagingCache& for_process();
+
+ private:
+  std::mutex mutex_;
+  size_t max_kept_bytes_;
+  size_t kept_bytes_ = 0;
+  std::vector<Buffer> kept_;  // oldest first
+};
+
+}  // namespace reshard
