@@ -6,6 +6,7 @@
 
 #include "reshard/cli/benchmarks.h"
 #include "reshard/cli/commands.h"
+#include "reshard/cli/job.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::cli {
@@ -47,13 +48,16 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("benchmark", *which, "reshard, plan, io, export or all")->capture_default_str();
   cmd->add_flag("--json", *json, "Print one JSON document on stdout");
   cmd->callback([which, json] {
+    // Under mpirun every rank runs the benchmarks together; rank 0 reports.
+    const bool reports = job_world().rank == 0;
     nlohmann::json out = nlohmann::json::array();
     bool found = false;
     for (const BenchmarkEntry& entry : all_benchmarks()) {
       if (*which != "all" && *which != entry.name) continue;
       found = true;
-      std::cerr << fmt::format("bench {}: {}\n", entry.name, entry.description);
+      if (reports) std::cerr << fmt::format("bench {}: {}\n", entry.name, entry.description);
       const BenchReport report = entry.run();
+      if (!reports) continue;
       if (*json) {
         nlohmann::json figures = nlohmann::json::array();
         for (const BenchFigure& f : report.figures) figures.push_back(figure_json(f));
@@ -63,7 +67,7 @@ void add_bench_command(CLI::App& app) {
       }
     }
     if (!found) throw Error(ErrorCode::kParse, fmt::format("unknown benchmark '{}'", *which));
-    if (*json) std::cout << out.dump(2) << "\n";
+    if (*json && reports) std::cout << out.dump(2) << "\n";
   });
 }
 
