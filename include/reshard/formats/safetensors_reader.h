@@ -21,7 +21,7 @@ enum class ReadMode { kMmap, kPread };
 
 // An open, validated safetensors file. Copies share the open file. Every
 // const method is thread safe. Errors name the file and, where there is one,
-// the tensor.
+// the tensor. As with any mapping, the file must not shrink while it is open.
 class File {
  public:
   // Opens `path` and validates every header rule before returning. Throws the
