@@ -1,5 +1,7 @@
 #include "reshard/execute/mpi/mpi_transport.h"
 
+#include <algorithm>
+#include <atomic>
 #include <climits>
 #include <vector>
 
@@ -7,6 +9,7 @@
 
 #include "all_gather.h"
 #include "chunked_request.h"
+#include "communicator.h"
 #include "mpi_error.h"
 #include "progress_engine.h"
 #include "reshard/execute/mpi/tag_map.h"
@@ -17,20 +20,6 @@ namespace reshard {
 using mpi_detail::check_mpi;
 
 namespace {
-
-// A duplicate of the parent that returns errors instead of aborting.
-MPI_Comm duplicate(MPI_Comm parent) {
-  MPI_Comm comm = MPI_COMM_NULL;
-  check_mpi(MPI_Comm_dup(parent, &comm), "duplicating the communicator");
-  check_mpi(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "setting MPI_ERRORS_RETURN");
-  return comm;
-}
-
-void free_communicator(MPI_Comm& comm) noexcept {
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (comm != MPI_COMM_NULL && finalized == 0) MPI_Comm_free(&comm);
-}
 
 int mpi_tag_ub() {
   void* value = nullptr;
@@ -62,33 +51,28 @@ void require_mpi_initialized() {
 
 }  // namespace
 
-// Communicators (control first, so its destruction order is last-in, first-out
-// with the engine that uses it), the tag ring, and the engine.
+// The communicators (failure notices, collectives, and the tag ring's data
+// communicators), the tag map and the progress engine. Members are destroyed
+// in reverse, so the engine goes before the communicators it uses.
 struct MpiTransport::State {
   MpiTransportOptions options;
-  MPI_Comm control = MPI_COMM_NULL;      // failure notices
-  MPI_Comm collective = MPI_COMM_NULL;   // all_gather and barrier
-  std::vector<MPI_Comm> data;            // point-to-point, one per tag-ring communicator
+  mpi_detail::Communicator control;
+  mpi_detail::Communicator collective;
+  std::vector<mpi_detail::Communicator> data;
   int rank = 0;
   int size = 1;
   int tag_ub = 32767;
   TagMap tags;
   mpi_detail::ProgressEngine engine;
-  uint64_t next_operation = 0;
+  std::atomic<uint64_t> next_operation{0};
   uint64_t next_collective = 0;
 
   State(MPI_Comm parent, MpiTransportOptions opts)
-      : options(opts), control(duplicate(parent)), rank(rank_of(control)), size(size_of(control)),
+      : options(opts), control(parent), collective(parent), rank(control.rank()), size(control.size()),
         tag_ub(mpi_tag_ub()), tags(tag_ub, options.concurrent_operations),
-        engine(rank, size, control, options.max_bytes_in_flight, options.timeout) {
-    collective = duplicate(parent);
-    for (size_t i = 0; i < tags.num_communicators(); ++i) data.push_back(duplicate(parent));
-  }
-
-  ~State() {
-    for (MPI_Comm& comm : data) free_communicator(comm);
-    free_communicator(collective);
-    free_communicator(control);
+        engine(rank, size, control.get(), options.max_bytes_in_flight, options.timeout) {
+    data.reserve(tags.num_communicators());
+    for (size_t i = 0; i < tags.num_communicators(); ++i) data.emplace_back(parent);
   }
 
   size_t chunk_bytes() const { return std::min(options.chunk_bytes, static_cast<size_t>(INT_MAX)); }
@@ -104,21 +88,11 @@ struct MpiTransport::State {
                                  size_t bytes) {
     check_peer(peer);
     const MpiTagSlot slot = tags.map(tag);
-    mpi_detail::ChunkedMessage message{direction, peer, tag, data[slot.communicator], slot.tag, data_ptr, bytes};
+    mpi_detail::ChunkedMessage message{direction, peer, tag, data[slot.communicator].get(), slot.tag, data_ptr,
+                                       bytes};
     auto guard = engine.lock();
     engine.throw_if_aborted();
     return std::make_unique<mpi_detail::ChunkedRequest>(engine, message, chunk_bytes());
-  }
-
-  static int rank_of(MPI_Comm comm) {
-    int r = 0;
-    check_mpi(MPI_Comm_rank(comm, &r), "reading the rank");
-    return r;
-  }
-  static int size_of(MPI_Comm comm) {
-    int s = 0;
-    check_mpi(MPI_Comm_size(comm, &s), "reading the size");
-    return s;
   }
 };
 
@@ -147,7 +121,7 @@ std::vector<std::vector<std::byte>> MpiTransport::all_gather(std::span<const std
   // every rank the same fresh tag; one finishes before the next begins.
   const uint64_t sequence = state_->next_collective++;
   const int tag = static_cast<int>(sequence % (static_cast<uint64_t>(state_->tag_ub) + 1));
-  return mpi_detail::all_gather_bytes(state_->engine, state_->collective, tag, state_->size, local);
+  return mpi_detail::all_gather_bytes(state_->engine, state_->collective.get(), tag, state_->size, local);
 }
 
 void MpiTransport::barrier() { all_gather({}); }

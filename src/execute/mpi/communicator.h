@@ -1,0 +1,29 @@
+// Communicator: an owned duplicate of an MPI communicator that returns errors.
+#pragma once
+
+#include <mpi.h>
+
+namespace reshard::mpi_detail {
+
+// MPI_Comm_dup of the parent with MPI_ERRORS_RETURN, so that MPI errors on it
+// come back as codes to turn into typed errors instead of aborting the job.
+// Freed on destruction while MPI is still running. Collective to create.
+class Communicator {
+ public:
+  // Throws Error(kTransport) if MPI fails.
+  explicit Communicator(MPI_Comm parent);
+  ~Communicator();
+  Communicator(Communicator&& other) noexcept : comm_(other.comm_) { other.comm_ = MPI_COMM_NULL; }
+  Communicator& operator=(Communicator&&) = delete;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  MPI_Comm get() const { return comm_; }
+  int rank() const;
+  int size() const;
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+};
+
+}  // namespace reshard::mpi_detail
