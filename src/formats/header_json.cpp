@@ -118,8 +118,12 @@ class Parser {
   char peek() const { return pos_ < json_.size() ? json_[pos_] : '\0'; }
   bool at_end() const { return pos_ >= json_.size(); }
 
+  // Hot loops scan with a local index: stores through `char` may alias the
+  // member, which would make the compiler reload it every step.
   void skip_space() {
-    while (pos_ < json_.size() && is_json_space(json_[pos_])) ++pos_;
+    size_t at = pos_;
+    while (at < json_.size() && is_json_space(json_[at])) ++at;
+    pos_ = at;
   }
 
   bool consume(char c) {
@@ -141,19 +145,27 @@ class Parser {
   std::string_view read_string(std::string_view what) {
     if (!consume('"')) fail(fmt::format("expected {} (a string)", what));
     const size_t start = pos_;
-    while (pos_ + 8 <= json_.size()) {
+    size_t at = start;
+    while (at + 8 <= json_.size()) {
       uint64_t word = 0;
-      std::memcpy(&word, json_.data() + pos_, sizeof word);
+      std::memcpy(&word, json_.data() + at, sizeof word);
       if (has_string_stop(word)) break;
-      pos_ += 8;
+      at += 8;
     }
-    while (pos_ < json_.size()) {
-      const auto c = static_cast<unsigned char>(json_[pos_]);
-      if (c == '"') return json_.substr(start, pos_++ - start);
+    while (at < json_.size()) {
+      const auto c = static_cast<unsigned char>(json_[at]);
+      if (c == '"') {
+        pos_ = at + 1;
+        return json_.substr(start, at - start);
+      }
       if (c == '\\') break;
-      if (c < 0x20) fail("control character inside a string");
-      ++pos_;
+      if (c < 0x20) {
+        pos_ = at;
+        fail("control character inside a string");
+      }
+      ++at;
     }
+    pos_ = at;
     if (at_end()) fail("unterminated string");
     scratch_.assign(json_.substr(start, pos_ - start));
     return read_escaped_rest();
@@ -251,10 +263,12 @@ class Parser {
     const size_t start = pos_;
     uint64_t value = 0;
     if (!consume('0')) {
-      while (is_digit(peek())) {
-        value = value * 10 + static_cast<uint64_t>(json_[pos_] - '0');  // wraps past 19 digits
-        ++pos_;
+      size_t at = start;
+      while (at < json_.size() && is_digit(json_[at])) {
+        value = value * 10 + static_cast<uint64_t>(json_[at] - '0');  // wraps past 19 digits
+        ++at;
       }
+      pos_ = at;
     }
     if (peek() == '.' || peek() == 'e' || peek() == 'E') fail(fmt::format("{} must be an integer", what));
     const size_t digits = pos_ - start;
