@@ -40,7 +40,7 @@ std::optional<safetensors::Metadata> TensorCatalog::metadata() const {
     if (!merged) merged.emplace();
     for (const auto& [key, value] : *file.metadata()) {
       const bool known = std::any_of(merged->begin(), merged->end(),
-                                     [&](const auto& entry) { return entry.first == key; });
+                                     [&name = key](const auto& entry) { return entry.first == name; });
       if (!known) merged->emplace_back(key, value);
     }
   }

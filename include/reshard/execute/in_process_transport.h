@@ -12,7 +12,7 @@
 namespace reshard {
 
 namespace in_process {
-struct GroupState;
+class GroupState;
 }
 
 // Hands out one Transport per rank; each rank's thread must use only its own.
