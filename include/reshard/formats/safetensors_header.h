@@ -89,6 +89,11 @@ uint64_t parse_length_prefix(std::span<const std::byte> first_bytes, uint64_t fi
 // file of `file_size` bytes: kInvalidHeaderUtf8, kInvalidHeaderJson,
 // kDuplicateTensor, kInvalidOffset, kValidationOverflow, kInvalidTensorInfo,
 // kIncompleteBuffer. Errors name `file` and, where there is one, the tensor.
+// As in the reference: rules 6-8 run tensor by tensor in (begin, end) order;
+// the JSON is read as serde_json reads it (nesting past 127 levels and numbers
+// past a double refused, an entry may also be the list [dtype, shape,
+// offsets], a repeated metadata key keeps its last value). A dimension past
+// int64 is reported as validation overflow.
 Header parse_header_json(std::span<const std::byte> json, uint64_t file_size,
                          std::string_view file);
 
