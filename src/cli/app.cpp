@@ -30,6 +30,7 @@ int run(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "reshard 0.1.0");
   add_show_command(app);
+  add_plan_command(app);
   add_inspect_command(app);
   add_verify_command(app);
   add_convert_command(app);

@@ -12,5 +12,6 @@ void add_bench_command(CLI::App& app);
 void add_inspect_command(CLI::App& app);
 void add_verify_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
+void add_plan_command(CLI::App& app);
 
 }  // namespace reshard::cli

@@ -1,0 +1,161 @@
+// `reshard plan`: print the transfers that move an array between two layouts.
+#include <iostream>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "reshard/cli/commands.h"
+#include "reshard/cli/layout_options.h"
+#include "reshard/layout/error.h"
+#include "reshard/layout/parse.h"
+#include "reshard/plan/planner.h"
+
+namespace reshard::cli {
+namespace {
+
+constexpr const char* kHelp =
+    "Print the transfer plan that moves an array between two layouts: which source device sends\n"
+    "which box to which target device, and how many bytes stay on a device, stay in a process,\n"
+    "or cross processes.\n"
+    "\n"
+    "Example (the same 4x4 mesh in two device orders, 4 processes of 4 devices):\n"
+    "  reshard plan --shape 32,8,4096 --dtype f32 \\\n"
+    "      --src-mesh data=4,model=4 --src-devices 0,4,8,12,1,5,9,13,2,6,10,14,3,7,11,15 \\\n"
+    "      --src-spec 'data,None,model' \\\n"
+    "      --dst-mesh data=4,model=4 --dst-devices 0,1,4,5,2,3,6,7,8,9,12,13,10,11,14,15 \\\n"
+    "      --dst-spec 'data,None,model' --processes 4 --json";
+
+struct PlanFlags {
+  std::string shape;
+  std::string dtype;
+  LayoutFlags src{"src-"};
+  LayoutFlags dst{"dst-"};
+  JobFlags job;
+  bool uneven = false;
+  bool json = false;
+  std::string max_rows = "64";
+};
+
+PlanKey key_from_flags(const PlanFlags& flags) {
+  Shape shape = shape_from_flag(flags.shape);
+  const DType dtype = dtype_from_flag(flags.dtype);
+  NamedSharding src = sharding_from_flags(flags.src, flags.uneven);
+  NamedSharding dst = sharding_from_flags(flags.dst, flags.uneven);
+  Topology topology = topology_from_flags(flags.job, {&src.mesh(), &dst.mesh()});
+  return PlanKey{std::move(shape), dtype, std::move(src), std::move(dst), std::move(topology)};
+}
+
+// Layout errors (rank, divisibility) concern one side's flags: say which.
+Plan plan_from_key(const PlanKey& key) {
+  try {
+    key.src.validate(key.shape);
+  } catch (const Error& e) {
+    throw e.with_context("--src-spec");
+  }
+  try {
+    key.dst.validate(key.shape);
+  } catch (const Error& e) {
+    throw e.with_context("--dst-spec");
+  }
+  Plan plan = make_plan(key);
+  plan.validate();
+  return plan;
+}
+
+nlohmann::ordered_json plan_json(const Plan& plan) {
+  const PlanStats& s = plan.stats();
+  nlohmann::ordered_json out = {{"bytes_total", s.bytes_total},
+                                {"bytes_same_device", s.bytes_same_device},
+                                {"bytes_same_process", s.bytes_same_process},
+                                {"bytes_cross_process", s.bytes_cross_process},
+                                {"max_process_send_bytes", s.max_process_send_bytes}};
+  nlohmann::ordered_json transfers = nlohmann::ordered_json::array();
+  for (const Transfer& t : plan.transfers()) {
+    nlohmann::ordered_json box = nlohmann::ordered_json::array();
+    for (size_t d = 0; d < t.box.rank(); ++d) box.push_back({t.box.interval(d).begin, t.box.interval(d).end});
+    const uint64_t bytes = dtype_byte_size(plan.key().dtype, static_cast<uint64_t>(t.box.volume()));
+    transfers.push_back({{"src", t.src}, {"dst", t.dst}, {"box", box}, {"bytes", bytes}});
+  }
+  out["transfers"] = std::move(transfers);
+  return out;
+}
+
+std::string_view kind_of(const Transfer& t, const Topology& topology) {
+  if (t.src == t.dst) return "same device";
+  return topology.process_of(t.src) == topology.process_of(t.dst) ? "same process" : "cross process";
+}
+
+std::string percent(uint64_t part, uint64_t whole) {
+  return whole == 0 ? "" : fmt::format("  ({:.1f}%)", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+}
+
+void print_text(const Plan& plan, int64_t max_rows) {
+  const PlanKey& key = plan.key();
+  const Topology& topology = key.topology;
+  std::cout << fmt::format("plan for {}[{}] over {} devices in {} process{}\n", dtype_name(key.dtype),
+                           fmt::join(key.shape, ", "), topology.num_devices(), topology.num_processes(),
+                           topology.num_processes() == 1 ? "" : "es");
+  std::cout << fmt::format("  from {}\n  to   {}\n\n", key.src.to_string(), key.dst.to_string());
+  std::cout << fmt::format("  {:>6}  {:>5}  {:>5}  {:>9}  {:<13}  {:<28}  {:>12}\n", "#", "src", "dst", "processes",
+                           "kind", "box", "bytes");
+  const std::vector<Transfer>& transfers = plan.transfers();
+  for (size_t i = 0; i < transfers.size(); ++i) {
+    if (max_rows > 0 && i == static_cast<size_t>(max_rows)) {
+      std::cout << fmt::format("  ... {} more transfers (--max-rows 0 shows all, --json lists them)\n",
+                               transfers.size() - i);
+      break;
+    }
+    const Transfer& t = transfers[i];
+    const std::string processes = fmt::format("{} -> {}", topology.process_of(t.src), topology.process_of(t.dst));
+    std::cout << fmt::format("  {:>6}  {:>5}  {:>5}  {:>9}  {:<13}  {:<28}  {:>12}\n", i, t.src, t.dst, processes,
+                             kind_of(t, topology), t.box.to_string(),
+                             dtype_byte_size(key.dtype, static_cast<uint64_t>(t.box.volume())));
+  }
+  const PlanStats& s = plan.stats();
+  std::cout << fmt::format("\n{} transfers\n", transfers.size());
+  std::cout << fmt::format("  bytes total              {:>14}\n", s.bytes_total);
+  std::cout << fmt::format("  same device              {:>14}{}\n", s.bytes_same_device,
+                           percent(s.bytes_same_device, s.bytes_total));
+  std::cout << fmt::format("  same process             {:>14}{}\n", s.bytes_same_process,
+                           percent(s.bytes_same_process, s.bytes_total));
+  std::cout << fmt::format("  cross process            {:>14}{}\n", s.bytes_cross_process,
+                           percent(s.bytes_cross_process, s.bytes_total));
+  std::cout << fmt::format("  most sent by one process {:>14}\n", s.max_process_send_bytes);
+}
+
+void run_plan(const PlanFlags& flags) {
+  const int64_t max_rows = [&] {
+    try {
+      return parse_count(flags.max_rows, "row count");
+    } catch (const Error& e) {
+      throw e.with_context("--max-rows");
+    }
+  }();
+  const Plan plan = plan_from_key(key_from_flags(flags));
+  if (flags.json) {
+    std::cout << plan_json(plan).dump() << "\n";
+  } else {
+    print_text(plan, max_rows);
+  }
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("plan", kHelp);
+  auto flags = std::make_shared<PlanFlags>();
+  cmd->add_option("--shape", flags->shape, "Global shape, e.g. 32,8,4096")->required();
+  cmd->add_option("--dtype", flags->dtype, "Element type (safetensors name, any case: f32, bf16, i32, ...)")
+      ->required();
+  add_layout_flags(*cmd, flags->src, "source");
+  add_layout_flags(*cmd, flags->dst, "target");
+  add_job_flags(*cmd, flags->job);
+  cmd->add_flag("--uneven", flags->uneven, "Allow dimensions not divisible by their shard count (both layouts)");
+  cmd->add_flag("--json", flags->json, "Print the plan as one JSON document");
+  cmd->add_option("--max-rows", flags->max_rows, "Transfers listed in text output (0: all)")->capture_default_str();
+  cmd->callback([flags] { run_plan(*flags); });
+}
+
+}  // namespace reshard::cli

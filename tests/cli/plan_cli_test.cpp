@@ -1,0 +1,199 @@
+// `reshard plan`: the JSON contract of spec/cli.md against the library, and its errors.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "reshard/layout/parse.h"
+#include "reshard/plan/planner.h"
+
+namespace reshard {
+namespace {
+
+// The whole of a stream, read until end of file.
+std::string read_all(FILE* file) {
+  std::string text;
+  std::array<char, 4096> buffer{};
+  size_t n = 0;
+  while ((n = fread(buffer.data(), 1, buffer.size(), file)) > 0) text.append(buffer.data(), n);
+  return text;
+}
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs the reshard binary with `args` (already shell-quoted).
+Result run_reshard(const std::string& args) {
+  const std::string err_path = ::testing::TempDir() + "plan_cli_stderr.txt";
+  const std::string command = std::string(RESHARD_BINARY) + " " + args + " 2>" + err_path;
+  Result result;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return result;
+  result.out = read_all(pipe);
+  const int status = pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (FILE* err = fopen(err_path.c_str(), "r")) {
+    result.err = read_all(err);
+    fclose(err);
+  }
+  return result;
+}
+
+constexpr const char* kSeedSrcDevices = "0,4,8,12,1,5,9,13,2,6,10,14,3,7,11,15";
+constexpr const char* kSeedDstDevices = "0,1,4,5,2,3,6,7,8,9,12,13,10,11,14,15";
+
+NamedSharding sharding_of(const std::string& mesh, const std::string& devices, const std::string& spec,
+                          bool uneven = false) {
+  std::vector<MeshAxis> axes = parse_mesh_axes(mesh);
+  Mesh m = devices.empty() ? Mesh::with_default_order(axes) : Mesh(axes, parse_device_list(devices));
+  return NamedSharding(std::move(m), PartitionSpec::parse(spec), MemoryKind::kDevice, uneven);
+}
+
+// Checks the document has exactly the documented shape and matches `plan`.
+void expect_json_matches(const nlohmann::json& doc, const Plan& plan) {
+  const PlanStats& s = plan.stats();
+  ASSERT_TRUE(doc.is_object());
+  EXPECT_EQ(doc.size(), 6u) << doc.dump();
+  EXPECT_EQ(doc.at("bytes_total").get<uint64_t>(), s.bytes_total);
+  EXPECT_EQ(doc.at("bytes_same_device").get<uint64_t>(), s.bytes_same_device);
+  EXPECT_EQ(doc.at("bytes_same_process").get<uint64_t>(), s.bytes_same_process);
+  EXPECT_EQ(doc.at("bytes_cross_process").get<uint64_t>(), s.bytes_cross_process);
+  EXPECT_EQ(doc.at("max_process_send_bytes").get<uint64_t>(), s.max_process_send_bytes);
+  const nlohmann::json& transfers = doc.at("transfers");
+  ASSERT_EQ(transfers.size(), plan.transfers().size());
+  uint64_t sum = 0;
+  for (size_t i = 0; i < transfers.size(); ++i) {
+    const nlohmann::json& t = transfers[i];
+    const Transfer& expected = plan.transfers()[i];
+    EXPECT_EQ(t.size(), 4u) << t.dump();
+    EXPECT_EQ(t.at("src").get<DeviceId>(), expected.src);
+    EXPECT_EQ(t.at("dst").get<DeviceId>(), expected.dst);
+    std::vector<Interval> box;
+    for (const nlohmann::json& range : t.at("box")) {
+      ASSERT_EQ(range.size(), 2u);
+      box.push_back({range[0].get<int64_t>(), range[1].get<int64_t>()});
+    }
+    EXPECT_EQ(Box::from_intervals(box), expected.box) << i;
+    const uint64_t bytes = t.at("bytes").get<uint64_t>();
+    EXPECT_EQ(bytes, dtype_byte_size(plan.key().dtype, static_cast<uint64_t>(expected.box.volume())));
+    sum += bytes;
+  }
+  EXPECT_EQ(sum, s.bytes_total);
+}
+
+TEST(PlanCli, SeedScenarioJsonMatchesTheLibrary) {
+  const Result r = run_reshard(std::string("plan --shape 32,8,4096 --dtype f32 --src-mesh data=4,model=4 ") +
+                               "--src-devices " + kSeedSrcDevices + " --src-spec data,None,model " +
+                               "--dst-mesh data=4,model=4 --dst-devices " + kSeedDstDevices +
+                               " --dst-spec data,None,model --processes 4 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const PlanKey key{{32, 8, 4096}, DType::kF32, sharding_of("data=4,model=4", kSeedSrcDevices, "data,None,model"),
+                    sharding_of("data=4,model=4", kSeedDstDevices, "data,None,model"), Topology::uniform(16, 4)};
+  expect_json_matches(nlohmann::json::parse(r.out), make_plan(key));
+  EXPECT_EQ(nlohmann::json::parse(r.out).at("bytes_cross_process"), 12u * 8 * 8 * 1024 * 4);
+}
+
+TEST(PlanCli, DefaultsToOneProcessAndTheLargestDeviceUsed) {
+  const Result r = run_reshard("plan --shape 8,6 --dtype bf16 --src-mesh x=2,y=3 --src-devices 5,0,3,1,4,2 "
+                               "--src-spec x --dst-mesh a=4 --dst-devices 7,6,1,0 --dst-spec \"P(None, None)\" --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const PlanKey key{{8, 6}, DType::kBF16, sharding_of("x=2,y=3", "5,0,3,1,4,2", "x"),
+                    sharding_of("a=4", "7,6,1,0", ""), Topology::uniform(8, 1)};
+  expect_json_matches(nlohmann::json::parse(r.out), make_plan(key));
+}
+
+TEST(PlanCli, NumDevicesAndProcessesSetTheTopology) {
+  const Result r = run_reshard("plan --shape 8 --dtype i32 --src-mesh x=4 --src-spec '' --dst-mesh y=2 "
+                               "--dst-devices 6,7 --dst-spec y --num-devices 12 --processes 3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const PlanKey key{{8}, DType::kI32, sharding_of("x=4", "", ""), sharding_of("y=2", "6,7", "y"),
+                    Topology::uniform(12, 3)};
+  const Plan plan = make_plan(key);
+  ASSERT_GT(plan.stats().bytes_cross_process, 0u);
+  expect_json_matches(nlohmann::json::parse(r.out), plan);
+}
+
+TEST(PlanCli, UnevenAppliesToBothLayouts) {
+  const Result r = run_reshard("plan --shape 7,3 --dtype f16 --src-mesh x=4 --src-spec x --dst-mesh y=2,z=3 "
+                               "--dst-spec y,z --uneven --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const PlanKey key{{7, 3}, DType::kF16, sharding_of("x=4", "", "x", true), sharding_of("y=2,z=3", "", "y,z", true),
+                    Topology::uniform(6, 1)};
+  expect_json_matches(nlohmann::json::parse(r.out), make_plan(key));
+}
+
+// The first line of `text` that contains `label` (empty if none).
+std::string line_with(const std::string& text, const std::string& label) {
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.find(label) != std::string::npos && line.find('[') == std::string::npos) return line;
+  }
+  return "";
+}
+
+TEST(PlanCli, TextOutputListsTransfersAndStats) {
+  const Result r = run_reshard(std::string("plan --shape 32,8,4096 --dtype f32 --src-mesh data=4,model=4 ") +
+                               "--src-devices " + kSeedSrcDevices + " --src-spec data,None,model " +
+                               "--dst-mesh data=4,model=4 --dst-devices " + kSeedDstDevices +
+                               " --dst-spec data,None,model --processes 4 --max-rows 3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("[0:8, 0:8, 1024:2048]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("13 more transfers"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("16 transfers"), std::string::npos) << r.out;
+  EXPECT_NE(line_with(r.out, "cross process ").find("3145728  (75.0%)"), std::string::npos) << r.out;
+  EXPECT_NE(line_with(r.out, "most sent by one process").find("1048576"), std::string::npos) << r.out;
+}
+
+TEST(PlanCli, HelpHasAnExample) {
+  const Result r = run_reshard("plan --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("Example"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--src-devices"), std::string::npos) << r.out;
+}
+
+struct BadFlags {
+  std::string args;
+  int exit_code;
+  std::string names;  // the flag the message must name
+};
+
+TEST(PlanCli, BadFlagsFailWithAMessageNamingTheFlag) {
+  const std::string ok_src = "--src-mesh x=4 --src-spec x";
+  const std::string ok_dst = "--dst-mesh y=2 --dst-spec y";
+  const std::string ok = "--shape 8,4 --dtype f32 " + ok_src + " " + ok_dst;
+  const BadFlags cases[] = {
+      {"--shape 8,a --dtype f32 " + ok_src + " " + ok_dst, 2, "--shape"},
+      {"--shape 8,4 --dtype f33 " + ok_src + " " + ok_dst, 2, "--dtype"},
+      {"--shape 8,4 --dtype f32 --src-mesh x4 --src-spec x " + ok_dst, 2, "--src-mesh"},
+      {"--shape 8,4 --dtype f32 --src-mesh x=4 --src-devices 0,1,q,3 --src-spec x " + ok_dst, 2, "--src-devices"},
+      {"--shape 8,4 --dtype f32 " + ok_src + " --dst-mesh y=2 --dst-spec '(y'", 2, "--dst-spec"},
+      {"--shape 8,4 --dtype f32 " + ok_src + " --dst-mesh y=0 --dst-spec y", 2, "--dst-mesh"},
+      {ok + " --processes 3", 2, "--processes"},
+      {ok + " --processes 0", 2, "--processes"},
+      {ok + " --num-devices 2", 2, "--num-devices"},
+      {ok + " --num-devices many", 2, "--num-devices"},
+      {"--shape 8,4 --dtype f32 " + ok_src, 2, "--dst-mesh"},
+      {"--shape 8,4 --dtype f32 " + ok_src + " --dst-mesh y=2 --dst-spec z", 1, "--dst-spec"},
+      {"--shape 6,4 --dtype f32 " + ok_src + " " + ok_dst, 1, "--src-spec"},
+      {"--shape 8,4 --dtype f32 --src-mesh x=4 --src-devices 0,1,2 --src-spec x " + ok_dst, 1, "--src-devices"},
+  };
+  for (const BadFlags& c : cases) {
+    const Result r = run_reshard("plan " + c.args + " --json");
+    EXPECT_EQ(r.exit_code, c.exit_code) << c.args << "\n" << r.err;
+    EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.names), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.args << "\n" << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace reshard
