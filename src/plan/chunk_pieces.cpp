@@ -39,7 +39,12 @@ int64_t ChunkIndex::of(std::span<const int64_t> chunk) const {
 }
 
 PieceFinder::PieceFinder(const Tiling& src, const Tiling& dst, DType dtype)
-    : dtype_(dtype), src_index_(src), dst_index_(dst), pieces_(static_cast<size_t>(dst_index_.size())) {
+    : dtype_(dtype),
+      src_index_(src),
+      dst_index_(dst),
+      pieces_(static_cast<size_t>(dst_index_.size())),
+      takers_left_(static_cast<size_t>(dst_index_.size()), 0) {
+  for (const std::vector<int64_t>& chunk : dst.chunk_of_device) ++takers_left_[static_cast<size_t>(dst_index_.of(chunk))];
   overlaps_.resize(dst.dims.size());
   for (size_t d = 0; d < dst.dims.size(); ++d) {
     for (const Interval& target : dst.dims[d].chunks) {
@@ -48,35 +53,50 @@ PieceFinder::PieceFinder(const Tiling& src, const Tiling& dst, DType dtype)
   }
 }
 
-const std::vector<Piece>& PieceFinder::pieces_of(std::span<const int64_t> dst_chunk) {
-  std::optional<std::vector<Piece>>& cached = pieces_[static_cast<size_t>(dst_index_.of(dst_chunk))];
-  if (!cached) cached = cut(dst_chunk);
-  return *cached;
+std::vector<Piece>& PieceFinder::take_pieces(std::span<const int64_t> dst_chunk) {
+  const auto index = static_cast<size_t>(dst_index_.of(dst_chunk));
+  std::optional<std::vector<Piece>>& cached = pieces_[index];
+  const bool last_taker = --takers_left_[index] == 0;
+  if (last_taker && cached) return *cached;  // nobody needs them after this
+  if (last_taker) {
+    cut(dst_chunk, handed_out_);  // the only taker: no need to keep a copy
+    return handed_out_;
+  }
+  if (!cached) cut(dst_chunk, cached.emplace());
+  handed_out_ = *cached;
+  return handed_out_;
 }
 
-std::vector<Piece> PieceFinder::cut(std::span<const int64_t> dst_chunk) const {
+size_t PieceFinder::count_pieces(std::span<const int64_t> dst_chunk) const {
+  size_t count = 1;
+  for (size_t d = 0; d < dst_chunk.size(); ++d) count *= overlaps_[d][static_cast<size_t>(dst_chunk[d])].size();
+  return count;
+}
+
+void PieceFinder::cut(std::span<const int64_t> dst_chunk, std::vector<Piece>& pieces) {
   const size_t rank = dst_chunk.size();
-  std::vector<const std::vector<DimOverlap>*> lists(rank);
-  for (size_t d = 0; d < rank; ++d) {
-    lists[d] = &overlaps_[d][static_cast<size_t>(dst_chunk[d])];
-    if (lists[d]->empty()) return {};  // an empty target chunk (uneven) needs nothing
-  }
-  std::vector<Piece> pieces;
-  std::vector<size_t> pick(rank, 0);  // odometer over the per-dimension lists
-  std::vector<int64_t> src_chunk(rank);
-  std::vector<Interval> intervals(rank);
+  pieces.clear();
+  const size_t count = count_pieces(dst_chunk);
+  if (count == 0) return;  // an empty target chunk (uneven) needs nothing
+  pieces.reserve(count);
+  pick_.assign(rank, 0);  // odometer over the per-dimension overlap lists
+  src_chunk_.resize(rank);
   while (true) {
+    // Sized up front: a Box built by push_back would cost twice the allocations.
+    std::vector<int64_t> origin(rank);
+    Shape shape(rank);
     for (size_t d = 0; d < rank; ++d) {
-      const DimOverlap& o = (*lists[d])[pick[d]];
-      src_chunk[d] = o.src_chunk;
-      intervals[d] = o.interval;
+      const DimOverlap& o = overlaps_[d][static_cast<size_t>(dst_chunk[d])][pick_[d]];
+      src_chunk_[d] = o.src_chunk;
+      origin[d] = o.interval.begin;
+      shape[d] = o.interval.size();
     }
-    Box box = Box::from_intervals(intervals);
+    Box box(std::move(origin), std::move(shape));
     const uint64_t bytes = dtype_byte_size(dtype_, static_cast<uint64_t>(box.volume()));
-    pieces.push_back({src_index_.of(src_chunk), std::move(box), bytes});
+    pieces.push_back({src_index_.of(src_chunk_), std::move(box), bytes});
     size_t d = rank;
-    while (d > 0 && ++pick[d - 1] == lists[d - 1]->size()) pick[--d] = 0;
-    if (d == 0) return pieces;
+    while (d > 0 && ++pick_[d - 1] == overlaps_[d - 1][static_cast<size_t>(dst_chunk[d - 1])].size()) pick_[--d] = 0;
+    if (d == 0) return;
   }
 }
 

@@ -42,15 +42,21 @@ class PieceFinder {
 
   const ChunkIndex& src_index() const { return src_index_; }
 
-  // The pieces of the target chunk tuple `dst_chunk`, in row-major box order.
-  const std::vector<Piece>& pieces_of(std::span<const int64_t> dst_chunk);
+  // The pieces of the target chunk tuple `dst_chunk`, in row-major box order,
+  // for one target device that holds it; the caller may move the boxes out.
+  // Cut once per tuple and cached only while other target replicas of the
+  // tuple still need them; valid until the next call.
+  std::vector<Piece>& take_pieces(std::span<const int64_t> dst_chunk);
+
+  // How many pieces the target chunk tuple `dst_chunk` has, without cutting it.
+  size_t count_pieces(std::span<const int64_t> dst_chunk) const;
 
  private:
   struct DimOverlap {
     int64_t src_chunk = 0;
     Interval interval;
   };
-  std::vector<Piece> cut(std::span<const int64_t> dst_chunk) const;
+  void cut(std::span<const int64_t> dst_chunk, std::vector<Piece>& pieces);
 
   DType dtype_;
   ChunkIndex src_index_;
@@ -58,6 +64,11 @@ class PieceFinder {
   // [dim][target chunk along dim] -> the source chunks it meets, in order.
   std::vector<std::vector<std::vector<DimOverlap>>> overlaps_;
   std::vector<std::optional<std::vector<Piece>>> pieces_;  // by target chunk tuple
+  std::vector<int64_t> takers_left_;                       // target devices yet to take them
+  // Reused buffers: a plan cuts thousands of chunks, and allocations dominate.
+  std::vector<Piece> handed_out_;
+  std::vector<size_t> pick_;
+  std::vector<int64_t> src_chunk_;
 };
 
 }  // namespace reshard::plan_detail

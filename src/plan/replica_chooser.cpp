@@ -9,37 +9,65 @@
 
 namespace reshard::plan_detail {
 
-ReplicaChooser::ReplicaChooser(const NamedSharding& src, const Tiling& src_tiling,
-                               const ChunkIndex& src_index, const Topology& topology)
-    : holders_(static_cast<size_t>(src_index.size())),
-      sent_(static_cast<size_t>(topology.num_processes()), 0) {
+ReplicaChooser::ReplicaChooser(const NamedSharding& src, const Tiling& src_tiling, const ChunkIndex& src_index,
+                               const Topology& topology)
+    : sent_(static_cast<size_t>(topology.num_processes()), 0) {
+  // Bucket the source devices by chunk tuple (a counting sort: this runs for
+  // every tensor of a model), then order each bucket, which holds only the
+  // replicas of one slice.
   const std::vector<DeviceId>& devices = src.mesh().devices();
+  const auto chunks = static_cast<size_t>(src_index.size());
+  std::vector<size_t> chunk_of(devices.size());
+  devices_begin_.assign(chunks + 1, 0);
   for (size_t logical = 0; logical < devices.size(); ++logical) {
-    const int64_t chunk = src_index.of(src_tiling.chunk_of_device[logical]);
-    holders_[static_cast<size_t>(chunk)].devices.push_back(devices[logical]);
+    chunk_of[logical] = static_cast<size_t>(src_index.of(src_tiling.chunk_of_device[logical]));
+    ++devices_begin_[chunk_of[logical] + 1];
   }
-  for (Holders& h : holders_) {
-    std::sort(h.devices.begin(), h.devices.end());
-    for (DeviceId d : h.devices) h.by_process.emplace_back(topology.process_of(d), d);
-    // Sorted by (process, device), the first entry of each process is its lowest holder.
-    std::sort(h.by_process.begin(), h.by_process.end());
-    const auto same_process = [](const auto& a, const auto& b) { return a.first == b.first; };
-    h.by_process.erase(std::unique(h.by_process.begin(), h.by_process.end(), same_process), h.by_process.end());
+  for (size_t c = 0; c < chunks; ++c) devices_begin_[c + 1] += devices_begin_[c];
+  std::vector<ProcessHolder> by_chunk(devices.size());
+  std::vector<size_t> next(devices_begin_.begin(), devices_begin_.end() - 1);
+  for (size_t logical = 0; logical < devices.size(); ++logical) {
+    by_chunk[next[chunk_of[logical]]++] = {topology.process_of(devices[logical]), devices[logical]};
   }
+  devices_.reserve(devices.size());
+  processes_begin_.assign(chunks + 1, 0);
+  for (size_t c = 0; c < chunks; ++c) {
+    const auto first = by_chunk.begin() + static_cast<std::ptrdiff_t>(devices_begin_[c]);
+    const auto last = by_chunk.begin() + static_cast<std::ptrdiff_t>(devices_begin_[c + 1]);
+    std::sort(first, last);  // by process, then device: each process's first entry is its lowest holder
+    processes_begin_[c] = processes_.size();
+    for (auto it = first; it != last; ++it) {
+      devices_.push_back(it->second);
+      if (processes_.size() == processes_begin_[c] || processes_.back().first != it->first) processes_.push_back(*it);
+    }
+    std::sort(devices_.begin() + static_cast<std::ptrdiff_t>(devices_begin_[c]), devices_.end());
+  }
+  processes_begin_[chunks] = processes_.size();
+}
+
+std::span<const DeviceId> ReplicaChooser::devices_holding(int64_t chunk) const {
+  const auto c = static_cast<size_t>(chunk);
+  return std::span(devices_).subspan(devices_begin_[c], devices_begin_[c + 1] - devices_begin_[c]);
+}
+
+std::span<const ReplicaChooser::ProcessHolder> ReplicaChooser::processes_holding(int64_t chunk) const {
+  const auto c = static_cast<size_t>(chunk);
+  return std::span(processes_).subspan(processes_begin_[c], processes_begin_[c + 1] - processes_begin_[c]);
 }
 
 DeviceId ReplicaChooser::choose(int64_t src_chunk, DeviceId dst, int dst_process, uint64_t bytes) {
-  const Holders& h = holders_[static_cast<size_t>(src_chunk)];
-  if (h.by_process.empty()) {
+  const std::span<const ProcessHolder> processes = processes_holding(src_chunk);
+  if (processes.empty()) {
     // Unreachable for a valid sharding: every chunk tuple is some device's slice.
     throw Error(ErrorCode::kInvalidPlan, fmt::format("no source device holds chunk tuple {}", src_chunk));
   }
-  if (std::binary_search(h.devices.begin(), h.devices.end(), dst)) return dst;
-  const auto local = std::lower_bound(h.by_process.begin(), h.by_process.end(), std::pair{dst_process, DeviceId{0}},
-                                      [](const auto& a, const auto& b) { return a.first < b.first; });
-  if (local != h.by_process.end() && local->first == dst_process) return local->second;
-  auto least = h.by_process.begin();
-  for (auto it = h.by_process.begin(); it != h.by_process.end(); ++it) {
+  const std::span<const DeviceId> devices = devices_holding(src_chunk);
+  if (std::binary_search(devices.begin(), devices.end(), dst)) return dst;
+  const auto local = std::lower_bound(processes.begin(), processes.end(), dst_process,
+                                      [](const ProcessHolder& p, int process) { return p.first < process; });
+  if (local != processes.end() && local->first == dst_process) return local->second;
+  auto least = processes.begin();
+  for (auto it = processes.begin(); it != processes.end(); ++it) {
     if (sent_[static_cast<size_t>(it->first)] < sent_[static_cast<size_t>(least->first)]) least = it;
   }
   uint64_t& sent = sent_[static_cast<size_t>(least->first)];

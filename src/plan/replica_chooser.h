@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -25,13 +26,18 @@ class ReplicaChooser {
   DeviceId choose(int64_t src_chunk, DeviceId dst, int dst_process, uint64_t bytes);
 
  private:
-  // The source devices holding one chunk tuple.
-  struct Holders {
-    std::vector<DeviceId> devices;                      // ascending
-    std::vector<std::pair<int, DeviceId>> by_process;  // (process, its lowest holder), ascending
-  };
-  std::vector<Holders> holders_;   // by source chunk tuple
-  std::vector<uint64_t> sent_;     // cross-process bytes sent so far, by process
+  using ProcessHolder = std::pair<int, DeviceId>;  // a process and its lowest device holding a chunk
+
+  // Flat, grouped by source chunk tuple (one allocation, not one per chunk):
+  // entries [begin[c], begin[c + 1]) belong to chunk tuple c.
+  std::span<const DeviceId> devices_holding(int64_t chunk) const;
+  std::span<const ProcessHolder> processes_holding(int64_t chunk) const;
+
+  std::vector<DeviceId> devices_;             // ascending within a chunk
+  std::vector<size_t> devices_begin_;
+  std::vector<ProcessHolder> processes_;      // ascending by process within a chunk
+  std::vector<size_t> processes_begin_;
+  std::vector<uint64_t> sent_;                // cross-process bytes sent so far, by process
 };
 
 }  // namespace reshard::plan_detail
