@@ -179,10 +179,11 @@ TEST_F(MpiTransportTest, AllGatherReturnsEveryRanksBytesOfAnySize) {
 
 TEST_F(MpiTransportTest, BarrierHoldsEveryoneUntilTheLastArrives) {
   MpiTransport& t = world_transport();
+  t.barrier();  // start together
   const auto start = std::chrono::steady_clock::now();
   if (t.rank() == t.size() - 1) std::this_thread::sleep_for(300ms);
   t.barrier();
-  EXPECT_GE(std::chrono::steady_clock::now() - start, 290ms);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 250ms);  // less a little scheduling skew
 }
 
 TEST_F(MpiTransportTest, ThreadsMayShareTheTransport) {
