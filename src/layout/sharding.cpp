@@ -88,13 +88,16 @@ Tiling NamedSharding::tiling(const Shape& shape) const {
     for (const std::string& axis : spec_.entries()[d]) entry_axes[d].push_back(*mesh_.axis_index(axis));
   }
   tiling.chunk_of_device.resize(static_cast<size_t>(mesh_.size()));
+  // Mesh coordinates advance as an odometer (last axis fastest) rather than
+  // being recomputed per device: planners call this for every tensor.
+  std::vector<int64_t> coords(mesh_.num_axes(), 0);
   for (int64_t logical = 0; logical < mesh_.size(); ++logical) {
-    const std::vector<int64_t> coords = mesh_.coordinates(logical);
     std::vector<int64_t>& chunk = tiling.chunk_of_device[static_cast<size_t>(logical)];
     chunk.assign(shape.size(), 0);
     for (size_t d = 0; d < entry_axes.size(); ++d) {
       for (size_t axis : entry_axes[d]) chunk[d] = chunk[d] * mesh_.axis_size(axis) + coords[axis];
     }
+    for (size_t a = coords.size(); a-- > 0 && ++coords[a] == mesh_.axis_size(a);) coords[a] = 0;
   }
   return tiling;
 }
