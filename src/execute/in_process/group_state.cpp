@@ -21,12 +21,12 @@ GroupState::Key GroupState::key_of(const Operation& op) {
 
 void GroupState::deliver(Operation& send, Operation& recv) {
   if (send.size != recv.size) {
-    const Error error(ErrorCode::kTransport,
-                      fmt::format("message from process {} to process {} with tag {} has {} bytes, but the "
-                                  "receive expects {}",
-                                  send.rank, recv.rank, send.tag, send.size, recv.size));
-    send.error = error;
-    recv.error = error;
+    const std::string message =
+        fmt::format("message from process {} to process {} with tag {} has {} bytes, but the receive expects {}",
+                    send.rank, recv.rank, send.tag, send.size, recv.size);
+    // Two errors, not copies of one: the two ranks' threads own them.
+    send.error.emplace(ErrorCode::kTransport, message);
+    recv.error.emplace(ErrorCode::kTransport, message);
     return;
   }
   if (send.size > 0) std::memcpy(recv.recv_data, send.send_data, send.size);

@@ -6,6 +6,8 @@
 #include <thread>
 #include <vector>
 
+#include "reshard/layout/error.h"
+
 namespace reshard::testing {
 namespace {
 
@@ -19,11 +21,22 @@ std::string describe(const std::exception_ptr& failure) {
   }
 }
 
+// Whether `failure` only reports another rank's failure (kPeerFailed).
+bool is_peer_failure(const std::exception_ptr& failure) {
+  try {
+    std::rethrow_exception(failure);
+  } catch (const Error& e) {
+    return e.code() == ErrorCode::kPeerFailed;
+  } catch (...) {
+    return false;
+  }
+}
+
 }  // namespace
 
 void run_ranks(InProcessGroup& group, const RankBody& body) {
   std::mutex mutex;
-  std::exception_ptr first_failure;
+  std::exception_ptr first_failure, first_root_cause;
   {
     std::vector<std::jthread> threads;
     for (int rank = 0; rank < group.size(); ++rank) {
@@ -31,17 +44,19 @@ void run_ranks(InProcessGroup& group, const RankBody& body) {
         try {
           body(group.transport(rank));
         } catch (...) {
-          // Recorded before the group learns of it, so that the root cause,
-          // not a peer's resulting kPeerFailed, is the failure rethrown.
           {
             const std::lock_guard lock(mutex);
             if (!first_failure) first_failure = std::current_exception();
+            if (!first_root_cause && !is_peer_failure(std::current_exception())) {
+              first_root_cause = std::current_exception();
+            }
           }
           group.mark_failed(rank, describe(std::current_exception()));
         }
       });
     }
   }
+  if (first_root_cause) std::rethrow_exception(first_root_cause);
   if (first_failure) std::rethrow_exception(first_failure);
 }
 
