@@ -68,7 +68,8 @@ void add_job_flags(CLI::App& command, JobFlags& flags) {
   command.add_option("--num-devices", flags.num_devices,
                      "Devices in the job, T (default: the largest device id used, plus one)");
   command.add_option("--processes", flags.processes,
-                     "Processes in the job, P; device d belongs to process floor(d / (T / P))");
+                     "Processes in the job, P (default: the MPI world size under mpirun, else 1); device d "
+                     "belongs to process floor(d / (T / P))");
 }
 
 Topology topology_from_flags(const JobFlags& flags, const std::vector<const Mesh*>& meshes,

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reshard/cli/commands.h"
+#include "reshard/cli/job.h"
 #include "reshard/cli/layout_options.h"
 #include "reshard/layout/error.h"
 #include "reshard/layout/parse.h"
@@ -43,7 +44,7 @@ PlanKey key_from_flags(const PlanFlags& flags) {
   const DType dtype = dtype_from_flag(flags.dtype);
   NamedSharding src = sharding_from_flags(flags.src, flags.uneven);
   NamedSharding dst = sharding_from_flags(flags.dst, flags.uneven);
-  Topology topology = topology_from_flags(flags.job, {&src.mesh(), &dst.mesh()});
+  Topology topology = topology_from_flags(flags.job, {&src.mesh(), &dst.mesh()}, job_world().size);
   return PlanKey{std::move(shape), dtype, std::move(src), std::move(dst), std::move(topology)};
 }
 
@@ -133,7 +134,9 @@ void run_plan(const PlanFlags& flags) {
       throw e.with_context("--max-rows");
     }
   }();
+  // Under mpirun every rank plans (so a bad layout fails on each); rank 0 prints.
   const Plan plan = plan_from_key(key_from_flags(flags));
+  if (job_world().rank != 0) return;
   if (flags.json) {
     std::cout << plan_json(plan).dump() << "\n";
   } else {

@@ -1,0 +1,84 @@
+// The command line as one job under mpirun: --processes defaults to the MPI
+// world size, rank 0 alone prints, and a layout the job cannot hold is an
+// error on every rank.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+const std::string kSeedPlan =
+    "plan --shape 32,8,4096 --dtype f32 --src-mesh data=4,model=4 --src-devices 0,4,8,12,1,5,9,13,2,6,10,14,3,7,11,15 "
+    "--src-spec data,model --dst-mesh data=4,model=4 --dst-devices 0,1,4,5,2,3,6,7,8,9,12,13,10,11,14,15 "
+    "--dst-spec data,model --json";
+
+struct CommandResult {
+  int exit_status = -1;
+  std::string stdout_text;
+  std::string stderr_text;
+};
+
+// Runs `reshard ARGS`, under `mpirun -np RANKS` when ranks > 0.
+CommandResult run_reshard(int ranks, const std::string& args) {
+  const std::string launcher =
+      ranks > 0 ? fmt::format("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 5 120 {} -np {} "
+                              "--oversubscribe ",
+                              RESHARD_MPIEXEC, ranks)
+                : std::string();
+  const std::string stderr_path = ::testing::TempDir() + "reshard_job_cli_stderr.txt";
+  const std::string command = fmt::format("{}{} {} 2>{}", launcher, RESHARD_BINARY, args, stderr_path);
+  CommandResult run;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    ADD_FAILURE() << "cannot start " << command;
+    return run;
+  }
+  std::array<char, 4096> block{};
+  while (size_t n = fread(block.data(), 1, block.size(), pipe)) run.stdout_text.append(block.data(), n);
+  const int status = pclose(pipe);
+  if (WIFEXITED(status)) run.exit_status = WEXITSTATUS(status);
+  if (FILE* err = fopen(stderr_path.c_str(), "r")) {
+    while (size_t n = fread(block.data(), 1, block.size(), err)) run.stderr_text.append(block.data(), n);
+    fclose(err);
+  }
+  return run;
+}
+
+size_t count(const std::string& text, const std::string& needle) {
+  size_t found = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++found;
+  return found;
+}
+
+TEST(JobCli, ProcessesDefaultToTheWorldSizeAndRankZeroPrints) {
+  const CommandResult job = run_reshard(4, kSeedPlan);
+  ASSERT_EQ(job.exit_status, 0) << job.stderr_text;
+  const CommandResult alone = run_reshard(0, kSeedPlan + " --processes 4");
+  ASSERT_EQ(alone.exit_status, 0) << alone.stderr_text;
+  // One JSON document (not one per rank), the plan of 4 processes.
+  nlohmann::json plan;
+  ASSERT_NO_THROW(plan = nlohmann::json::parse(job.stdout_text)) << job.stdout_text;
+  EXPECT_EQ(plan, nlohmann::json::parse(alone.stdout_text));
+  EXPECT_GT(plan["bytes_cross_process"].get<uint64_t>(), 0u);
+}
+
+TEST(JobCli, ADeviceTheJobDoesNotHaveIsAnErrorOnEveryRank) {
+  const CommandResult job = run_reshard(2, kSeedPlan + " --num-devices 8");
+  EXPECT_NE(job.exit_status, 0);
+  // Counted by the message itself: mpirun may interleave the ranks' writes.
+  EXPECT_EQ(count(job.stderr_text, "8 devices (ids 0..7) leave out device"), 2u) << job.stderr_text;
+}
+
+TEST(JobCli, AWorldThatCannotSplitTheDevicesIsAnErrorOnEveryRank) {
+  const CommandResult job = run_reshard(3, kSeedPlan);
+  EXPECT_NE(job.exit_status, 0);
+  EXPECT_EQ(count(job.stderr_text, "16 devices cannot be split evenly over 3 processes"), 3u) << job.stderr_text;
+}
+
+}  // namespace
