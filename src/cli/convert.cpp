@@ -130,6 +130,7 @@ void convert(const ConvertOptions& options) {
     write_hf_folder(dst, plan, produce, options.force);
     files = plan.files().size();
   }
+  progress.finish();
   std::cout << fmt::format("wrote {}: {} ({} file{}, {} tensors, {} bytes of tensor data)\n", dst.string(),
                            single_file ? "safetensors file" : "Hugging Face folder", files, files == 1 ? "" : "s",
                            specs.size(), output_bytes(specs));

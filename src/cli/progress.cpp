@@ -12,10 +12,14 @@ namespace reshard::cli {
 Progress::Progress(std::string label, uint64_t total)
     : label_(std::move(label)), total_(total), enabled_(::isatty(STDERR_FILENO) == 1) {}
 
-Progress::~Progress() {
+Progress::~Progress() { finish(); }
+
+void Progress::finish() {
   if (!drawn_) return;
   draw();
   std::fputs("\n", stderr);
+  drawn_ = false;
+  enabled_ = false;
 }
 
 void Progress::advance(uint64_t bytes) {

@@ -27,6 +27,7 @@ void read_every_tensor(const TensorCatalog& catalog) {
       throw e.with_context(fmt::format("{}: tensor '{}'", catalog.file_name(entry.file), entry.info->name));
     }
   }
+  progress.finish();
 }
 
 // transformers never reads total_size, and writers that count shared storage

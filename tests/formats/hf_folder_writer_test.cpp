@@ -188,6 +188,19 @@ TEST(HfFolderWriter, ReplacingKeepsOtherFilesAndDropsStaleShards) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 1);
 }
 
+TEST(HfFolderWriter, FindsTheWeightFilesASaveReplaces) {
+  ScratchDir dir;
+  for (const char* name : {"model-00002-of-00003.safetensors", "model-00001-of-00003.safetensors",
+                           "model-123456-of-123456.safetensors", "model.safetensors.index.json", "config.json",
+                           "model-1-of-2.safetensors", "model-00001-of-00003.safetensors.bak",
+                           "model-0000a-of-00003.safetensors", "other-00001-of-00003.safetensors"}) {
+    testing::write_file_text(dir / name, "");
+  }
+  EXPECT_EQ(hf_weight_files_in(dir.path()),
+            (std::vector<std::string>{"model.safetensors.index.json", "model-00001-of-00003.safetensors",
+                                      "model-00002-of-00003.safetensors", "model-123456-of-123456.safetensors"}));
+}
+
 TEST(StagedFolder, AppearsOnlyOnCommit) {
   ScratchDir dir;
   const fs::path out = dir / "nested" / "out";

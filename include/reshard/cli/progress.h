@@ -13,11 +13,14 @@ class Progress {
   Progress(std::string label, uint64_t total);
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
-  // Ends the line if one was drawn.
+  // Calls finish().
   ~Progress();
 
   // Counts `bytes` more done; redraws at most ten times a second.
   void advance(uint64_t bytes);
+  // Draws the last state and ends the line, if a line was drawn; call it
+  // before printing anything else. Idempotent.
+  void finish();
 
  private:
   void draw();
