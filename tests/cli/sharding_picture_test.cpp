@@ -1,7 +1,8 @@
 #include "reshard/cli/sharding_picture.h"
 
 #include <random>
-#include <regex>
+#include <cctype>
+#include <string>
 #include <set>
 
 #include <fmt/format.h>
@@ -30,10 +31,40 @@ Drawn draw(std::vector<MeshAxis> axes, std::string_view spec, const Shape& shape
   return d;
 }
 
+// The text without its ANSI colour codes ("\x1b[...m").
+std::string without_colour(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text.compare(i, 2, "\x1b[") == 0) {
+      i = text.find('m', i);
+      if (i == std::string::npos) break;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+// Every run of decimal digits in `text`, as numbers.
+std::vector<int64_t> numbers_in(const std::string& text) {
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < text.size();) {
+    if (!std::isdigit(static_cast<unsigned char>(text[i]))) {
+      ++i;
+      continue;
+    }
+    size_t end = i;
+    while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
+    out.push_back(std::stoll(text.substr(i, end - i)));
+    i = end;
+  }
+  return out;
+}
+
 // The picture's lines with colour codes removed, each as a count of columns
 // (box-drawing characters are three bytes but one column).
 std::vector<size_t> line_widths(const std::string& text) {
-  const std::string plain = std::regex_replace(text, std::regex("\x1b\\[[0-9;]*m"), "");
+  const std::string plain = without_colour(text);
   std::vector<size_t> widths(1, 0);
   for (size_t i = 0; i < plain.size(); ++i) {
     if (plain[i] == '\n') {
@@ -48,13 +79,8 @@ std::vector<size_t> line_widths(const std::string& text) {
 
 // Every device id written in the picture's labels.
 std::multiset<DeviceId> labelled_devices(const std::string& text) {
-  std::multiset<DeviceId> ids;
-  const std::regex number("[0-9]+");
-  const std::string plain = std::regex_replace(text, std::regex("\x1b\\[[0-9;]*m"), "");
-  for (auto it = std::sregex_iterator(plain.begin(), plain.end(), number); it != std::sregex_iterator(); ++it) {
-    ids.insert(std::stoll(it->str()));
-  }
-  return ids;
+  const std::vector<int64_t> ids = numbers_in(without_colour(text));
+  return {ids.begin(), ids.end()};
 }
 
 TEST(ShardingPicture, OnlyRanksOneAndTwoNonEmpty) {
@@ -75,11 +101,10 @@ TEST(ShardingPicture, NoColourUnlessAsked) {
   EXPECT_EQ(plain.text->find('\x1b'), std::string::npos);
   const Drawn coloured = draw({{"x", 2}, {"y", 2}}, "x,y", {4, 4}, false, {.color = true});
   // Four blocks, four different backgrounds.
-  std::set<std::string> backgrounds;
-  const std::regex background("\x1b\\[48;5;([0-9]+)m");
-  for (auto it = std::sregex_iterator(coloured.text->begin(), coloured.text->end(), background);
-       it != std::sregex_iterator(); ++it) {
-    backgrounds.insert((*it)[1]);
+  std::set<int64_t> backgrounds;
+  const std::string code = "\x1b[48;5;";
+  for (size_t at = coloured.text->find(code); at != std::string::npos; at = coloured.text->find(code, at + 1)) {
+    backgrounds.insert(numbers_in(coloured.text->substr(at + code.size(), 3)).front());
   }
   EXPECT_EQ(backgrounds.size(), 4u);
   EXPECT_EQ(line_widths(*coloured.text), line_widths(*plain.text));  // colour adds no columns
