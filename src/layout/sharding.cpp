@@ -31,7 +31,7 @@ Interval chunk_interval(int64_t size, int64_t n, int64_t i, bool uneven) {
 }  // namespace
 
 Box Tiling::box_of(int64_t logical) const {
-  const std::vector<int64_t>& chunk = chunk_of_device[static_cast<size_t>(logical)];
+  const std::span<const int64_t> chunk = chunk_of_device(logical);
   std::vector<Interval> parts(dims.size());
   for (size_t d = 0; d < dims.size(); ++d) parts[d] = dims[d].chunks[static_cast<size_t>(chunk[d])];
   return Box::from_intervals(parts);
@@ -78,6 +78,7 @@ Tiling NamedSharding::tiling(const Shape& shape) const {
   tiling.dims.resize(shape.size());
   for (size_t d = 0; d < shape.size(); ++d) {
     tiling.dims[d].num_chunks = chunks[d];
+    tiling.dims[d].chunks.reserve(static_cast<size_t>(chunks[d]));
     for (int64_t i = 0; i < chunks[d]; ++i) {
       tiling.dims[d].chunks.push_back(chunk_interval(shape[d], chunks[d], i, uneven_));
     }
@@ -87,13 +88,13 @@ Tiling NamedSharding::tiling(const Shape& shape) const {
   for (size_t d = 0; d < spec_.size(); ++d) {
     for (const std::string& axis : spec_.entries()[d]) entry_axes[d].push_back(*mesh_.axis_index(axis));
   }
-  tiling.chunk_of_device.resize(static_cast<size_t>(mesh_.size()));
+  tiling.num_devices = mesh_.size();
+  tiling.chunk_indices.assign(static_cast<size_t>(mesh_.size()) * shape.size(), 0);
   // Mesh coordinates advance as an odometer (last axis fastest) rather than
   // being recomputed per device: planners call this for every tensor.
   std::vector<int64_t> coords(mesh_.num_axes(), 0);
   for (int64_t logical = 0; logical < mesh_.size(); ++logical) {
-    std::vector<int64_t>& chunk = tiling.chunk_of_device[static_cast<size_t>(logical)];
-    chunk.assign(shape.size(), 0);
+    int64_t* chunk = tiling.chunk_indices.data() + static_cast<size_t>(logical) * shape.size();
     for (size_t d = 0; d < entry_axes.size(); ++d) {
       for (size_t axis : entry_axes[d]) chunk[d] = chunk[d] * mesh_.axis_size(axis) + coords[axis];
     }

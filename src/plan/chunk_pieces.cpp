@@ -44,7 +44,9 @@ PieceFinder::PieceFinder(const Tiling& src, const Tiling& dst, DType dtype)
       dst_index_(dst),
       pieces_(static_cast<size_t>(dst_index_.size())),
       takers_left_(static_cast<size_t>(dst_index_.size()), 0) {
-  for (const std::vector<int64_t>& chunk : dst.chunk_of_device) ++takers_left_[static_cast<size_t>(dst_index_.of(chunk))];
+  for (int64_t logical = 0; logical < dst.num_devices; ++logical) {
+    ++takers_left_[static_cast<size_t>(dst_index_.of(dst.chunk_of_device(logical)))];
+  }
   overlaps_.resize(dst.dims.size());
   for (size_t d = 0; d < dst.dims.size(); ++d) {
     for (const Interval& target : dst.dims[d].chunks) {

@@ -35,13 +35,15 @@ Plan make_plan(const PlanKey& key) {
   plan_detail::ReplicaChooser chooser(key.src, src_tiling, finder.src_index(), key.topology);
   std::vector<Transfer> transfers;
   size_t count = 0;
-  for (const std::vector<int64_t>& chunk : dst_tiling.chunk_of_device) count += finder.count_pieces(chunk);
+  for (int64_t logical = 0; logical < dst_tiling.num_devices; ++logical) {
+    count += finder.count_pieces(dst_tiling.chunk_of_device(logical));
+  }
   transfers.reserve(count);
   const std::vector<DeviceId>& targets = key.dst.mesh().devices();
   for (size_t logical = 0; logical < targets.size(); ++logical) {
     const DeviceId dst = targets[logical];
     const int dst_process = key.topology.process_of(dst);
-    for (plan_detail::Piece& piece : finder.take_pieces(dst_tiling.chunk_of_device[logical])) {
+    for (plan_detail::Piece& piece : finder.take_pieces(dst_tiling.chunk_of_device(static_cast<int64_t>(logical)))) {
       transfers.push_back({chooser.choose(piece.src_chunk, dst, dst_process, piece.bytes), dst, std::move(piece.box)});
     }
   }

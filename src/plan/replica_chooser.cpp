@@ -20,7 +20,7 @@ ReplicaChooser::ReplicaChooser(const NamedSharding& src, const Tiling& src_tilin
   std::vector<size_t> chunk_of(devices.size());
   devices_begin_.assign(chunks + 1, 0);
   for (size_t logical = 0; logical < devices.size(); ++logical) {
-    chunk_of[logical] = static_cast<size_t>(src_index.of(src_tiling.chunk_of_device[logical]));
+    chunk_of[logical] = static_cast<size_t>(src_index.of(src_tiling.chunk_of_device(static_cast<int64_t>(logical))));
     ++devices_begin_[chunk_of[logical] + 1];
   }
   for (size_t c = 0; c < chunks; ++c) devices_begin_[c + 1] += devices_begin_[c];

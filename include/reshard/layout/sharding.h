@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,7 +25,16 @@ struct DimTiling {
 // chunk index along every dimension. Everything else derives from this.
 struct Tiling {
   std::vector<DimTiling> dims;
-  std::vector<std::vector<int64_t>> chunk_of_device;  // [logical device][dim]
+  int64_t num_devices = 0;
+  // Every logical device's chunk index along each dimension, flat
+  // ([logical device][dim], row-major): one allocation rather than one per
+  // device, as planners tile every tensor of a model.
+  std::vector<int64_t> chunk_indices;
+
+  // Logical device `logical`'s chunk index along every dimension.
+  std::span<const int64_t> chunk_of_device(int64_t logical) const {
+    return std::span(chunk_indices).subspan(static_cast<size_t>(logical) * dims.size(), dims.size());
+  }
 
   // The slice held by logical device `logical`.
   Box box_of(int64_t logical) const;
