@@ -1,10 +1,15 @@
 #include "reshard/cli/benchmarks.h"
 
+#include "reshard/cli/job.h"
+
 namespace reshard::cli {
 
 BenchReport run_reshard_benchmark();  // src/cli/bench/reshard.cpp
 BenchReport run_io_benchmark();       // src/cli/bench/io.cpp
 BenchReport run_plan_benchmark();     // src/cli/bench/plan.cpp
+#if RESHARD_WITH_MPI
+BenchReport run_reshard_mpi_benchmark();  // src/cli/bench/mpi/reshard_mpi.cpp
+#endif
 
 std::vector<BenchmarkEntry> all_benchmarks() {
   std::vector<BenchmarkEntry> entries;
@@ -13,6 +18,14 @@ std::vector<BenchmarkEntry> all_benchmarks() {
                      run_io_benchmark});
   entries.push_back({"plan", "plan time: 1 tensor over 4096 devices, a 1000-tensor model over 256, beside all-pairs",
                      run_plan_benchmark});
+#if RESHARD_WITH_MPI
+  // Under mpirun with several ranks, `reshard` measures a reshard across them.
+  for (BenchmarkEntry& entry : entries) {
+    if (entry.name == "reshard" && job_world().size > 1) {
+      entry = {"reshard", "a 1 GiB reshard across the job's processes beside MPI_Alltoallv", run_reshard_mpi_benchmark};
+    }
+  }
+#endif
   return entries;
 }
 
