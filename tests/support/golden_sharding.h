@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -36,6 +37,9 @@ struct GoldenCase {
   // The spec in JAX's printed form: "P(None, ('x', 'y'))".
   std::string spec_jax() const;
 };
+
+// How GoogleTest prints a case in a failure: by its name.
+inline void PrintTo(const GoldenCase& c, std::ostream* out) { *out << c.name; }
 
 // Every case of RESHARD_SHARED_DIR/golden/jax_sharding.json; throws if the file
 // is missing or malformed (so a broken checkout fails loudly, never passes empty).
