@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "layout/support/expect_error.h"
+#include "layout/support/printers.h"
 #include "support/seed.h"
 
 namespace reshard {

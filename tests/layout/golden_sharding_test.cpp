@@ -6,6 +6,7 @@
 
 #include "reshard/layout/error.h"
 #include "reshard/layout/sharding.h"
+#include "layout/support/printers.h"
 #include "support/golden_sharding.h"
 
 namespace reshard {

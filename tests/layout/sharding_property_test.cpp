@@ -13,6 +13,7 @@
 
 #include "reshard/layout/checked.h"
 #include "reshard/layout/sharding.h"
+#include "layout/support/printers.h"
 #include "support/seed.h"
 
 namespace reshard {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "layout/support/expect_error.h"
+#include "layout/support/printers.h"
 
 namespace reshard {
 namespace {
