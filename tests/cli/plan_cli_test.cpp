@@ -1,50 +1,27 @@
 // `reshard plan`: the JSON contract of spec/cli.md against the library, and its errors.
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/support/run_reshard.h"
 #include "reshard/layout/parse.h"
 #include "reshard/plan/planner.h"
 
 namespace reshard {
 namespace {
 
-// The whole of a stream, read until end of file.
-std::string read_all(FILE* file) {
-  std::string text;
-  std::array<char, 4096> buffer{};
-  size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), file)) > 0) text.append(buffer.data(), n);
-  return text;
-}
+using testing::CommandResult;
 
-struct Result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-// Runs the reshard binary with `args` (already shell-quoted).
-Result run_reshard(const std::string& args) {
-  const std::string err_path = ::testing::TempDir() + "plan_cli_stderr.txt";
-  const std::string command = std::string(RESHARD_BINARY) + " " + args + " 2>" + err_path;
-  Result result;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return result;
-  result.out = read_all(pipe);
-  const int status = pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (FILE* err = fopen(err_path.c_str(), "r")) {
-    result.err = read_all(err);
-    fclose(err);
-  }
-  return result;
+// Runs `reshard plan` with `args` given as one space-separated string (no
+// argument here contains a space), plus `extra` arguments verbatim.
+CommandResult run_plan(const std::string& args, std::vector<std::string> extra = {}) {
+  std::vector<std::string> argv = {"plan"};
+  std::istringstream words(args);
+  for (std::string word; words >> word;) argv.push_back(word);
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return testing::run_reshard(argv);
 }
 
 constexpr const char* kSeedSrcDevices = "0,4,8,12,1,5,9,13,2,6,10,14,3,7,11,15";
@@ -90,7 +67,7 @@ void expect_json_matches(const nlohmann::json& doc, const Plan& plan) {
 }
 
 TEST(PlanCli, SeedScenarioJsonMatchesTheLibrary) {
-  const Result r = run_reshard(std::string("plan --shape 32,8,4096 --dtype f32 --src-mesh data=4,model=4 ") +
+  const CommandResult r = run_plan(std::string("--shape 32,8,4096 --dtype f32 --src-mesh data=4,model=4 ") +
                                "--src-devices " + kSeedSrcDevices + " --src-spec data,None,model " +
                                "--dst-mesh data=4,model=4 --dst-devices " + kSeedDstDevices +
                                " --dst-spec data,None,model --processes 4 --json");
@@ -102,8 +79,9 @@ TEST(PlanCli, SeedScenarioJsonMatchesTheLibrary) {
 }
 
 TEST(PlanCli, DefaultsToOneProcessAndTheLargestDeviceUsed) {
-  const Result r = run_reshard("plan --shape 8,6 --dtype bf16 --src-mesh x=2,y=3 --src-devices 5,0,3,1,4,2 "
-                               "--src-spec x --dst-mesh a=4 --dst-devices 7,6,1,0 --dst-spec \"P(None, None)\" --json");
+  const CommandResult r = run_plan("--shape 8,6 --dtype bf16 --src-mesh x=2,y=3 --src-devices 5,0,3,1,4,2 --src-spec x "
+                                   "--dst-mesh a=4 --dst-devices 7,6,1,0 --json",
+                                   {"--dst-spec", "P(None, None)"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const PlanKey key{{8, 6}, DType::kBF16, sharding_of("x=2,y=3", "5,0,3,1,4,2", "x"),
                     sharding_of("a=4", "7,6,1,0", ""), Topology::uniform(8, 1)};
@@ -111,8 +89,9 @@ TEST(PlanCli, DefaultsToOneProcessAndTheLargestDeviceUsed) {
 }
 
 TEST(PlanCli, NumDevicesAndProcessesSetTheTopology) {
-  const Result r = run_reshard("plan --shape 8 --dtype i32 --src-mesh x=4 --src-spec '' --dst-mesh y=2 "
-                               "--dst-devices 6,7 --dst-spec y --num-devices 12 --processes 3 --json");
+  const CommandResult r = run_plan("--shape 8 --dtype i32 --src-mesh x=4 --dst-mesh y=2 --dst-devices 6,7 "
+                                   "--dst-spec y --num-devices 12 --processes 3 --json",
+                                   {"--src-spec", ""});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const PlanKey key{{8}, DType::kI32, sharding_of("x=4", "", ""), sharding_of("y=2", "6,7", "y"),
                     Topology::uniform(12, 3)};
@@ -122,8 +101,8 @@ TEST(PlanCli, NumDevicesAndProcessesSetTheTopology) {
 }
 
 TEST(PlanCli, UnevenAppliesToBothLayouts) {
-  const Result r = run_reshard("plan --shape 7,3 --dtype f16 --src-mesh x=4 --src-spec x --dst-mesh y=2,z=3 "
-                               "--dst-spec y,z --uneven --json");
+  const CommandResult r = run_plan("--shape 7,3 --dtype f16 --src-mesh x=4 --src-spec x --dst-mesh y=2,z=3 "
+                                   "--dst-spec y,z --uneven --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const PlanKey key{{7, 3}, DType::kF16, sharding_of("x=4", "", "x", true), sharding_of("y=2,z=3", "", "y,z", true),
                     Topology::uniform(6, 1)};
@@ -141,7 +120,7 @@ std::string line_with(const std::string& text, const std::string& label) {
 }
 
 TEST(PlanCli, TextOutputListsTransfersAndStats) {
-  const Result r = run_reshard(std::string("plan --shape 32,8,4096 --dtype f32 --src-mesh data=4,model=4 ") +
+  const CommandResult r = run_plan(std::string("--shape 32,8,4096 --dtype f32 --src-mesh data=4,model=4 ") +
                                "--src-devices " + kSeedSrcDevices + " --src-spec data,None,model " +
                                "--dst-mesh data=4,model=4 --dst-devices " + kSeedDstDevices +
                                " --dst-spec data,None,model --processes 4 --max-rows 3");
@@ -154,7 +133,7 @@ TEST(PlanCli, TextOutputListsTransfersAndStats) {
 }
 
 TEST(PlanCli, HelpHasAnExample) {
-  const Result r = run_reshard("plan --help");
+  const CommandResult r = run_plan("--help");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("Example"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("--src-devices"), std::string::npos) << r.out;
@@ -175,7 +154,7 @@ TEST(PlanCli, BadFlagsFailWithAMessageNamingTheFlag) {
       {"--shape 8,4 --dtype f33 " + ok_src + " " + ok_dst, 2, "--dtype"},
       {"--shape 8,4 --dtype f32 --src-mesh x4 --src-spec x " + ok_dst, 2, "--src-mesh"},
       {"--shape 8,4 --dtype f32 --src-mesh x=4 --src-devices 0,1,q,3 --src-spec x " + ok_dst, 2, "--src-devices"},
-      {"--shape 8,4 --dtype f32 " + ok_src + " --dst-mesh y=2 --dst-spec '(y'", 2, "--dst-spec"},
+      {"--shape 8,4 --dtype f32 " + ok_src + " --dst-mesh y=2 --dst-spec (y", 2, "--dst-spec"},
       {"--shape 8,4 --dtype f32 " + ok_src + " --dst-mesh y=0 --dst-spec y", 2, "--dst-mesh"},
       {ok + " --processes 3", 2, "--processes"},
       {ok + " --processes 0", 2, "--processes"},
@@ -187,7 +166,7 @@ TEST(PlanCli, BadFlagsFailWithAMessageNamingTheFlag) {
       {"--shape 8,4 --dtype f32 --src-mesh x=4 --src-devices 0,1,2 --src-spec x " + ok_dst, 1, "--src-devices"},
   };
   for (const BadFlags& c : cases) {
-    const Result r = run_reshard("plan " + c.args + " --json");
+    const CommandResult r = run_plan(c.args + " --json");
     EXPECT_EQ(r.exit_code, c.exit_code) << c.args << "\n" << r.err;
     EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << c.args << "\n" << r.err;
     EXPECT_NE(r.err.find(c.names), std::string::npos) << c.args << "\n" << r.err;
