@@ -23,6 +23,13 @@ int exit_code_for(const Error& error) {
   return error.code() == ErrorCode::kParse ? kExitUsage : kExitFailed;
 }
 
+// One write per message: under mpirun, ranks' stderr lines must not interleave.
+void print_error(const std::string& message) {
+  const std::string line = "error: " + message + "\n";
+  std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
+  std::cerr.flush();
+}
+
 }  // namespace
 
 int run(int argc, char** argv) {
@@ -44,14 +51,13 @@ int run(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    std::cerr << "run 'reshard --help' or 'reshard COMMAND --help' for usage\n";
+    print_error(std::string(e.what()) + "\nrun 'reshard --help' or 'reshard COMMAND --help' for usage");
     return kExitUsage;
   } catch (const Error& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    print_error(e.what());
     return exit_code_for(e);
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    print_error(e.what());
     return kExitFailed;
   }
   return kExitOk;
