@@ -11,24 +11,32 @@ bool fits(uint64_t in_flight, uint64_t bytes, uint64_t limit) { return in_flight
 
 }  // namespace
 
-Exchange::Exchange(const Plan& plan, const ProcessMessages& messages, const ShardedArray& src, ShardedArray& dst,
-                   Transport& transport, Tag base, uint64_t max_bytes_in_flight)
-    : plan_(plan),
-      messages_(messages),
-      src_(src),
-      dst_(dst),
-      transport_(transport),
-      base_(base),
-      max_bytes_in_flight_(max_bytes_in_flight) {}
+Exchange::Exchange(std::span<const ArrayMove> moves, const ProcessMessages& messages, Transport& transport, Tag base,
+                   uint64_t max_bytes_in_flight)
+    : moves_(moves), messages_(messages), transport_(transport), base_(base), max_bytes_in_flight_(max_bytes_in_flight) {}
+
+const Transfer& Exchange::transfer_of(const MessagePiece& piece) const {
+  return moves_[piece.array].plan->transfers()[piece.transfer];
+}
+
+const std::byte* Exchange::src_data(const MessagePiece& piece) const {
+  return moves_[piece.array].src->shard(transfer_of(piece).src).buffer.data();
+}
+
+std::byte* Exchange::dst_data(const MessagePiece& piece) const {
+  return moves_[piece.array].dst->mutable_shard(transfer_of(piece).dst).buffer.data();
+}
 
 BoxCopy Exchange::send_copy(const MessagePiece& piece) const {
-  const Transfer& t = plan_.transfers()[piece.transfer];
-  return BoxCopy(t.box, src_.shard(t.src).box, t.box, src_.element_bytes());
+  const Transfer& t = transfer_of(piece);
+  const ShardedArray& src = *moves_[piece.array].src;
+  return BoxCopy(t.box, src.shard(t.src).box, t.box, src.element_bytes());
 }
 
 BoxCopy Exchange::receive_copy(const MessagePiece& piece) const {
-  const Transfer& t = plan_.transfers()[piece.transfer];
-  return BoxCopy(t.box, t.box, dst_.shard(t.dst).box, dst_.element_bytes());
+  const Transfer& t = transfer_of(piece);
+  const ShardedArray& dst = *moves_[piece.array].dst;
+  return BoxCopy(t.box, t.box, dst.shard(t.dst).box, dst.element_bytes());
 }
 
 void Exchange::post_sends() {
@@ -38,14 +46,12 @@ void Exchange::post_sends() {
     Pending pending{&m, {}, nullptr};
     std::span<const std::byte> payload;
     const MessagePiece& first = m.pieces.front();
-    const std::byte* shard = src_.shard(plan_.transfers()[first.transfer].src).buffer.data();
     if (auto offset = send_copy(first).contiguous_in_src(first.begin, first.end); offset && m.pieces.size() == 1) {
-      payload = {shard + *offset, m.bytes};
+      payload = {src_data(first) + *offset, m.bytes};
     } else {
       pending.staging = StagingCache::for_process().take(m.bytes);
       for (const MessagePiece& piece : m.pieces) {
-        const std::byte* data = src_.shard(plan_.transfers()[piece.transfer].src).buffer.data();
-        send_copy(piece).pack(data, piece.begin, piece.end, pending.staging.data() + piece.offset);
+        send_copy(piece).pack(src_data(piece), piece.begin, piece.end, pending.staging.data() + piece.offset);
       }
       payload = pending.staging.bytes();
     }
@@ -62,9 +68,8 @@ void Exchange::post_receives() {
     Pending pending{&m, {}, nullptr};
     std::span<std::byte> target;
     const MessagePiece& first = m.pieces.front();
-    std::byte* shard = dst_.mutable_shard(plan_.transfers()[first.transfer].dst).buffer.data();
     if (auto offset = receive_copy(first).contiguous_in_dst(first.begin, first.end); offset && m.pieces.size() == 1) {
-      target = {shard + *offset, m.bytes};
+      target = {dst_data(first) + *offset, m.bytes};
     } else {
       pending.staging = StagingCache::for_process().take(m.bytes);
       target = pending.staging.bytes();
@@ -77,8 +82,7 @@ void Exchange::post_receives() {
 
 void Exchange::unpack(const Pending& pending) {
   for (const MessagePiece& piece : pending.message->pieces) {
-    std::byte* data = dst_.mutable_shard(plan_.transfers()[piece.transfer].dst).buffer.data();
-    receive_copy(piece).unpack(pending.staging.data() + piece.offset, piece.begin, piece.end, data);
+    receive_copy(piece).unpack(pending.staging.data() + piece.offset, piece.begin, piece.end, dst_data(piece));
   }
 }
 

@@ -1,9 +1,11 @@
-// Exchange: moves one process's scheduled messages with a bound on the bytes in flight.
+// Exchange: moves one process's scheduled messages (of one array or a batch) with a bound on the bytes in flight.
 #pragma once
 
 #include <deque>
 #include <memory>
+#include <span>
 
+#include "array_move.h"
 #include "box_copy.h"
 #include "reshard/execute/buffer.h"
 #include "reshard/execute/executor.h"
@@ -20,8 +22,9 @@ namespace reshard {
 // shard itself.
 class Exchange {
  public:
-  Exchange(const Plan& plan, const ProcessMessages& messages, const ShardedArray& src, ShardedArray& dst,
-           Transport& transport, Tag base, uint64_t max_bytes_in_flight);
+  // `messages` come from schedule_messages over the plans of `moves`, in order.
+  Exchange(std::span<const ArrayMove> moves, const ProcessMessages& messages, Transport& transport, Tag base,
+           uint64_t max_bytes_in_flight);
 
   void run(ExecuteStats& stats);
 
@@ -38,13 +41,14 @@ class Exchange {
   void post_receives();
   void finish_oldest(ExecuteStats& stats);
   void unpack(const Pending& pending);
+  const Transfer& transfer_of(const MessagePiece& piece) const;
+  const std::byte* src_data(const MessagePiece& piece) const;
+  std::byte* dst_data(const MessagePiece& piece) const;
   BoxCopy send_copy(const MessagePiece& piece) const;
   BoxCopy receive_copy(const MessagePiece& piece) const;
 
-  const Plan& plan_;
+  std::span<const ArrayMove> moves_;
   const ProcessMessages& messages_;
-  const ShardedArray& src_;
-  ShardedArray& dst_;
   Transport& transport_;
   const Tag base_;
   const uint64_t max_bytes_in_flight_;

@@ -32,6 +32,8 @@ class FaultyTransport final : public Transport {
     return inner_.all_gather(local);
   }
   void barrier() override { inner_.barrier(); }
+  bool all_equal(uint64_t value) override { return inner_.all_equal(value); }
+  TransportCounters counters() const override { return inner_.counters(); }
   Tag begin_operation() override { return inner_.begin_operation(); }
   void abort(std::string_view reason) noexcept override { inner_.abort(reason); }
   void set_timeout(std::chrono::milliseconds timeout) override { inner_.set_timeout(timeout); }

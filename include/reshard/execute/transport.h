@@ -22,6 +22,15 @@ class Request {
   virtual bool test() = 0;
 };
 
+// What a transport has really moved: the payloads of isend/irecv, counted
+// as they complete (collectives' own metadata is not included).
+struct TransportCounters {
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_received = 0;
+  uint64_t messages_sent = 0;
+  uint64_t messages_received = 0;
+};
+
 // Message tags. Each collective operation takes a fresh tag space with
 // Transport::begin_operation(); tags inside it cannot collide with any other.
 using Tag = uint64_t;
@@ -44,6 +53,14 @@ class Transport {
 
   // Collective: returns once every process has entered it.
   virtual void barrier() = 0;
+
+  // Collective: whether every process passed the same `value` (all get the
+  // same answer). One reduction, not a message between every two processes:
+  // how processes check they run the same plans.
+  virtual bool all_equal(uint64_t value) = 0;
+
+  // What this process's transport has sent and received so far.
+  virtual TransportCounters counters() const = 0;
 
   // Collective (every process calls it in the same order): the base of a tag
   // range reserved for one operation; tags base..base+kTagsPerOperation-1.

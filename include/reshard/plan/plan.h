@@ -16,6 +16,7 @@ struct Transfer {
   DeviceId src = 0;
   DeviceId dst = 0;
   Box box;
+  int stage = 0;
   bool operator==(const Transfer&) const = default;
 };
 

@@ -13,7 +13,8 @@ GroupState::GroupState(int size)
     : size_(size),
       bytes_sent_(static_cast<size_t>(size)),
       messages_sent_(static_cast<size_t>(size)),
-      bytes_received_(static_cast<size_t>(size)) {}
+      bytes_received_(static_cast<size_t>(size)),
+      messages_received_(static_cast<size_t>(size)) {}
 
 GroupState::Key GroupState::key_of(const Operation& op) {
   return op.is_send ? Key{op.rank, op.peer, op.tag} : Key{op.peer, op.rank, op.tag};
@@ -155,6 +156,7 @@ void GroupState::count_delivery(const Operation& send, const Operation& recv) {
   bytes_sent_[static_cast<size_t>(send.rank)] += send.size;
   ++messages_sent_[static_cast<size_t>(send.rank)];
   bytes_received_[static_cast<size_t>(recv.rank)] += recv.size;
+  ++messages_received_[static_cast<size_t>(recv.rank)];
 }
 
 uint64_t GroupState::bytes_received(int rank) const {
@@ -170,6 +172,12 @@ uint64_t GroupState::bytes_sent(int rank) const {
 uint64_t GroupState::messages_sent(int rank) const {
   std::lock_guard lock(mutex_);
   return messages_sent_.at(static_cast<size_t>(rank));
+}
+
+TransportCounters GroupState::counters(int rank) const {
+  std::lock_guard lock(mutex_);
+  const auto r = static_cast<size_t>(rank);
+  return TransportCounters{bytes_sent_.at(r), bytes_received_.at(r), messages_sent_.at(r), messages_received_.at(r)};
 }
 
 }  // namespace reshard::in_process

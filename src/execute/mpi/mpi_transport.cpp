@@ -11,6 +11,7 @@
 #include "chunked_request.h"
 #include "communicator.h"
 #include "mpi_error.h"
+#include "nonblocking_collective.h"
 #include "progress_engine.h"
 #include "tag_map.h"
 #include "reshard/layout/error.h"
@@ -124,7 +125,13 @@ std::vector<std::vector<std::byte>> MpiTransport::all_gather(std::span<const std
   return mpi_detail::all_gather_bytes(state_->engine, state_->collective.get(), tag, state_->size, local);
 }
 
-void MpiTransport::barrier() { all_gather({}); }
+void MpiTransport::barrier() { mpi_detail::barrier(state_->engine, state_->collective.get()); }
+
+bool MpiTransport::all_equal(uint64_t value) {
+  return mpi_detail::all_equal(state_->engine, state_->collective.get(), value);
+}
+
+TransportCounters MpiTransport::counters() const { return state_->engine.counters(); }
 
 Tag MpiTransport::begin_operation() { return state_->next_operation++ * kTagsPerOperation; }
 

@@ -28,8 +28,8 @@ struct MpiTransportOptions {
 };
 
 // Point-to-point transfers are non-blocking MPI_Isend/MPI_Irecv, chunked, with
-// a bound on the bytes in flight; all_gather and barrier are built on the same
-// non-blocking calls. Every wait polls with a deadline instead of blocking in
+// a bound on the bytes in flight; all_gather is built on the same non-blocking
+// calls, barrier and all_equal on MPI_Ibarrier and MPI_Iallreduce. Every wait polls with a deadline instead of blocking in
 // MPI, so a peer that is gone shows up as Error(kTimeout) naming it (or
 // Error(kPeerFailed) when the peer announced its failure) instead of a hang.
 //
@@ -55,6 +55,8 @@ class MpiTransport final : public Transport {
   std::unique_ptr<Request> irecv(int peer, Tag tag, std::span<std::byte> data) override;
   std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> local) override;
   void barrier() override;
+  bool all_equal(uint64_t value) override;
+  TransportCounters counters() const override;
   Tag begin_operation() override;
   void set_timeout(std::chrono::milliseconds timeout) override;
   std::chrono::milliseconds timeout() const override;
