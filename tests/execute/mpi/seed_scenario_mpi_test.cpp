@@ -67,6 +67,20 @@ TEST_P(SeedScenarioMpi, MovesToTheOtherDeviceOrder) {
   EXPECT_EQ(sum_over_ranks(t_, stats.bytes_received), plan.stats().bytes_cross_process);
 }
 
+TEST_P(SeedScenarioMpi, BecomesReplicatedOnEveryDevice) {
+  // The seed's own request: the array replicated on all 16 devices. Every
+  // rank checks every byte of its four copies, and the transports count what
+  // really crossed processes: the plan's bytes.
+  const NamedSharding replicated(seed_target_mesh(), PartitionSpec());
+  const TransportCounters before = t_.counters();
+  const ShardedArray moved = reshard_array(source(), replicated, t_);
+  const TransportCounters after = t_.counters();
+  EXPECT_TRUE(testing::matches_reference(moved, kSalt));
+  const Plan plan = make_plan(PlanKey{kShape, DType::kF32, source_, replicated, topology_});
+  EXPECT_EQ(sum_over_ranks(t_, after.bytes_sent - before.bytes_sent), plan.stats().bytes_cross_process);
+  EXPECT_EQ(sum_over_ranks(t_, after.bytes_received - before.bytes_received), plan.stats().bytes_cross_process);
+}
+
 TEST_P(SeedScenarioMpi, GathersOnEveryHost) {
   const std::vector<std::byte> expected = testing::reference_host_bytes(kShape, DType::kF32, kSalt);
   const HostArray host = to_host(source(), t_);

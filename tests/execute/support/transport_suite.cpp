@@ -202,6 +202,43 @@ void wait_times_out(Transport& t) {
   t.barrier();
 }
 
+// Every rank gets the same verdict, true only when all passed the same value.
+void all_equal_agrees(Transport& t) {
+  EXPECT_TRUE(t.all_equal(42));
+  EXPECT_TRUE(t.all_equal(~uint64_t{0}));
+  // One rank differs (in the low bits, then in the high bit): all say so.
+  const bool last = t.rank() == t.size() - 1;
+  EXPECT_EQ(t.all_equal(last ? 43 : 42), t.size() == 1);
+  EXPECT_EQ(t.all_equal(last ? uint64_t{1} << 63 : 0), t.size() == 1);
+  // A rank's own value is the largest or the smallest: both are noticed.
+  EXPECT_EQ(t.all_equal(static_cast<uint64_t>(t.rank())), t.size() == 1);
+  t.barrier();
+  EXPECT_TRUE(t.all_equal(7));
+}
+
+// The counters grow by exactly the payloads that completed, each way.
+void counts_payload_bytes(Transport& t) {
+  t.barrier();
+  const TransportCounters before = t.counters();
+  const Tag base = t.begin_operation();
+  const size_t out_bytes = 1000 + static_cast<size_t>(t.rank()) * 17;
+  const size_t in_bytes = 1000 + static_cast<size_t>(previous_rank(t)) * 17;
+  const Bytes outgoing = pattern(t.rank(), next_rank(t), out_bytes);
+  Bytes incoming(in_bytes), empty_in;
+  std::vector<std::unique_ptr<Request>> requests;
+  requests.push_back(t.irecv(previous_rank(t), base, incoming));
+  requests.push_back(t.irecv(previous_rank(t), base + 1, empty_in));
+  requests.push_back(t.isend(next_rank(t), base, outgoing));
+  requests.push_back(t.isend(next_rank(t), base + 1, {}));
+  wait_all(requests);
+  t.barrier();
+  const TransportCounters after = t.counters();
+  EXPECT_EQ(after.bytes_sent - before.bytes_sent, out_bytes);
+  EXPECT_EQ(after.bytes_received - before.bytes_received, in_bytes);
+  EXPECT_EQ(after.messages_sent - before.messages_sent, 2u);
+  EXPECT_EQ(after.messages_received - before.messages_received, 2u);
+}
+
 }  // namespace
 
 std::vector<TransportCase> transport_cases() {
@@ -220,6 +257,8 @@ std::vector<TransportCase> transport_cases() {
       {"OperationsDoNotCollide", operations_do_not_collide},
       {"TestPollsToCompletion", test_polls_to_completion},
       {"WaitTimesOut", wait_times_out},
+      {"AllEqualAgrees", all_equal_agrees},
+      {"CountsPayloadBytes", counts_payload_bytes},
   };
 }
 
