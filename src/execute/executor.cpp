@@ -68,6 +68,7 @@ uint64_t plan_fingerprint(const Plan& plan, const ExecuteOptions& options) {
   for (const Transfer& t : plan.transfers()) {
     f.add(static_cast<uint64_t>(t.src));
     f.add(static_cast<uint64_t>(t.dst));
+    f.add(static_cast<uint64_t>(t.stage));
     f.add(t.box.origin());
     f.add(t.box.shape());
   }
@@ -94,10 +95,25 @@ std::vector<CopyJob> local_jobs(const Plan& plan, const ShardedArray& src, Shard
   const int process = src.process();
   std::vector<CopyJob> jobs;
   for (const Transfer& t : plan.transfers()) {
+    if (t.stage != 0) continue;
     if (topology.process_of(t.src) != process || topology.process_of(t.dst) != process) continue;
     const Shard& from = src.shard(t.src);
     Shard& to = dst.mutable_shard(t.dst);
     jobs.push_back(CopyJob{BoxCopy(t.box, from.box, to.box, src.element_bytes()), from.buffer.data(),
+                           to.buffer.data()});
+  }
+  return jobs;
+}
+
+// Stage 1: copies between this process's target shards of what stage 0 brought in.
+std::vector<CopyJob> fan_out_jobs(const Plan& plan, int process, ShardedArray& dst) {
+  const Topology& topology = plan.key().topology;
+  std::vector<CopyJob> jobs;
+  for (const Transfer& t : plan.transfers()) {
+    if (t.stage != 1 || topology.process_of(t.dst) != process) continue;
+    const Shard& from = dst.shard(t.src);
+    Shard& to = dst.mutable_shard(t.dst);
+    jobs.push_back(CopyJob{BoxCopy(t.box, from.box, to.box, dst.element_bytes()), from.buffer.data(),
                            to.buffer.data()});
   }
   return jobs;
@@ -110,11 +126,14 @@ ExecuteStats execute_unguarded(const Plan& plan, const ShardedArray& src, Sharde
   if (transport.size() > 1) check_agreement(plan_fingerprint(plan, options), transport);
   const ProcessMessages messages = schedule_messages(plan, transport.rank(), options.chunk_bytes);
   const std::vector<CopyJob> jobs = local_jobs(plan, src, dst);
+  const std::vector<CopyJob> fan_out = fan_out_jobs(plan, transport.rank(), dst);
   ExecuteStats stats;
   for (const CopyJob& job : jobs) stats.bytes_copied += job.copy.bytes();
+  for (const CopyJob& job : fan_out) stats.bytes_copied += job.copy.bytes();
   const int threads = options.copy_threads();
   if (messages.sends.empty() && messages.receives.empty()) {
     run_copies(jobs, threads);
+    run_copies(fan_out, threads);
     return stats;
   }
   // Local copies proceed while messages flow.
@@ -130,6 +149,7 @@ ExecuteStats execute_unguarded(const Plan& plan, const ShardedArray& src, Sharde
     Exchange(plan, messages, src, dst, transport, base, options.max_bytes_in_flight).run(stats);
   }
   if (copy_error) std::rethrow_exception(copy_error);
+  run_copies(fan_out, threads);  // after all of stage 0 has landed
   return stats;
 }
 
