@@ -32,18 +32,20 @@ std::shared_ptr<const Plan> plan_for(const Shape& shape, DType dtype, const Name
 // Moves every src[i] to a fresh array laid out by targets[i], as one operation.
 std::vector<ShardedArray> move_all_to(std::span<const ShardedArray> src, std::span<const NamedSharding> targets,
                                       Transport& transport, const ExecuteOptions& options) {
-  std::vector<std::shared_ptr<const Plan>> plans;
+  std::vector<PlanKey> keys;
   std::vector<ShardedArray> dst;
-  plans.reserve(src.size());
+  keys.reserve(src.size());
   dst.reserve(src.size());
   for (size_t i = 0; i < src.size(); ++i) {
-    plans.push_back(plan_for(src[i].shape(), src[i].dtype(), src[i].sharding(), targets[i], src[i].topology()));
+    keys.push_back(PlanKey{src[i].shape(), src[i].dtype(), src[i].sharding(), targets[i], src[i].topology()});
     dst.push_back(ShardedArray::allocate(src[i].shape(), src[i].dtype(), targets[i], src[i].topology(),
                                          src[i].process()));
   }
+  // One batch: the senders' load is balanced over all its arrays.
+  const auto plans = default_plan_cache().get_batch(keys);
   std::vector<ArrayMove> moves;
   moves.reserve(src.size());
-  for (size_t i = 0; i < src.size(); ++i) moves.push_back(ArrayMove{plans[i].get(), &src[i], &dst[i]});
+  for (size_t i = 0; i < src.size(); ++i) moves.push_back(ArrayMove{&(*plans)[i], &src[i], &dst[i]});
   execute_moves(moves, transport, options);
   return dst;
 }
