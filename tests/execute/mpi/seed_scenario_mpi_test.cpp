@@ -67,20 +67,6 @@ TEST_P(SeedScenarioMpi, MovesToTheOtherDeviceOrder) {
   EXPECT_EQ(sum_over_ranks(t_, stats.bytes_received), plan.stats().bytes_cross_process);
 }
 
-TEST_P(SeedScenarioMpi, BecomesReplicatedOnEveryDevice) {
-  // The seed's own request: the array replicated on all 16 devices. Every
-  // rank checks every byte of its four copies, and the transports count what
-  // really crossed processes: the plan's bytes.
-  const NamedSharding replicated(seed_target_mesh(), PartitionSpec());
-  const TransportCounters before = t_.counters();
-  const ShardedArray moved = reshard_array(source(), replicated, t_);
-  const TransportCounters after = t_.counters();
-  EXPECT_TRUE(testing::matches_reference(moved, kSalt));
-  const Plan plan = make_plan(PlanKey{kShape, DType::kF32, source_, replicated, topology_});
-  EXPECT_EQ(sum_over_ranks(t_, after.bytes_sent - before.bytes_sent), plan.stats().bytes_cross_process);
-  EXPECT_EQ(sum_over_ranks(t_, after.bytes_received - before.bytes_received), plan.stats().bytes_cross_process);
-}
-
 TEST_P(SeedScenarioMpi, GathersOnEveryHost) {
   const std::vector<std::byte> expected = testing::reference_host_bytes(kShape, DType::kF32, kSalt);
   const HostArray host = to_host(source(), t_);
@@ -104,6 +90,33 @@ TEST_P(SeedScenarioMpi, ComesBackFromProcessZerosHost) {
       t_.rank() == 0 ? testing::reference_host_bytes(kShape, DType::kF32, kSalt) : std::vector<std::byte>{};
   const ShardedArray placed = from_host(HostView{kShape, DType::kF32, whole}, 0, target_, topology_, t_);
   EXPECT_TRUE(testing::matches_reference(placed, kSalt));
+}
+
+class SeedReplicatedMpi : public testing::MpiTest {};
+
+TEST_F(SeedReplicatedMpi, BecomesReplicatedOnEveryDevice) {
+  // The seed's own request: `data,None,model` made replicated on all 16
+  // devices. Every rank checks every byte of its copies, and the transports
+  // count what really crossed processes: the plan's bytes.
+  Transport& t = testing::world_transport();
+  const Topology topology = Topology::uniform(16, t.size());
+  const NamedSharding source(seed_source_mesh(), PartitionSpec::parse("data,None,model"));
+  const NamedSharding replicated(seed_source_mesh(), PartitionSpec());
+  const TransportCounters before = t.counters();
+  const ShardedArray moved =
+      reshard_array(testing::reference_array(kShape, DType::kF32, source, topology, t.rank(), kSalt), replicated, t);
+  const TransportCounters after = t.counters();
+  EXPECT_TRUE(testing::matches_reference(moved, kSalt));
+  EXPECT_EQ(moved.shards().size(), static_cast<size_t>(16 / t.size()));
+  const Plan plan = make_plan(PlanKey{kShape, DType::kF32, source, replicated, topology});
+  const uint64_t sent = sum_over_ranks(t, after.bytes_sent - before.bytes_sent);
+  EXPECT_EQ(sent, plan.stats().bytes_cross_process);
+  EXPECT_EQ(sum_over_ranks(t, after.bytes_received - before.bytes_received), plan.stats().bytes_cross_process);
+  if (t.size() == 4) {
+    // Each process lacks 3 of the array's 4 MiB and receives them once,
+    // however many of its devices need them: 12 MiB in all, not 48.
+    EXPECT_EQ(sent, uint64_t{12} << 20);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Specs, SeedScenarioMpi,
