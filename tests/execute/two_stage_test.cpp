@@ -4,6 +4,7 @@
 #include "execute/support/rank_threads.h"
 #include "execute/support/reference_arrays.h"
 #include "reshard/execute/executor.h"
+#include "reshard/execute/operations.h"
 #include "reshard/layout/error.h"
 
 namespace reshard {
@@ -76,6 +77,30 @@ TEST_F(TwoStage, ABatchWithMismatchedListsIsRejected) {
     std::vector<ShardedArray> dst;
     EXPECT_THROW(execute(plans, src, dst, t), Error);
   });
+}
+
+// The seed's request with the planner's own two-stage plan, threads as
+// processes: 12 MiB cross, not 48, and every device holds the whole array.
+TEST(TwoStagePlans, SeedReplicatedCaseSendsEachMissingByteIntoAProcessOnce) {
+  const Shape shape{32, 8, 4096};
+  const Topology topology = Topology::uniform(16, 4);
+  const Mesh mesh({{"data", 4}, {"model", 4}}, {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15});
+  const NamedSharding source(mesh, PartitionSpec::parse("data,None,model"));
+  const NamedSharding replicated(mesh, PartitionSpec());
+  InProcessGroup group(4);
+  testing::run_ranks(group, [&](Transport& t) {
+    const ShardedArray moved =
+        reshard_array(testing::reference_array(shape, DType::kF32, source, topology, t.rank(), 9), replicated, t);
+    EXPECT_EQ(moved.shards().size(), 4u);
+    EXPECT_TRUE(testing::matches_reference(moved, 9));
+  });
+  uint64_t sent = 0, received = 0;
+  for (int p = 0; p < 4; ++p) {
+    sent += group.transport(p).counters().bytes_sent;
+    received += group.transport(p).counters().bytes_received;
+  }
+  EXPECT_EQ(sent, uint64_t{12} << 20);
+  EXPECT_EQ(received, uint64_t{12} << 20);
 }
 
 }  // namespace
