@@ -1,7 +1,8 @@
 #include "exchange.h"
 
+#include <vector>
+
 #include "box_copy.h"
-#include "staging_cache.h"
 
 namespace reshard {
 namespace {
@@ -43,19 +44,13 @@ void Exchange::post_sends() {
   while (next_send_ < messages_.sends.size() &&
          fits(send_bytes_in_flight_, messages_.sends[next_send_].bytes, max_bytes_in_flight_)) {
     const Message& m = messages_.sends[next_send_++];
-    Pending pending{&m, {}, nullptr};
-    std::span<const std::byte> payload;
-    const MessagePiece& first = m.pieces.front();
-    if (auto offset = send_copy(first).contiguous_in_src(first.begin, first.end); offset && m.pieces.size() == 1) {
-      payload = {src_data(first) + *offset, m.bytes};
-    } else {
-      pending.staging = StagingCache::for_process().take(m.bytes);
-      for (const MessagePiece& piece : m.pieces) {
-        send_copy(piece).pack(src_data(piece), piece.begin, piece.end, pending.staging.data() + piece.offset);
-      }
-      payload = pending.staging.bytes();
-    }
-    pending.request = transport_.isend(m.dst_process, base_ + m.index, payload);
+    std::vector<ConstByteRun> runs;
+    for (const MessagePiece& piece : m.pieces) send_copy(piece).src_runs(src_data(piece), piece.begin, piece.end, runs);
+    Pending pending{&m, nullptr};
+    const Tag tag = base_ + m.index;
+    // One run goes straight from the shard; several are gathered by the transport.
+    pending.request = runs.size() == 1 ? transport_.isend(m.dst_process, tag, {runs[0].data, runs[0].size})
+                                       : transport_.isend_gather(m.dst_process, tag, runs);
     send_bytes_in_flight_ += m.bytes;
     sends_.push_back(std::move(pending));
   }
@@ -65,24 +60,14 @@ void Exchange::post_receives() {
   while (next_receive_ < messages_.receives.size() &&
          fits(receive_bytes_in_flight_, messages_.receives[next_receive_].bytes, max_bytes_in_flight_)) {
     const Message& m = messages_.receives[next_receive_++];
-    Pending pending{&m, {}, nullptr};
-    std::span<std::byte> target;
-    const MessagePiece& first = m.pieces.front();
-    if (auto offset = receive_copy(first).contiguous_in_dst(first.begin, first.end); offset && m.pieces.size() == 1) {
-      target = {dst_data(first) + *offset, m.bytes};
-    } else {
-      pending.staging = StagingCache::for_process().take(m.bytes);
-      target = pending.staging.bytes();
-    }
-    pending.request = transport_.irecv(m.src_process, base_ + m.index, target);
+    std::vector<ByteRun> runs;
+    for (const MessagePiece& piece : m.pieces) receive_copy(piece).dst_runs(dst_data(piece), piece.begin, piece.end, runs);
+    Pending pending{&m, nullptr};
+    const Tag tag = base_ + m.index;
+    pending.request = runs.size() == 1 ? transport_.irecv(m.src_process, tag, {runs[0].data, runs[0].size})
+                                       : transport_.irecv_scatter(m.src_process, tag, runs);
     receive_bytes_in_flight_ += m.bytes;
     receives_.push_back(std::move(pending));
-  }
-}
-
-void Exchange::unpack(const Pending& pending) {
-  for (const MessagePiece& piece : pending.message->pieces) {
-    receive_copy(piece).unpack(pending.staging.data() + piece.offset, piece.begin, piece.end, dst_data(piece));
   }
 }
 
@@ -100,12 +85,10 @@ void Exchange::finish_oldest(ExecuteStats& stats) {
     stats.bytes_sent += bytes;
     ++stats.messages_sent;
   } else {
-    if (oldest.staging.size() > 0) unpack(oldest);
     receive_bytes_in_flight_ -= bytes;
     stats.bytes_received += bytes;
     ++stats.messages_received;
   }
-  StagingCache::for_process().give_back(std::move(oldest.staging));
   queue.pop_front();
 }
 

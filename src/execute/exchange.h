@@ -17,9 +17,10 @@ namespace reshard {
 // flight allow (always at least one each way), and waits on the oldest
 // outstanding one. Since every process walks the same order, the oldest
 // unfinished message of the whole job is always posted at both ends, so the
-// exchange cannot deadlock. Strided pieces are packed into a staging buffer;
-// a message that is one contiguous run is sent from, or received into, the
-// shard itself.
+// exchange cannot deadlock. A message that is one contiguous run is sent
+// from, or received into, the shard itself; one of several runs (strided
+// pieces, several transfers) goes through the transport's gather and scatter,
+// which MPI does with derived datatypes, straight between the shards.
 class Exchange {
  public:
   // `messages` come from schedule_messages over the plans of `moves`, in order.
@@ -31,16 +32,12 @@ class Exchange {
  private:
   struct Pending {
     const Message* message = nullptr;
-    Buffer staging;  // empty when the message goes straight to or from a shard
-    // Declared after the staging buffer so that it ends first: a request that
-    // ends early withdraws its message before the buffer is freed.
     std::unique_ptr<Request> request;
   };
 
   void post_sends();
   void post_receives();
   void finish_oldest(ExecuteStats& stats);
-  void unpack(const Pending& pending);
   const Transfer& transfer_of(const MessagePiece& piece) const;
   const std::byte* src_data(const MessagePiece& piece) const;
   std::byte* dst_data(const MessagePiece& piece) const;

@@ -31,6 +31,17 @@ struct TransportCounters {
   uint64_t messages_received = 0;
 };
 
+// Runs of bytes that one message gathers from (sends) or scatters into
+// (receives), in order: the message is their bytes concatenated.
+struct ConstByteRun {
+  const std::byte* data = nullptr;
+  size_t size = 0;
+};
+struct ByteRun {
+  std::byte* data = nullptr;
+  size_t size = 0;
+};
+
 // Message tags. Each collective operation takes a fresh tag space with
 // Transport::begin_operation(); tags inside it cannot collide with any other.
 using Tag = uint64_t;
@@ -46,6 +57,15 @@ class Transport {
   // Starts a non-blocking send or receive of exactly `data.size()` bytes.
   virtual std::unique_ptr<Request> isend(int peer, Tag tag, std::span<const std::byte> data) = 0;
   virtual std::unique_ptr<Request> irecv(int peer, Tag tag, std::span<std::byte> data) = 0;
+
+  // Like isend/irecv of the runs' bytes concatenated (a strided box, say),
+  // without packing them into one buffer first where the transport can (MPI:
+  // a derived datatype). The runs' memory must stay alive until wait()
+  // returns; the list itself is copied. The message must not share its
+  // (peer, tag) with another pending one. By default the runs are packed into
+  // (unpacked from) a staging buffer around isend (irecv).
+  virtual std::unique_ptr<Request> isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs);
+  virtual std::unique_ptr<Request> irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs);
 
   // Collective: returns every process's `local` bytes, indexed by rank. The way
   // processes agree on small metadata (shapes, sizes, a failure flag).

@@ -14,6 +14,7 @@
 #include "nonblocking_collective.h"
 #include "progress_engine.h"
 #include "tag_map.h"
+#include "typed_request.h"
 #include "reshard/layout/error.h"
 
 namespace reshard {
@@ -95,6 +96,33 @@ struct MpiTransport::State {
     engine.throw_if_aborted();
     return std::make_unique<mpi_detail::ChunkedRequest>(engine, message, chunk_bytes());
   }
+
+  // One message of a derived datatype over `runs`, or null when MPI's int
+  // counts cannot describe it (the caller then packs).
+  template <typename Run>
+  std::unique_ptr<Request> start_typed(bool is_send, int peer, Tag tag, std::span<const Run> runs) {
+    if (!options.derived_datatypes) return nullptr;
+    check_peer(peer);
+    size_t bytes = 0;
+    std::vector<MPI_Aint> addresses;
+    std::vector<int> lengths;
+    addresses.reserve(runs.size());
+    lengths.reserve(runs.size());
+    for (const Run& run : runs) {
+      if (run.size > static_cast<size_t>(INT_MAX)) return nullptr;
+      bytes += run.size;
+      MPI_Aint address = 0;
+      check_mpi(MPI_Get_address(run.data, &address), "taking a run's address");
+      addresses.push_back(address);
+      lengths.push_back(static_cast<int>(run.size));
+    }
+    if (bytes > static_cast<size_t>(INT_MAX) || runs.size() > static_cast<size_t>(INT_MAX)) return nullptr;
+    const MpiTagSlot slot = tags.map(tag);
+    auto guard = engine.lock();
+    engine.throw_if_aborted();
+    return std::make_unique<mpi_detail::TypedRequest>(engine, is_send, peer, tag, data[slot.communicator].get(),
+                                                      slot.tag, addresses, lengths, bytes);
+  }
 };
 
 MpiTransport::MpiTransport(MPI_Comm parent, MpiTransportOptions options) {
@@ -115,6 +143,16 @@ std::unique_ptr<Request> MpiTransport::isend(int peer, Tag tag, std::span<const 
 
 std::unique_ptr<Request> MpiTransport::irecv(int peer, Tag tag, std::span<std::byte> data) {
   return state_->start(mpi_detail::Direction::kReceive, peer, tag, data.data(), data.size());
+}
+
+std::unique_ptr<Request> MpiTransport::isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs) {
+  if (auto request = state_->start_typed(true, peer, tag, runs)) return request;
+  return Transport::isend_gather(peer, tag, runs);
+}
+
+std::unique_ptr<Request> MpiTransport::irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs) {
+  if (auto request = state_->start_typed(false, peer, tag, runs)) return request;
+  return Transport::irecv_scatter(peer, tag, runs);
 }
 
 std::vector<std::vector<std::byte>> MpiTransport::all_gather(std::span<const std::byte> local) {

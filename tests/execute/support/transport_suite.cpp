@@ -239,6 +239,34 @@ void counts_payload_bytes(Transport& t) {
   EXPECT_EQ(after.messages_received - before.messages_received, 2u);
 }
 
+// A message gathered from strided runs arrives scattered into other runs,
+// byte for byte in order, and mixes with a plain receive of the same bytes.
+void gather_and_scatter(Transport& t) {
+  const Tag base = t.begin_operation();
+  const Bytes source = pattern(t.rank(), next_rank(t), 4096);
+  std::vector<ConstByteRun> gather;
+  for (size_t offset = 0; offset < 4096; offset += 256) gather.push_back({source.data() + offset, 100});
+  Bytes scattered(8192, std::byte{0}), plain(16 * 100);
+  std::vector<ByteRun> scatter;
+  for (size_t offset = 0; offset < 8192 && scatter.size() < 32; offset += 250) {
+    scatter.push_back({scattered.data() + offset, 50});
+  }
+  std::vector<std::unique_ptr<Request>> requests;
+  requests.push_back(t.irecv_scatter(previous_rank(t), base, scatter));
+  requests.push_back(t.irecv(previous_rank(t), base + 1, plain));
+  requests.push_back(t.isend_gather(next_rank(t), base, gather));
+  requests.push_back(t.isend_gather(next_rank(t), base + 1, gather));
+  wait_all(requests);
+  const Bytes sent = pattern(previous_rank(t), t.rank(), 4096);
+  Bytes expected;
+  for (size_t offset = 0; offset < 4096; offset += 256) expected.insert(expected.end(), sent.begin() + static_cast<std::ptrdiff_t>(offset), sent.begin() + static_cast<std::ptrdiff_t>(offset + 100));
+  EXPECT_EQ(plain, expected);
+  Bytes received;
+  for (const ByteRun& run : scatter) received.insert(received.end(), run.data, run.data + run.size);
+  EXPECT_EQ(received, expected);
+  EXPECT_EQ(scattered[50], std::byte{0});  // between the runs nothing is written
+}
+
 }  // namespace
 
 std::vector<TransportCase> transport_cases() {
@@ -259,6 +287,7 @@ std::vector<TransportCase> transport_cases() {
       {"WaitTimesOut", wait_times_out},
       {"AllEqualAgrees", all_equal_agrees},
       {"CountsPayloadBytes", counts_payload_bytes},
+      {"GatherAndScatter", gather_and_scatter},
   };
 }
 

@@ -25,6 +25,9 @@ struct MpiTransportOptions {
   std::chrono::milliseconds timeout{std::chrono::minutes(2)};
   // Operations that may be in flight at once without their tags colliding.
   size_t concurrent_operations = 16;
+  // Gathered sends and scattered receives (strided pieces) as one message of
+  // an MPI derived datatype; false packs them into a staging buffer instead.
+  bool derived_datatypes = true;
 };
 
 // Point-to-point transfers are non-blocking MPI_Isend/MPI_Irecv, chunked, with
@@ -53,6 +56,10 @@ class MpiTransport final : public Transport {
   int size() const override;
   std::unique_ptr<Request> isend(int peer, Tag tag, std::span<const std::byte> data) override;
   std::unique_ptr<Request> irecv(int peer, Tag tag, std::span<std::byte> data) override;
+  // One MPI message of a derived datatype (hindexed over the runs), so MPI
+  // moves the bytes between the runs and the wire without a packing pass.
+  std::unique_ptr<Request> isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs) override;
+  std::unique_ptr<Request> irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs) override;
   std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> local) override;
   void barrier() override;
   bool all_equal(uint64_t value) override;
