@@ -30,6 +30,9 @@ int mpi_tag_ub() {
   return found != 0 ? *static_cast<int*>(value) : 32767;
 }
 
+// The shortest average run worth a derived datatype.
+constexpr size_t kMinTypedRunBytes = 64;
+
 void validate(const MpiTransportOptions& options) {
   if (options.chunk_bytes == 0 || options.max_bytes_in_flight == 0 || options.concurrent_operations == 0 ||
       options.timeout.count() <= 0) {
@@ -117,6 +120,11 @@ struct MpiTransport::State {
       lengths.push_back(static_cast<int>(run.size));
     }
     if (bytes > static_cast<size_t>(INT_MAX) || runs.size() > static_cast<size_t>(INT_MAX)) return nullptr;
+    // Runs this short cost MPI more to describe and walk than to pack.
+    if (runs.size() > bytes / kMinTypedRunBytes) return nullptr;
+    // One message either way: a typed message never exceeds one chunk, so it
+    // matches a plain request of the same bytes at the other end.
+    if (bytes > chunk_bytes()) return nullptr;
     const MpiTagSlot slot = tags.map(tag);
     auto guard = engine.lock();
     engine.throw_if_aborted();
