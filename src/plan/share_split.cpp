@@ -32,6 +32,10 @@ void split_by_shares(const Box& piece, uint64_t begin, uint64_t bytes, std::span
     const uint64_t from = std::max(begin, holder_begin);
     const uint64_t to = std::min(end, ends[j]);
     if (from >= to) continue;
+    if (from == begin && to == end) {  // the common case: all of it from one holder
+      parts.push_back({j, 0, rows});
+      return;
+    }
     const int64_t first = nearest_row(from - begin, bytes, rows);
     const int64_t last = nearest_row(to - begin, bytes, rows);
     if (first < last) parts.push_back({j, first, last});
