@@ -1,0 +1,27 @@
+"""The package imports, and its exceptions are wired to the C++ error codes."""
+
+import pytest
+
+import reshard
+from reshard import errors
+
+
+def test_every_error_code_has_its_class():
+    names = reshard._core._error_code_names()
+    by_code = errors._BY_CODE
+    assert sorted(by_code) == sorted(names)
+    for name in names:
+        assert issubclass(by_code[name], errors.ReshardError)
+        assert by_code[name].code == name
+
+
+def test_layout_errors_are_value_errors_and_io_errors_are_os_errors():
+    assert issubclass(errors.IndivisibleError, ValueError)
+    assert issubclass(errors.UnknownAxisError, errors.LayoutError)
+    assert issubclass(errors.ReshardIOError, OSError)
+    assert issubclass(errors.MissingTensorError, KeyError)
+
+
+def test_a_cpp_error_arrives_with_its_class_and_message():
+    with pytest.raises(errors.ParseError, match="unknown memory kind 'nowhere'"):
+        reshard.NamedSharding(reshard.Mesh([0], ("x",)), reshard.P(), "nowhere")
