@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from . import _core
 from . import errors
+from . import safetensors
 from ._core import Box, Mesh, NamedSharding, PartitionSpec, Plan, PlanStats, Topology, Transfer
 from ._dtypes import DTYPE_NAMES, dtype_name, numpy_dtype
 from .errors import ReshardError
@@ -35,4 +36,5 @@ __all__ = [
     "errors",
     "numpy_dtype",
     "plan",
+    "safetensors",
 ]
