@@ -15,6 +15,7 @@ from ._core import Box, Mesh, NamedSharding, PartitionSpec, Plan, PlanStats, Top
 from ._dtypes import DTYPE_NAMES, dtype_name, numpy_dtype
 from .errors import ReshardError
 from ._plan import plan
+from .array import Shard, ShardedArray, from_host, reshard, to_host
 
 P = PartitionSpec
 
@@ -22,6 +23,11 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Box",
+    "Shard",
+    "ShardedArray",
+    "from_host",
+    "reshard",
+    "to_host",
     "DTYPE_NAMES",
     "Mesh",
     "NamedSharding",

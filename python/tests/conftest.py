@@ -16,6 +16,8 @@ os.environ["XLA_FLAGS"] = (
     os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=64"
 ).strip()
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# 64-bit arrays stay 64-bit, so JAX's bytes compare with reshard's.
+os.environ.setdefault("JAX_ENABLE_X64", "1")
 
 
 def _seed() -> int:
