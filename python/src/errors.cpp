@@ -48,8 +48,9 @@ void translate(const std::exception_ptr& error, void*) {
 void bind_errors(nb::module_& m) {
   nb::register_exception_translator(translate);
   m.def("_register_error_classes", &register_error_classes, nb::arg("classes"),
+        nb::sig("def _register_error_classes(classes: dict[str, type[Exception]]) -> None"),
         "Installs the Python class raised for each error code name (done by reshard.errors).");
-  m.def("_error_code_names", &error_code_names, "Every error code name, in the C++ enum's order.");
+  m.def("_error_code_names", &error_code_names, nb::sig("def _error_code_names() -> list[str]"), "Every error code name, in the C++ enum's order.");
 }
 
 }  // namespace reshard::python

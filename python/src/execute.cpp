@@ -89,7 +89,8 @@ void bind_sharded_array(nb::module_& m) {
       .def_static("from_shard_bytes", &from_shard_bytes, nb::arg("shape"), nb::arg("dtype"), nb::arg("sharding"),
                   nb::arg("topology"), nb::arg("process"), nb::arg("shards"),
                   "This process's shards (mesh order) copied from uint8 arrays of their bytes.")
-      .def_prop_ro("shape", [](const ShardedArray& a) { return shape_to_python(a.shape()); }, "The global shape.")
+      .def_prop_ro("shape", [](const ShardedArray& a) { return shape_to_python(a.shape()); },
+                   nb::for_getter(nb::sig("def shape(self) -> tuple[int, ...]")), "The global shape.")
       .def_prop_ro("dtype", [](const ShardedArray& a) { return std::string(dtype_name(a.dtype())); },
                    "The safetensors dtype name.")
       .def_prop_ro("sharding", &ShardedArray::sharding, "The layout.")

@@ -86,7 +86,8 @@ void bind_tensor_info(nb::module_& m) {
       .def_ro("name", &st::TensorInfo::name, "The tensor's name.")
       .def_prop_ro("dtype", [](const st::TensorInfo& t) { return std::string(dtype_name(t.dtype)); },
                    "The safetensors dtype name ('F32', 'BF16', ...).")
-      .def_prop_ro("shape", [](const st::TensorInfo& t) { return shape_to_python(t.shape); }, "The tensor's shape.")
+      .def_prop_ro("shape", [](const st::TensorInfo& t) { return shape_to_python(t.shape); },
+                   nb::for_getter(nb::sig("def shape(self) -> tuple[int, ...]")), "The tensor's shape.")
       .def_prop_ro("data_offsets", [](const st::TensorInfo& t) { return std::make_pair(t.begin, t.end); },
                    "(begin, end) byte offsets into the data buffer.")
       .def_prop_ro("nbytes", &st::TensorInfo::byte_size, "Bytes of the tensor's data.")
@@ -118,7 +119,7 @@ void bind_formats(nb::module_& m) {
         return std::vector<st::TensorInfo>(f.tensors().begin(), f.tensors().end());
       }, "Every tensor entry, in the order of their bytes in the file.")
       .def_prop_ro("metadata", [](const st::File& f) { return metadata_to_python(f.metadata()); },
-                   "`__metadata__` as a dict, or None when the file has none.")
+                   nb::for_getter(nb::sig("def metadata(self) -> dict[str, str] | None")), "`__metadata__` as a dict, or None when the file has none.")
       .def_prop_ro("data_start", [](const st::File& f) { return f.header().data_start(); },
                    "File offset of the data buffer (8 + header bytes).")
       .def("info", [](const st::File& f, const std::string& name) { return f.tensor(name); }, nb::arg("name"),
@@ -130,6 +131,8 @@ void bind_formats(nb::module_& m) {
            "Copies the box of a tensor, dense row-major, into `out`.");
 
   m.def("_write_safetensors", &write_file, nb::arg("path"), nb::arg("tensors"), nb::arg("metadata").none(),
+        nb::sig("def _write_safetensors(path: str | os.PathLike, tensors: collections.abc.Sequence[tuple[str, str, tuple[int, ...], "
+                "numpy.ndarray]], metadata: collections.abc.Sequence[tuple[str, str]] | None) -> None"),
         "Writes (name, dtype, shape, bytes) tensors as a safetensors file, atomically.");
 }
 

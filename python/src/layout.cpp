@@ -101,18 +101,22 @@ void bind_mesh(nb::module_& m) {
                    "whose shape is the mesh's; its row-major order is the logical device order,\n"
                    "which is part of the mesh.")
       .def("__init__", &init_mesh, nb::arg("devices"), nb::arg("axis_names"),
+           nb::sig("def __init__(self, devices: object, axis_names: str | collections.abc.Sequence[str]) -> None"),
            "Builds a mesh from an array of device ids shaped like the mesh. Raises InvalidMeshError.")
       .def_static("from_axes", &mesh_from_axes, nb::arg("axes"), nb::arg("devices") = nb::none(),
+                  nb::sig("def from_axes(axes: collections.abc.Mapping[str, int] | collections.abc.Sequence[tuple[str, int]], "
+                          "devices: collections.abc.Sequence[int] | None = None) -> Mesh"),
                   "A mesh from {name: size} (or (name, size) pairs) and a flat device list in\n"
                   "row-major mesh order; devices 0..n-1 when omitted.")
-      .def_prop_ro("axis_names", &mesh_axis_names, "The axis names, in order.")
-      .def_prop_ro("shape", &mesh_shape, "{axis name: size}, in axis order (as jax.sharding.Mesh.shape).")
+      .def_prop_ro("axis_names", &mesh_axis_names, nb::for_getter(nb::sig("def axis_names(self) -> tuple[str, ...]")),
+                   "The axis names, in order.")
+      .def_prop_ro("shape", &mesh_shape, nb::for_getter(nb::sig("def shape(self) -> dict[str, int]")), "{axis name: size}, in axis order (as jax.sharding.Mesh.shape).")
       .def_prop_ro("axis_sizes", [](const Mesh& mesh) {
         Shape sizes;
         for (const MeshAxis& axis : mesh.axes()) sizes.push_back(axis.size);
         return shape_to_python(sizes);
-      }, "The axis sizes, in order.")
-      .def_prop_ro("devices", &mesh_device_array, "The device ids as an int64 numpy array of the mesh's shape.")
+      }, nb::for_getter(nb::sig("def axis_sizes(self) -> tuple[int, ...]")), "The axis sizes, in order.")
+      .def_prop_ro("devices", &mesh_device_array, nb::for_getter(nb::sig("def devices(self) -> numpy.ndarray")), "The device ids as an int64 numpy array of the mesh's shape.")
       .def_prop_ro("device_ids", [](const Mesh& mesh) { return mesh.devices(); },
                    "The device ids in logical (row-major) order.")
       .def_prop_ro("size", &Mesh::size, "Number of devices.")
@@ -195,14 +199,15 @@ void bind_partition_spec(nb::module_& m) {
       .def_static("parse", &PartitionSpec::parse, nb::arg("text"),
                   "Parses ``None,data,(a,b)`` or JAX's printed ``P('data', None)``. Raises ParseError.")
       .def("__len__", &PartitionSpec::size)
-      .def("__getitem__", [](const PartitionSpec& spec, int64_t i) {
+      .def("__getitem__", [](const PartitionSpec& spec, int64_t i) -> nb::object {
         const int64_t n = static_cast<int64_t>(spec.size());
         if (i < 0) i += n;
         if (i < 0 || i >= n) throw nb::index_error("PartitionSpec index out of range");
         return entry_to_python(spec.entries()[static_cast<size_t>(i)]);
-      })
-      .def("__iter__", [](const PartitionSpec& spec) { return spec_to_tuple(spec).attr("__iter__")(); })
-      .def("to_tuple", &spec_to_tuple, "The entries as a tuple (None, 'x' or ('x', 'y') each).")
+      }, nb::sig("def __getitem__(self, index: int, /) -> str | tuple[str, ...] | None"))
+      .def("__iter__", [](const PartitionSpec& spec) { return spec_to_tuple(spec).attr("__iter__")(); },
+           nb::sig("def __iter__(self) -> collections.abc.Iterator[str | tuple[str, ...] | None]"))
+      .def("to_tuple", &spec_to_tuple, nb::sig("def to_tuple(self) -> tuple[str | tuple[str, ...] | None, ...]"), "The entries as a tuple (None, 'x' or ('x', 'y') each).")
       .def_prop_ro("axis_names", &PartitionSpec::axis_names, "Every axis named, in order of appearance.")
       .def("__eq__", [](const PartitionSpec& a, const PartitionSpec& b) { return a == b; }, nb::is_operator())
       .def("__eq__", [](const PartitionSpec&, nb::handle) { return false; })
@@ -284,20 +289,26 @@ void bind_named_sharding(nb::module_& m) {
       }, nb::arg("kind"), "The same sharding in another memory kind.")
       .def("validate", [](const NamedSharding& s, nb::handle shape) { s.validate(shape_from_python(shape)); },
            nb::arg("global_shape"),
+           nb::sig("def validate(self, global_shape: collections.abc.Sequence[int]) -> None"),
            "Raises the typed error of spec/sharding.md if this sharding cannot lay out `global_shape`.")
       .def("devices_indices_map", &devices_indices_map, nb::arg("global_shape"),
+           nb::sig("def devices_indices_map(self, global_shape: collections.abc.Sequence[int]) -> dict[int, tuple[slice, ...]]"),
            "{device id: index tuple} for every device, as JAX returns it (slice(None) where unsplit).")
       .def("addressable_devices_indices_map", &addressable_devices_indices_map, nb::arg("global_shape"),
-           nb::arg("topology"), nb::arg("process"), "devices_indices_map restricted to `process`'s devices.")
+           nb::arg("topology"), nb::arg("process"),
+           nb::sig("def addressable_devices_indices_map(self, global_shape: collections.abc.Sequence[int], topology: Topology, process: int) -> dict[int, tuple[slice, ...]]"), "devices_indices_map restricted to `process`'s devices.")
       .def("index_domains", [](const NamedSharding& s, nb::handle shape) {
         return s.index_domains(shape_from_python(shape));
-      }, nb::arg("global_shape"), "The Box each logical device holds, in mesh order.")
+      }, nb::arg("global_shape"),
+           nb::sig("def index_domains(self, global_shape: collections.abc.Sequence[int]) -> list[Box]"), "The Box each logical device holds, in mesh order.")
       .def("shard_shape", &shard_shape, nb::arg("global_shape"),
+           nb::sig("def shard_shape(self, global_shape: collections.abc.Sequence[int]) -> tuple[int, ...] | None"),
            "The shape of every shard (None in uneven mode, where shards may differ).")
       .def("replica_ids", &replica_ids, nb::arg("global_shape"),
+           nb::sig("def replica_ids(self, global_shape: collections.abc.Sequence[int]) -> dict[int, int]"),
            "{device id: replica id}: how many earlier devices (mesh order) hold the same slice.")
       .def("num_chunks", [](const NamedSharding& s, size_t rank) { return shape_to_python(s.num_chunks(rank)); },
-           nb::arg("rank"), "Chunks per dimension for an array of rank `rank`.")
+           nb::arg("rank"), nb::sig("def num_chunks(self, rank: int) -> tuple[int, ...]"), "Chunks per dimension for an array of rank `rank`.")
       .def_prop_ro("is_fully_replicated", &NamedSharding::is_fully_replicated, "Whether every device holds the whole array.")
       .def("is_fully_addressable", &NamedSharding::is_fully_addressable, nb::arg("topology"), nb::arg("process"),
            "Whether `process` owns every device of the mesh.")
@@ -307,7 +318,7 @@ void bind_named_sharding(nb::module_& m) {
         nb::set out;
         for (DeviceId d : s.mesh().devices()) out.add(nb::int_(d));
         return out;
-      }, "The set of device ids.")
+      }, nb::for_getter(nb::sig("def device_set(self) -> set[int]")), "The set of device ids.")
       .def_prop_ro("num_devices", [](const NamedSharding& s) { return s.mesh().size(); }, "Number of devices.")
       .def("__eq__", [](const NamedSharding& a, const NamedSharding& b) { return a == b; }, nb::is_operator())
       .def("__eq__", [](const NamedSharding&, nb::handle) { return false; })
@@ -343,9 +354,11 @@ void bind_topology(nb::module_& m) {
 void bind_box(nb::module_& m) {
   nb::class_<Box>(m, "Box", "A hyper-rectangle of array indices: origin and shape per dimension.")
       .def(nb::init<std::vector<int64_t>, Shape>(), nb::arg("origin"), nb::arg("shape"))
-      .def_prop_ro("origin", [](const Box& b) { return shape_to_python(b.origin()); }, "First index per dimension.")
-      .def_prop_ro("shape", [](const Box& b) { return shape_to_python(b.shape()); }, "Extent per dimension.")
-      .def_prop_ro("slices", &box_to_slices, "A tuple of slice(begin, end), to index a numpy array with.")
+      .def_prop_ro("origin", [](const Box& b) { return shape_to_python(b.origin()); },
+                   nb::for_getter(nb::sig("def origin(self) -> tuple[int, ...]")), "First index per dimension.")
+      .def_prop_ro("shape", [](const Box& b) { return shape_to_python(b.shape()); },
+                   nb::for_getter(nb::sig("def shape(self) -> tuple[int, ...]")), "Extent per dimension.")
+      .def_prop_ro("slices", &box_to_slices, nb::for_getter(nb::sig("def slices(self) -> tuple[slice, ...]")), "A tuple of slice(begin, end), to index a numpy array with.")
       .def_prop_ro("volume", &Box::volume, "Number of elements.")
       .def_prop_ro("rank", &Box::rank, "Number of dimensions.")
       .def("__eq__", [](const Box& a, const Box& b) { return a == b; }, nb::is_operator())

@@ -49,13 +49,14 @@ void bind_plan(nb::module_& m) {
       .def_ro("bytes_cross_process", &PlanStats::bytes_cross_process, "Bytes between processes.")
       .def_ro("max_process_send_bytes", &PlanStats::max_process_send_bytes,
               "The most cross-process bytes any one process sends.")
-      .def("to_dict", &stats_to_dict, "The counts as a dict.")
+      .def("to_dict", &stats_to_dict, nb::sig("def to_dict(self) -> dict[str, int]"), "The counts as a dict.")
       .def("__eq__", [](const PlanStats& a, const PlanStats& b) { return a == b; }, nb::is_operator())
       .def("__eq__", [](const PlanStats&, nb::handle) { return false; })
       .def("__repr__", [](const PlanStats& s) { return "PlanStats(" + nb::cast<std::string>(nb::repr(stats_to_dict(s))) + ")"; });
 
   nb::class_<Plan>(m, "Plan", "The immutable list of transfers that builds a target layout from a source.")
-      .def_prop_ro("shape", [](const Plan& p) { return shape_to_python(p.key().shape); }, "The array's global shape.")
+      .def_prop_ro("shape", [](const Plan& p) { return shape_to_python(p.key().shape); },
+                   nb::for_getter(nb::sig("def shape(self) -> tuple[int, ...]")), "The array's global shape.")
       .def_prop_ro("dtype", [](const Plan& p) { return std::string(dtype_name(p.key().dtype)); },
                    "The element type's safetensors name.")
       .def_prop_ro("src", [](const Plan& p) { return p.key().src; }, "The source sharding.")
@@ -74,7 +75,10 @@ void bind_plan(nb::module_& m) {
       });
 
   m.def("_plan", &make_plan_from_python, nb::arg("shape"), nb::arg("dtype"), nb::arg("src"), nb::arg("dst"),
-        nb::arg("topology"), "The plan from `src` to `dst` for an array of `shape` and `dtype` (a safetensors name).");
+        nb::arg("topology"),
+        nb::sig("def _plan(shape: collections.abc.Sequence[int], dtype: str, src: NamedSharding, dst: NamedSharding, "
+                "topology: Topology) -> Plan"),
+        "The plan from `src` to `dst` for an array of `shape` and `dtype` (a safetensors name).");
 }
 
 }  // namespace reshard::python

@@ -26,6 +26,13 @@ def random_values(rng: random.Random, shape, dtype) -> np.ndarray:
     return bits.view(dtype).reshape(shape)
 
 
+def is_nan(values: np.ndarray) -> np.ndarray:
+    if values.dtype.kind in "fc" or values.dtype == ml_dtypes.bfloat16:
+        with np.errstate(invalid="ignore"):
+            return np.isnan(values.astype(np.complex128) if values.dtype.kind == "c" else values.astype(np.float64))
+    return np.zeros(values.shape, bool)
+
+
 def assert_shards_hold(array: reshard.ShardedArray, values: np.ndarray) -> None:
     expected = array.sharding.devices_indices_map(values.shape)
     assert [s.device for s in array.shards] == array.sharding.mesh.device_ids
@@ -53,7 +60,12 @@ def test_random_reshards_agree_with_numpy_and_jax(rng):
         theirs = jax.device_put(jax.device_put(values, a.jax(jax_devices)), b.jax(jax_devices))
         ours = {s.device: s.data for s in moved.shards}
         for shard in theirs.addressable_shards:
-            assert np.asarray(shard.data).tobytes() == ours[shard.device.id].tobytes()
+            expected, got = np.asarray(shard.data), ours[shard.device.id]
+            # XLA may quiet NaN payloads when it copies between devices; reshard
+            # keeps every bit (checked against numpy above), JAX every other bit.
+            nan = is_nan(expected)
+            assert is_nan(got).tolist() == nan.tolist()
+            assert expected[~nan].tobytes() == got[~nan].tobytes()
 
 
 def test_shards_share_the_buffers():

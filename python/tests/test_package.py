@@ -25,3 +25,16 @@ def test_layout_errors_are_value_errors_and_io_errors_are_os_errors():
 def test_a_cpp_error_arrives_with_its_class_and_message():
     with pytest.raises(errors.ParseError, match="unknown memory kind 'nowhere'"):
         reshard.NamedSharding(reshard.Mesh([0], ("x",)), reshard.P(), "nowhere")
+
+
+def test_the_checked_in_type_stub_matches_the_extension(tmp_path):
+    import pathlib
+    import subprocess
+    import sys
+
+    out = tmp_path / "_core.pyi"
+    subprocess.run([sys.executable, "-m", "nanobind.stubgen", "-q", "-m", "reshard._core", "-P", "-o", str(out)],
+                   check=True)
+    checked_in = pathlib.Path(reshard.__file__).with_name("_core.pyi").read_text()
+    body = "".join(line for line in checked_in.splitlines(keepends=True) if not line.startswith("#"))
+    assert body == out.read_text(), "regenerate python/reshard/_core.pyi (command at its top)"
