@@ -116,42 +116,62 @@ class FormatError(ReshardError, ValueError):
 
 
 class HeaderTooSmallError(FormatError):
+    """The file is shorter than the 8-byte header length."""
+
     code = "header_too_small"
 
 
 class HeaderTooLargeError(FormatError):
+    """The header length passes the format's limit."""
+
     code = "header_too_large"
 
 
 class InvalidHeaderLengthError(FormatError):
+    """The header length points past the end of the file."""
+
     code = "invalid_header_length"
 
 
 class InvalidHeaderUtf8Error(FormatError):
+    """The header is not valid UTF-8."""
+
     code = "invalid_header_utf8"
 
 
 class InvalidHeaderJsonError(FormatError):
+    """The header is not the JSON the format asks for."""
+
     code = "invalid_header_json"
 
 
 class InvalidOffsetError(FormatError):
+    """A tensor's data offsets are not contiguous with the others'."""
+
     code = "invalid_offset"
 
 
 class ValidationOverflowError(FormatError):
+    """A tensor's size or offsets overflow."""
+
     code = "validation_overflow"
 
 
 class InvalidTensorInfoError(FormatError):
+    """A tensor's byte size does not match its dtype and shape."""
+
     code = "invalid_tensor_info"
 
 
 class IncompleteBufferError(FormatError):
+    """The data buffer's size does not match the tensors."""
+
     code = "incomplete_buffer"
 
 
 class DuplicateTensorError(FormatError):
+    """Two tensors have the same name."""
+
     code = "duplicate_tensor"
 
 

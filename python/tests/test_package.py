@@ -38,3 +38,25 @@ def test_the_checked_in_type_stub_matches_the_extension(tmp_path):
     checked_in = pathlib.Path(reshard.__file__).with_name("_core.pyi").read_text()
     body = "".join(line for line in checked_in.splitlines(keepends=True) if not line.startswith("#"))
     assert body == out.read_text(), "regenerate python/reshard/_core.pyi (command at its top)"
+
+
+def test_every_public_item_has_a_docstring():
+    import inspect
+
+    modules = [reshard, reshard.errors, reshard.safetensors, reshard.array]
+    missing = []
+    for module in modules:
+        names = getattr(module, "__all__", [n for n in vars(module) if not n.startswith("_")])
+        for name in names:
+            item = getattr(module, name)
+            if inspect.ismodule(item) or not callable(item) and not isinstance(item, type):
+                continue
+            if not (item.__doc__ or "").strip():
+                missing.append(f"{module.__name__}.{name}")
+            if isinstance(item, type):
+                for attr, value in vars(item).items():
+                    if attr.startswith("_") or not (callable(value) or isinstance(value, property) or hasattr(value, "__get__")):
+                        continue
+                    if not (getattr(value, "__doc__", None) or "").strip():
+                        missing.append(f"{module.__name__}.{name}.{attr}")
+    assert not missing, missing
