@@ -106,7 +106,7 @@ void bind_sharded_array(nb::module_& m) {
       }, nb::arg("other"), "Whether every shard shares its buffer with `other`'s.");
 
   m.def("_reshard", [](const ShardedArray& array, const NamedSharding& target) {
-    return single_process(array.topology(), [&](Transport& t) { return reshard::reshard(array, target, t); });
+    return single_process(array.topology(), [&](Transport& t) { return reshard_array(array, target, t); });
   }, nb::arg("array"), nb::arg("target"), "The array laid out by `target` (one process).");
   m.def("_to_host", [](const ShardedArray& array) {
     const HostArray host = single_process(array.topology(), [&](Transport& t) { return reshard::to_host(array, t); });

@@ -1,4 +1,4 @@
-#include "reshard/execute/box_copy.h"
+#include "box_copy.h"
 
 #include <algorithm>
 #include <cstring>

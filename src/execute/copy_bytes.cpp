@@ -1,4 +1,4 @@
-#include "reshard/execute/copy_bytes.h"
+#include "copy_bytes.h"
 
 #include <algorithm>
 #include <cstdint>

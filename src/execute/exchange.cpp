@@ -1,6 +1,6 @@
 #include "exchange.h"
 
-#include "reshard/execute/box_copy.h"
+#include "box_copy.h"
 #include "staging_cache.h"
 
 namespace reshard {

@@ -4,10 +4,10 @@
 #include <deque>
 #include <memory>
 
-#include "reshard/execute/box_copy.h"
+#include "box_copy.h"
 #include "reshard/execute/buffer.h"
 #include "reshard/execute/executor.h"
-#include "reshard/execute/message_schedule.h"
+#include "message_schedule.h"
 
 namespace reshard {
 

@@ -9,8 +9,8 @@
 #include <fmt/ranges.h>
 
 #include "exchange.h"
-#include "reshard/execute/message_schedule.h"
-#include "reshard/execute/parallel_copy.h"
+#include "message_schedule.h"
+#include "parallel_copy.h"
 #include "reshard/layout/error.h"
 
 namespace reshard {

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "host_layout.h"
-#include "reshard/execute/parallel_copy.h"
+#include "parallel_copy.h"
 #include "reshard/layout/checked.h"
 #include "reshard/layout/error.h"
 #include "reshard/plan/plan_cache.h"
@@ -79,7 +79,7 @@ ShardedArray place_from_host(const HostView& host, const NamedSharding& holder, 
 
 }  // namespace
 
-ShardedArray reshard(const ShardedArray& array, const NamedSharding& target, Transport& transport,
+ShardedArray reshard_array(const ShardedArray& array, const NamedSharding& target, Transport& transport,
                      const ExecuteOptions& options) {
   if (target == array.sharding()) return array;
   return collective(transport, [&] { return move_to(array, target, transport, options); });

@@ -1,4 +1,4 @@
-#include "reshard/execute/parallel_copy.h"
+#include "parallel_copy.h"
 
 #include <algorithm>
 #include <cstring>

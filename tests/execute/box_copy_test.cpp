@@ -1,4 +1,4 @@
-#include "reshard/execute/box_copy.h"
+#include "execute/box_copy.h"
 
 #include <cstring>
 #include <random>

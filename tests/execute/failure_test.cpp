@@ -64,7 +64,7 @@ TEST_F(Failures, OneRankFailingMidTransferStopsTheOthersQuickly) {
           const ShardedArray a = testing::reference_array(shape_, DType::kF32, rows_, topology_, t.rank(), 5);
           FaultyTransport faulty(t, t.rank() == 2 ? 3 : 1 << 30);
           try {
-            reshard(a, columns_, faulty, options);
+            reshard_array(a, columns_, faulty, options);
           } catch (const Error& e) {
             codes[static_cast<size_t>(t.rank())] = e.code();
             messages[static_cast<size_t>(t.rank())] = e.what();
@@ -94,7 +94,7 @@ TEST_F(Failures, ARankThatNeverTurnsUpIsATimeoutNotAHang) {
                      const NamedSharding src(Mesh({{"x", 2}}, {0, 1}), PartitionSpec({{"x"}}));
                      const NamedSharding dst(Mesh({{"x", 2}}, {1, 0}), PartitionSpec({{"x"}}));
                      try {
-                       reshard(testing::reference_array({4, 4}, DType::kF32, src, two, 0, 1), dst, t);
+                       reshard_array(testing::reference_array({4, 4}, DType::kF32, src, two, 0, 1), dst, t);
                      } catch (const Error& e) {
                        codes[0] = e.code();
                        throw;
@@ -114,7 +114,7 @@ TEST_F(Failures, ProcessesRunningDifferentPlansFailInsteadOfMixingMessages) {
       // Rank 1 asks for another target layout than rank 0.
       const std::vector<DeviceId> order = t.rank() == 0 ? std::vector<DeviceId>{3, 2, 1, 0} : std::vector<DeviceId>{2, 3, 0, 1};
       const NamedSharding dst(Mesh({{"x", 4}}, order), PartitionSpec({{"x"}}));
-      reshard(testing::reference_array({8, 4}, DType::kF32, src, four, t.rank(), 1), dst, t);
+      reshard_array(testing::reference_array({8, 4}, DType::kF32, src, four, t.rank(), 1), dst, t);
     });
     FAIL() << "mismatched plans went unnoticed";
   } catch (const Error& e) {

@@ -1,4 +1,4 @@
-#include "reshard/execute/message_schedule.h"
+#include "execute/message_schedule.h"
 
 #include <algorithm>
 #include <map>

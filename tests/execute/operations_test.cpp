@@ -28,7 +28,7 @@ TEST_F(Operations, TheSameLayoutMovesNothingAndSharesBuffers) {
   InProcessGroup group(4);
   testing::run_ranks(group, [&](Transport& t) {
     const ShardedArray a = source_on(t.rank());
-    const ShardedArray b = reshard(a, by_rows_, t);
+    const ShardedArray b = reshard_array(a, by_rows_, t);
     ASSERT_EQ(b.shards().size(), a.shards().size());
     for (size_t i = 0; i < a.shards().size(); ++i) {
       EXPECT_TRUE(b.shards()[i].buffer.shares_memory_with(a.shards()[i].buffer));
@@ -57,7 +57,7 @@ TEST_F(Operations, ChangingMemoryKindCopiesEachShardOnItsDevice) {
 TEST_F(Operations, ReshardToAnotherMemoryKindStaysOnEachDevice) {
   InProcessGroup group(4);
   testing::run_ranks(group, [&](Transport& t) {
-    const ShardedArray moved = reshard(source_on(t.rank()), by_rows_.with_memory_kind(MemoryKind::kUnpinnedHost), t);
+    const ShardedArray moved = reshard_array(source_on(t.rank()), by_rows_.with_memory_kind(MemoryKind::kUnpinnedHost), t);
     EXPECT_EQ(moved.sharding().memory_kind(), MemoryKind::kUnpinnedHost);
     EXPECT_TRUE(testing::matches_reference(moved, kSalt));
   });

@@ -1,11 +1,11 @@
-#include "reshard/execute/parallel_copy.h"
+#include "execute/parallel_copy.h"
 
 #include <random>
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "reshard/execute/copy_bytes.h"
+#include "execute/copy_bytes.h"
 #include "support/seed.h"
 
 namespace reshard {

@@ -59,10 +59,10 @@ TEST(ReshardRandom, RoundTripsAndPlacesEveryElement) {
     InProcessGroup group(s.topology.num_processes(), std::chrono::seconds(20));
     testing::run_ranks(group, [&](Transport& t) {
       const ShardedArray a = testing::reference_array(s.shape, s.dtype, s.src, s.topology, t.rank(), salt);
-      const ShardedArray b = reshard(a, s.dst, t, s.options);
+      const ShardedArray b = reshard_array(a, s.dst, t, s.options);
       EXPECT_EQ(b.sharding(), s.dst);
       EXPECT_TRUE(testing::matches_reference(b, salt));
-      const ShardedArray back = reshard(b, s.src, t, s.options);
+      const ShardedArray back = reshard_array(b, s.src, t, s.options);
       ASSERT_EQ(back.shards().size(), a.shards().size());
       for (size_t i = 0; i < a.shards().size(); ++i) {
         const auto expected = a.shards()[i].buffer.bytes(), actual = back.shards()[i].buffer.bytes();

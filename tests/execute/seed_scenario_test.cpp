@@ -53,7 +53,7 @@ class SeedScenario : public ::testing::TestWithParam<std::string> {
 TEST_P(SeedScenario, MovesToTheOtherDeviceOrder) {
   InProcessGroup group(kProcesses);
   testing::run_ranks(group, [&](Transport& t) {
-    const ShardedArray moved = reshard(source_on(t.rank()), target_, t);
+    const ShardedArray moved = reshard_array(source_on(t.rank()), target_, t);
     EXPECT_EQ(moved.shards().size(), 4u);
     EXPECT_TRUE(testing::matches_reference(moved, kSalt));
   });

@@ -19,7 +19,7 @@ namespace reshard {
 // The same array laid out by `target` (any mesh, device order, device set or
 // memory kind within the array's topology). When `target` equals the array's
 // sharding nothing moves: the result shares the array's buffers.
-ShardedArray reshard(const ShardedArray& array, const NamedSharding& target, Transport& transport,
+ShardedArray reshard_array(const ShardedArray& array, const NamedSharding& target, Transport& transport,
                      const ExecuteOptions& options = {});
 
 // Like reshard, into `target`'s already allocated shards (reusing buffers).

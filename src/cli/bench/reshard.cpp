@@ -10,7 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "reshard/cli/bench_report.h"
-#include "reshard/execute/copy_bytes.h"
+#include "execute/copy_bytes.h"
 #include "reshard/execute/in_process_transport.h"
 #include "reshard/execute/operations.h"
 #include "reshard/layout/error.h"

@@ -12,7 +12,7 @@
 #include "communicator.h"
 #include "mpi_error.h"
 #include "progress_engine.h"
-#include "reshard/execute/mpi/tag_map.h"
+#include "tag_map.h"
 #include "reshard/layout/error.h"
 
 namespace reshard {

@@ -1,4 +1,4 @@
-#include "reshard/execute/mpi/tag_map.h"
+#include "tag_map.h"
 
 #include <bit>
 #include <cstdint>

@@ -124,7 +124,7 @@ TEST_F(ReshardRandomMpi, RoundTripsAndMovesOnlyWhatThePlanSays) {
     ShardedArray b = ShardedArray::allocate(s.shape, s.dtype, s.dst, s.topology, t.rank());
     const ExecuteStats there = reshard_into(a, b, t, s.options);
     EXPECT_TRUE(testing::matches_reference(b, salt));
-    const ShardedArray back = reshard(b, s.src, t, s.options);
+    const ShardedArray back = reshard_array(b, s.src, t, s.options);
     EXPECT_EQ(back.shards().size(), a.shards().size());
     for (size_t i = 0; i < std::min(a.shards().size(), back.shards().size()); ++i) {
       const auto expected = a.shards()[i].buffer.bytes(), actual = back.shards()[i].buffer.bytes();

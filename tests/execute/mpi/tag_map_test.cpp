@@ -1,4 +1,4 @@
-#include "reshard/execute/mpi/tag_map.h"
+#include "execute/mpi/tag_map.h"
 
 #include <climits>
 #include <set>

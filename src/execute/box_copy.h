@@ -6,7 +6,7 @@
 #include <optional>
 #include <vector>
 
-#include "reshard/execute/copy_bytes.h"
+#include "copy_bytes.h"
 #include "reshard/layout/box.h"
 
 namespace reshard {

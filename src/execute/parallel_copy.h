@@ -6,7 +6,7 @@
 #include <optional>
 #include <span>
 
-#include "reshard/execute/box_copy.h"
+#include "box_copy.h"
 
 namespace reshard {
 
