@@ -16,6 +16,13 @@ namespace nb = nanobind;
 
 void bind_errors(nb::module_& m);
 void bind_layout(nb::module_& m);
+// The layout layer's parts, which bind_layout calls in dependency order.
+void bind_dtypes(nb::module_& m);
+void bind_topology(nb::module_& m);
+void bind_box(nb::module_& m);
+void bind_mesh(nb::module_& m);
+void bind_partition_spec(nb::module_& m);
+void bind_named_sharding(nb::module_& m);
 void bind_plan(nb::module_& m);
 void bind_formats(nb::module_& m);
 void bind_execute(nb::module_& m);
@@ -28,6 +35,9 @@ nb::tuple shape_to_python(const Shape& shape);
 // dimension the sharding does not split (num_chunks[d] == 1), as
 // jax.sharding.NamedSharding.devices_indices_map returns.
 nb::tuple box_to_index(const Box& box, const std::vector<int64_t>& num_chunks);
+
+// A hash equal for specs that compare equal (trailing Nones dropped).
+size_t spec_hash(const PartitionSpec& spec);
 
 // A tuple of slice(begin, end) per dimension: a box as numpy indexes it.
 nb::tuple box_to_slices(const Box& box);
