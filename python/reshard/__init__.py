@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from . import _core
 from . import errors
-from . import safetensors
+from . import hf, safetensors
 from ._core import Box, Mesh, NamedSharding, PartitionSpec, Plan, PlanStats, Topology, Transfer
 from ._dtypes import DTYPE_NAMES, dtype_name, numpy_dtype
 from .errors import ReshardError
@@ -40,6 +40,7 @@ __all__ = [
     "Transfer",
     "dtype_name",
     "errors",
+    "hf",
     "numpy_dtype",
     "plan",
     "safetensors",

@@ -479,6 +479,43 @@ class SafetensorsFile:
     def _read_box_into(self, name: str, box: Box, out: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order='C', device='cpu')]) -> None:
         """Copies the box of a tensor, dense row-major, into `out`."""
 
+class HfFolder:
+    """An open, validated Hugging Face folder (use reshard.hf.open_folder)."""
+
+    @staticmethod
+    def open(folder: str | os.PathLike, mode: str = 'mmap') -> HfFolder:
+        """
+        Opens every file of `folder` and checks them against the index, if any.
+        """
+
+    @property
+    def kind(self) -> str:
+        """'single_file', 'indexed' or 'peft_adapter'."""
+
+    @property
+    def folder(self) -> pathlib.Path:
+        """The folder's path."""
+
+    @property
+    def files(self) -> list[SafetensorsFile]:
+        """The open safetensors files, in file order."""
+
+    @property
+    def file_names(self) -> list[str]:
+        """The files' names relative to the folder."""
+
+    @property
+    def tensor_files(self) -> dict[str, int]:
+        """
+        {tensor name: index into files}, in source order (file by file, data order within each).
+        """
+
+    @property
+    def metadata(self) -> dict[str, str] | None:
+        """
+        The files' __metadata__ merged in file order (first value wins), or None.
+        """
+
 def _write_safetensors(path: str | os.PathLike, tensors: Sequence[tuple[str, str, tuple[int, ...], numpy.ndarray]], metadata: Sequence[tuple[str, str]] | None) -> None:
     """
     Writes (name, dtype, shape, bytes) tensors as a safetensors file, atomically.

@@ -33,6 +33,12 @@ class SafeOpen:
     def __init__(self, path: str | os.PathLike, mode: str = "mmap") -> None:
         self._file = _core.SafetensorsFile.open(os.fspath(path), mode)
 
+    @classmethod
+    def _from_core(cls, file: _core.SafetensorsFile) -> SafeOpen:
+        self = cls.__new__(cls)
+        self._file = file
+        return self
+
     def __enter__(self) -> SafeOpen:
         return self
 

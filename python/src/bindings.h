@@ -25,6 +25,7 @@ void bind_partition_spec(nb::module_& m);
 void bind_named_sharding(nb::module_& m);
 void bind_plan(nb::module_& m);
 void bind_formats(nb::module_& m);
+void bind_hf_folder(nb::module_& m);
 void bind_execute(nb::module_& m);
 
 // A shape from any sequence of ints (a tuple, a list, a numpy shape).

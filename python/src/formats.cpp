@@ -130,6 +130,8 @@ void bind_formats(nb::module_& m) {
       .def("_read_box_into", &read_box_into, nb::arg("name"), nb::arg("box"), nb::arg("out"),
            "Copies the box of a tensor, dense row-major, into `out`.");
 
+  bind_hf_folder(m);
+
   m.def("_write_safetensors", &write_file, nb::arg("path"), nb::arg("tensors"), nb::arg("metadata").none(),
         nb::sig("def _write_safetensors(path: str | os.PathLike, tensors: collections.abc.Sequence[tuple[str, str, tuple[int, ...], "
                 "numpy.ndarray]], metadata: collections.abc.Sequence[tuple[str, str]] | None) -> None"),
