@@ -59,7 +59,16 @@ class ShardedArray:
             from .errors import InvalidArgumentError
 
             raise InvalidArgumentError(f"no shard given for devices {missing} of process {process}")
-        data = [np.ascontiguousarray(np.asarray(shards[d], dtype=np_dtype).reshape(-1)).view(np.uint8) for d in devices]
+        index = sharding.devices_indices_map(tuple(shape))
+        data = []
+        for d in devices:
+            shard = np.asarray(shards[d], dtype=np_dtype)
+            expected = tuple(len(range(*part.indices(n))) for part, n in zip(index[d], shape))
+            if shard.shape != expected:
+                from .errors import InvalidArgumentError
+
+                raise InvalidArgumentError(f"the shard of device {d} has shape {shard.shape}, its slice needs {expected}")
+            data.append(np.ascontiguousarray(shard.reshape(-1)).view(np.uint8))
         return cls(_core._ShardedArray.from_shard_bytes(tuple(shape), name, sharding, topology, process, data))
 
     @classmethod

@@ -8,7 +8,12 @@ namespace reshard::python {
 Shape shape_from_python(nb::handle sequence) {
   if (PyLong_Check(sequence.ptr())) return Shape{nb::cast<int64_t>(sequence)};
   Shape shape;
-  for (nb::handle dim : nb::iter(sequence)) shape.push_back(nb::cast<int64_t>(dim.attr("__index__")()));
+  for (nb::handle dim : nb::iter(sequence)) {
+    // Anything int-like (numpy integers too), but not floats: TypeError otherwise.
+    PyObject* index = PyNumber_Index(dim.ptr());
+    if (index == nullptr) throw nb::python_error();
+    shape.push_back(nb::cast<int64_t>(nb::steal(index)));
+  }
   return shape;
 }
 

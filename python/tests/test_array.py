@@ -104,6 +104,9 @@ def test_from_shards_and_from_callback():
     called = reshard.ShardedArray.from_callback(values.shape, "i16", sharding, lambda i: values[i])
     np.testing.assert_array_equal(reshard.to_host(called), values)
     assert called.shards[0].device == 3 and called.shards[0].index == index[3]
+    wrong = {d: values[i].T if d == 0 else values[i] for d, i in index.items()}
+    with pytest.raises(errors.InvalidArgumentError, match="device 0 has shape"):
+        reshard.ShardedArray.from_shards(values.shape, np.int16, sharding, wrong)
     with pytest.raises(errors.InvalidArgumentError, match="no shard given"):
         reshard.ShardedArray.from_shards(values.shape, np.int16, sharding, {3: values[index[3]]})
 

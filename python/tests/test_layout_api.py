@@ -82,6 +82,16 @@ def test_uneven_sharding_follows_the_padding_rule():
         reshard.NamedSharding(mesh, P("x")).validate((10,))
 
 
+def test_shapes_take_integers_only():
+    sharding = reshard.NamedSharding(reshard.Mesh(np.arange(2), ("x",)), P("x"))
+    assert sharding.shard_shape((np.int64(4), 2)) == (2, 2)
+    assert sharding.shard_shape(4) == (2,)
+    with pytest.raises(TypeError):
+        sharding.shard_shape((4.0,))
+    with pytest.raises(errors.InvalidArgumentError, match="negative"):
+        sharding.shard_shape((-2,))
+
+
 def test_topology():
     topology = reshard.Topology.uniform(8, 2)
     assert topology.num_devices == 8 and topology.num_processes == 2
