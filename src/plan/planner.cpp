@@ -1,5 +1,6 @@
 #include "reshard/plan/planner.h"
 
+#include <algorithm>
 #include <iterator>
 #include <map>
 
@@ -78,11 +79,18 @@ class BatchPlanner {
     const std::vector<DeviceId> receivers =
         options_.fan_out ? plan_detail::stage0_receivers(key.dst, dst_tiling, ChunkIndex(dst_tiling), key.topology)
                          : std::vector<DeviceId>{};
+    // Room for every piece in stage 0 (stage 1 is appended there at the end)
+    // and for those of devices that others receive for in stage 1.
     size_t count = 0;
+    size_t fanned = 0;
     for (int64_t logical = 0; logical < dst_tiling.num_devices; ++logical) {
-      count += finder.count_pieces(dst_tiling.chunk_of_device(logical));
+      const size_t pieces = finder.count_pieces(dst_tiling.chunk_of_device(logical));
+      count += pieces;
+      const auto l = static_cast<size_t>(logical);
+      if (options_.fan_out && receivers[l] != key.dst.mesh().devices()[l]) fanned += pieces;
     }
     array.stage0.reserve(count);
+    array.stage1.reserve(fanned);
     const std::vector<DeviceId>& targets = key.dst.mesh().devices();
     for (size_t logical = 0; logical < targets.size(); ++logical) {
       const DeviceId dst = targets[logical];
@@ -154,23 +162,42 @@ class BatchPlanner {
     return group = it->second;
   }
 
-  // The array's stage-0 transfers with every pending piece cut into the parts
-  // its holders send, in the batch's order of pieces.
+  // The array's stage-0 transfers with every pending piece given its
+  // holders' parts, in the batch's order of pieces. A piece that goes whole
+  // to one holder only gets its sender; the vector is rebuilt only for splits.
   std::vector<Transfer> settle_pending(ArrayPlan& array, const std::vector<std::vector<uint64_t>>& ends,
                                        std::vector<uint64_t>& placed) {
-    std::vector<Transfer> out;
-    out.reserve(array.stage0.size() + array.pending.size());
-    size_t next = 0;
+    struct Split {
+      size_t transfer;
+      int64_t src_chunk;
+      std::vector<plan_detail::RowRange> parts;
+    };
+    std::vector<Split> splits;
+    std::vector<plan_detail::RowRange> parts;
     for (const PendingPiece& p : array.pending) {
-      std::move(array.stage0.begin() + static_cast<std::ptrdiff_t>(next),
-                array.stage0.begin() + static_cast<std::ptrdiff_t>(p.transfer), std::back_inserter(out));
-      const Transfer& whole = array.stage0[p.transfer];
-      const auto holders = array.chooser.processes_holding(p.src_chunk);
-      plan_detail::split_by_shares(whole.box, placed[p.group], p.bytes, ends[p.group], [&](size_t j, Box part) {
-        out.push_back({holders[j].second, whole.dst, std::move(part)});
-      });
+      Transfer& whole = array.stage0[p.transfer];
+      plan_detail::split_by_shares(whole.box, placed[p.group], p.bytes, ends[p.group], parts);
       placed[p.group] += p.bytes;
-      next = p.transfer + 1;
+      const auto holders = array.chooser.processes_holding(p.src_chunk);
+      whole.src = holders[parts.front().holder].second;
+      if (parts.size() > 1) splits.push_back({p.transfer, p.src_chunk, parts});
+    }
+    if (splits.empty()) return std::move(array.stage0);
+    size_t extra = 0;
+    for (const Split& split : splits) extra += split.parts.size() - 1;
+    std::vector<Transfer> out;
+    out.reserve(array.stage0.size() + extra + array.stage1.size());
+    size_t next = 0;
+    for (const Split& split : splits) {
+      std::move(array.stage0.begin() + static_cast<std::ptrdiff_t>(next),
+                array.stage0.begin() + static_cast<std::ptrdiff_t>(split.transfer), std::back_inserter(out));
+      const Transfer& whole = array.stage0[split.transfer];
+      const size_t dim = plan_detail::cut_dimension(whole.box);
+      const auto holders = array.chooser.processes_holding(split.src_chunk);
+      for (const plan_detail::RowRange& range : split.parts) {
+        out.push_back({holders[range.holder].second, whole.dst, plan_detail::rows_of(whole.box, dim, range)});
+      }
+      next = split.transfer + 1;
     }
     std::move(array.stage0.begin() + static_cast<std::ptrdiff_t>(next), array.stage0.end(), std::back_inserter(out));
     return out;

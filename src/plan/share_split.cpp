@@ -15,10 +15,16 @@ int64_t nearest_row(uint64_t offset, uint64_t bytes, int64_t rows) {
 
 }  // namespace
 
-void split_by_shares(const Box& piece, uint64_t begin, uint64_t bytes, std::span<const uint64_t> ends,
-                     const std::function<void(size_t, Box)>& part) {
+size_t cut_dimension(const Box& piece) {
   size_t dim = 0;
   while (dim < piece.rank() && piece.shape()[dim] <= 1) ++dim;
+  return dim;
+}
+
+void split_by_shares(const Box& piece, uint64_t begin, uint64_t bytes, std::span<const uint64_t> ends,
+                     std::vector<RowRange>& parts) {
+  parts.clear();
+  const size_t dim = cut_dimension(piece);
   const int64_t rows = dim < piece.rank() ? piece.shape()[dim] : 1;
   const uint64_t end = begin + bytes;
   uint64_t holder_begin = 0;
@@ -26,19 +32,23 @@ void split_by_shares(const Box& piece, uint64_t begin, uint64_t bytes, std::span
     const uint64_t from = std::max(begin, holder_begin);
     const uint64_t to = std::min(end, ends[j]);
     if (from >= to) continue;
-    const int64_t first = nearest_row(from - begin, bytes, rows);
-    const int64_t last = nearest_row(to - begin, bytes, rows);
-    if (first >= last) continue;
-    if (first == 0 && last == rows) {
-      part(j, piece);
+    if (from == begin && to == end) {  // the common case: all of it from one holder
+      parts.push_back({j, 0, rows});
       return;
     }
-    std::vector<int64_t> origin = piece.origin();
-    Shape shape = piece.shape();
-    origin[dim] += first;
-    shape[dim] = last - first;
-    part(j, Box(std::move(origin), std::move(shape)));
+    const int64_t first = nearest_row(from - begin, bytes, rows);
+    const int64_t last = nearest_row(to - begin, bytes, rows);
+    if (first < last) parts.push_back({j, first, last});
   }
+}
+
+Box rows_of(const Box& piece, size_t dim, const RowRange& range) {
+  if (dim == piece.rank()) return piece;
+  std::vector<int64_t> origin = piece.origin();
+  Shape shape = piece.shape();
+  origin[dim] += range.begin;
+  shape[dim] = range.end - range.begin;
+  return Box(std::move(origin), std::move(shape));
 }
 
 }  // namespace reshard::plan_detail

@@ -133,17 +133,27 @@ void expect_minimal_balanced_plan(const PlanKey& key) {
 
 TEST(PlannerProperty, EachElementCrossesIntoAProcessOnceFromBalancedSenders) {
   std::mt19937_64 rng = testing::seeded_rng();
-  int fanned_out = 0, shared = 0;
+  int fanned_out = 0, shared = 0, disjoint = 0, uneven = 0, scalars = 0, empty = 0;
   for (int i = 0; i < kCases; ++i) {
     const PlanKey key = testing::random_plan_key(rng);
     SCOPED_TRACE(::testing::Message() << "case " << i << ": " << testing::describe(key));
     expect_minimal_balanced_plan(key);
     fanned_out += make_plan(key).stats().bytes_fan_out > 0;
     shared += testing::sender_bound(std::span(&key, 1)).shared_bytes > 0;
+    const std::vector<DeviceId>& from = key.src.mesh().devices();
+    disjoint += std::none_of(from.begin(), from.end(), [&](DeviceId d) { return key.dst.mesh().logical_index_of(d).has_value(); });
+    uneven += key.src.uneven();
+    scalars += key.shape.empty();
+    empty += std::find(key.shape.begin(), key.shape.end(), 0) != key.shape.end();
     if (HasFailure()) break;
   }
+  // The generator must exercise fan-out, sender balancing and the odd layouts.
   EXPECT_GT(fanned_out, kCases / 50);
   EXPECT_GT(shared, kCases / 20);
+  EXPECT_GT(disjoint, kCases / 20);
+  EXPECT_GT(uneven, kCases / 5);
+  EXPECT_GT(scalars, kCases / 50);
+  EXPECT_GT(empty, kCases / 200);
 }
 
 TEST(PlannerProperty, ReplicatedTargetsOverDevicesOfAProcessFanOut) {
