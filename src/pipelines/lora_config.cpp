@@ -1,11 +1,11 @@
 #include "reshard/pipelines/lora_config.h"
 
 #include <cmath>
-#include <regex>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "lora_pattern.h"
 #include "reshard/layout/error.h"
 
 namespace reshard {
@@ -61,12 +61,7 @@ std::vector<std::pair<std::string, T>> pattern_field(const Json& json, const cha
 
 // re.match(rf"(.*\.)?({key})$", module): anchored at the start, to the end.
 bool matches_end(const std::string& key, std::string_view module) {
-  try {
-    const std::regex pattern("(.*\\.)?(" + key + ")$");
-    return std::regex_search(module.begin(), module.end(), pattern, std::regex_constants::match_continuous);
-  } catch (const std::regex_error& e) {
-    throw Error(ErrorCode::kParse, fmt::format("pattern '{}' is not a regular expression: {}", key, e.what()));
-  }
+  return regex_full_match("(.*\\.)?(" + key + ")", module);
 }
 
 template <typename T>

@@ -106,6 +106,12 @@ void require_float(DType dtype, std::string_view what, std::string_view module) 
 LoraFactor LoraFactor::in_memory(DType dtype, Shape shape, std::span<const std::byte> bytes) {
   LoraFactor factor{dtype, shape, nullptr};
   factor.read = [dtype, shape, bytes](const Box& box, std::span<std::byte> out) {
+    const uint64_t expected = dtype_byte_size(dtype, static_cast<uint64_t>(box.volume()));
+    if (!Box::whole(shape).contains(box) || box.rank() != shape.size() || out.size() != expected ||
+        bytes.size() != dtype_byte_size(dtype, static_cast<uint64_t>(Box::whole(shape).volume()))) {
+      throw Error(ErrorCode::kInvalidArgument, fmt::format("LoRA factor [{}]: cannot read box {} into {} bytes",
+                                                           fmt::join(shape, ", "), box.to_string(), out.size()));
+    }
     StridedCopy copy;
     copy.shape = box.shape();
     copy.src_strides = row_major_strides(shape);
@@ -147,9 +153,19 @@ void merge_lora_box(const LoraDelta& delta, const Box& w_box, DType w_dtype, std
                                                          w_box.to_string(), count * w_width, count * out_width,
                                                          w.size(), out.size()));
   }
+  if (delta.a.shape.size() != 2 || delta.b.shape.size() != 2 || delta.a.shape[0] != delta.b.shape[1]) {
+    throw Error(ErrorCode::kInvalidArgument, "LoRA merge: A must be [r, in] and B [out, r]");
+  }
   if (count == 0) return;
   const int64_t r = delta.a.shape[0];
   const Interval row_range = w_box.interval(0), col_range = w_box.interval(1);
+  // W's extent, as the factors give it: [out, in], or [in, out] with fan_in_fan_out.
+  const Shape w_shape = delta.fan_in_fan_out ? Shape{delta.a.shape[1], delta.b.shape[0]}
+                                             : Shape{delta.b.shape[0], delta.a.shape[1]};
+  if (!Box::whole(w_shape).contains(w_box) || row_range.begin < 0 || col_range.begin < 0) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("LoRA merge: box {} is outside the weight [{}]",
+                                                         w_box.to_string(), fmt::join(w_shape, ", ")));
+  }
   // left[i, k] and right[k, j] so that delta[i, j] = sum_k left[i, k] * right[k, j]:
   // B's rows and A's columns, or with fan_in_fan_out A's columns (transposed) and B's rows (transposed).
   std::vector<float> left, right;

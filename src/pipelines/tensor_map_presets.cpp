@@ -62,6 +62,22 @@ std::optional<TensorMap> tensor_map_preset(std::string_view name) {
   return std::nullopt;
 }
 
+std::string tensor_map_help() {
+  std::string names;
+  for (const Preset& preset : kPresets) names += (names.empty() ? "" : ", ") + std::string(preset.name);
+  return "--map takes a preset (" + names + R"help() or a JSON map file:
+  {"sizes": {"head_dim": 128},
+   "rules": [{"from": "transformer.layers.stacked.self_attn.q_proj.weight",
+              "to": "model.layers.{layer}.self_attn.q_proj.weight",
+              "rearrange": "layer kv_heads q_per_group head_dim embed -> (kv_heads q_per_group head_dim) embed",
+              "dtype": "bf16", "optional": false}]}
+Each tensor takes the first rule whose "from" matches ({x} matches one dot-free part). "rearrange" is
+einops-style: reorder axes (transpose), group them on the right (merge) or left (split, sizes
+needed), drop one on the right to unstack it into one tensor per index ({axis} in "to"). The same
+map runs backwards for import. A tensor no rule matches, a rule that matches nothing (unless
+"optional"), a shape that does not factor and two outputs with one name are errors.)help";
+}
+
 std::vector<std::string> tensor_map_preset_names() {
   std::vector<std::string> names;
   for (const Preset& preset : kPresets) names.emplace_back(preset.name);

@@ -216,3 +216,19 @@ TEST(LoraMerge, ShapesThatDoNotFitNameTheModule) {
 
 }  // namespace
 }  // namespace reshard
+
+namespace reshard {
+namespace {
+
+TEST(LoraMerge, ABoxOutsideTheWeightIsAnError) {
+  std::mt19937_64 rng = testing::seeded_rng();
+  const Matrix a = random_matrix(2, 4, DType::kF32, 1, rng), b = random_matrix(3, 2, DType::kF32, 1, rng);
+  const LoraDelta delta{factor_of(a), factor_of(b), 1, false};
+  Bytes w(2 * 4 * 4), out(w.size());
+  EXPECT_TRUE(testing::throws_error(
+      [&] { merge_lora_box(delta, Box({2, 0}, {2, 4}), DType::kF32, w, DType::kF32, out); },
+      ErrorCode::kInvalidArgument, {"outside"}));
+}
+
+}  // namespace
+}  // namespace reshard

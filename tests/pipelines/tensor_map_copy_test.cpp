@@ -317,3 +317,69 @@ TEST(StridedCopy, TiledTransposeMatchesElementByElement) {
 
 }  // namespace
 }  // namespace reshard
+
+namespace reshard {
+namespace {
+
+// The preset on a small Llama: every tensor's bytes come back on import, and
+// q_proj's rows are the (kv_heads, q_per_group, head_dim) axes merged in order.
+TEST(TensorMapCopy, LevanterPresetRoundTripsAndMergesHeadsInOrder) {
+  std::mt19937_64 rng = testing::seeded_rng();
+  const int64_t L = 2, E = 6, KV = 2, G = 3, D = 2, M = 5, V = 7, R = 2;
+  const std::string s = "transformer.layers.stacked.";
+  const std::vector<TensorSpec> specs = {
+      {"embeddings.token_embeddings.weight", DType::kBF16, {V, E}},
+      {s + "self_attn.q_proj.weight", DType::kF32, {L, KV, G, D, E}},
+      {s + "self_attn.k_proj.weight", DType::kF32, {L, KV, D, E}},
+      {s + "self_attn.v_proj.weight", DType::kF32, {L, KV, D, E}},
+      {s + "self_attn.o_proj.weight", DType::kF32, {L, E, KV * G, D}},
+      {s + "mlp.gate_proj.weight", DType::kF32, {L, M, E}},
+      {s + "mlp.up_proj.weight", DType::kF32, {L, M, E}},
+      {s + "mlp.down_proj.weight", DType::kF32, {L, E, M}},
+      {s + "input_layernorm.weight", DType::kF32, {L, E}},
+      {s + "post_attention_layernorm.weight", DType::kF32, {L, E}},
+      {"transformer.norm.weight", DType::kF32, {E}},
+      {s + "self_attn.o_proj.lora.lora_A.weight", DType::kF32, {L, R, KV * G, D}},
+      {s + "self_attn.o_proj.lora.lora_B.weight", DType::kF32, {L, E, R}},
+      {s + "self_attn.q_proj.lora.lora_A.weight", DType::kF32, {L, R, E}},
+      {s + "self_attn.q_proj.lora.lora_B.weight", DType::kF32, {L, KV, G, D, R}},
+  };
+  std::vector<Bytes> sources;
+  for (const TensorSpec& spec : specs) sources.push_back(random_tensor(spec.dtype, volume(spec.shape), rng));
+  const TensorMap map = *tensor_map_preset("levanter-llama");
+  const ResolvedMap exported = resolve_tensor_map(map, specs);
+  std::vector<Bytes> outputs;
+  for (const ResolvedTensor& tensor : exported.outputs) {
+    outputs.push_back(produce(exported, tensor, Box::whole(tensor.out.shape), sources));
+  }
+  // model.layers.1.self_attn.q_proj.weight[(kv * G + g) * D + d, e] == q[1, kv, g, d, e].
+  const ResolvedTensor* q1 = exported.find("model.layers.1.self_attn.q_proj.weight");
+  ASSERT_NE(q1, nullptr);
+  const Bytes& q_out = outputs[static_cast<size_t>(q1 - exported.outputs.data())];
+  for (int64_t kv = 0; kv < KV; ++kv) {
+    for (int64_t g = 0; g < G; ++g) {
+      for (int64_t d = 0; d < D; ++d) {
+        for (int64_t e = 0; e < E; ++e) {
+          const int64_t row = (kv * G + g) * D + d;
+          const int64_t src = (((1 * KV + kv) * G + g) * D + d) * E + e;
+          ASSERT_EQ(std::memcmp(&q_out[static_cast<size_t>(row * E + e) * 4], &sources[1][static_cast<size_t>(src) * 4], 4), 0);
+        }
+      }
+    }
+  }
+  ResolveOptions options;
+  options.sizes = llama_axis_sizes_from_config(
+      fmt::format(R"({{"hidden_size": {}, "num_attention_heads": {}, "num_key_value_heads": {}, "head_dim": {}}})", E,
+                  KV * G, KV, D),
+      "config.json");
+  const ResolvedMap imported = resolve_tensor_map(inverse_tensor_map(map), exported.output_specs(), options);
+  ASSERT_EQ(imported.outputs.size(), specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const ResolvedTensor* tensor = imported.find(specs[i].name);
+    ASSERT_NE(tensor, nullptr) << specs[i].name;
+    EXPECT_EQ(produce(imported, *tensor, Box::whole(tensor->out.shape), outputs), sources[i]) << specs[i].name;
+  }
+}
+
+}  // namespace
+}  // namespace reshard

@@ -197,6 +197,7 @@ TEST(TensorMapPreset, ImportNeedsTheHeadSizesFromConfig) {
 TEST(TensorMapPreset, UnknownNamesAreNotPresets) {
   EXPECT_FALSE(tensor_map_preset("levanter-gpt"));
   EXPECT_EQ(tensor_map_preset_names(), std::vector<std::string>{"levanter-llama"});
+  EXPECT_NE(tensor_map_help().find("levanter-llama"), std::string::npos);
   EXPECT_TRUE(throws_error([] { load_tensor_map("/nonexistent/map.json"); }, ErrorCode::kIo, {"map.json"}));
 }
 

@@ -68,6 +68,10 @@ std::vector<std::string> tensor_map_preset_names();
 // Error(kIo) when the file cannot be read.
 TensorMap load_tensor_map(std::string_view file_or_preset);
 
+// A short description of the map-file format and the presets, for the --help
+// of the commands that take --map (the full text is src/pipelines/tensor_map.md).
+std::string tensor_map_help();
+
 // The preset's axis sizes that a Hugging Face config.json gives (heads,
 // kv_heads, q_per_group, head_dim, embed, mlp, vocab), needed to split merged
 // axes on import. Error(kParse) naming `label` when a field is malformed.
