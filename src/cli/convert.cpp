@@ -76,7 +76,7 @@ std::vector<safetensors::TensorSpec> output_specs(const TensorCatalog& catalog, 
 uint64_t output_bytes(const std::vector<safetensors::TensorSpec>& specs) {
   uint64_t total = 0;
   for (const safetensors::TensorSpec& spec : specs) {
-    const auto elements = static_cast<uint64_t>(checked_product(spec.shape, spec.name));
+    const uint64_t elements = safetensors::element_count(spec.shape, spec.name);
     total = checked_add(total, dtype_byte_size(spec.dtype, elements), "output size");
   }
   return total;
@@ -110,7 +110,11 @@ void convert(const ConvertOptions& options) {
   }
   const TensorCatalog& catalog = model.catalog;
   const std::vector<safetensors::TensorSpec> specs = output_specs(catalog, target);
-  const safetensors::Metadata metadata = output_metadata(catalog);
+  // A rewrite (file to file) keeps the source's metadata byte for byte, its
+  // absence included, so the output can equal the input exactly.
+  const bool rewrite = single_file && model.format == ModelFormat::kSafetensors;
+  const std::optional<safetensors::Metadata> metadata =
+      rewrite ? catalog.metadata() : std::optional(output_metadata(catalog));
 
   Progress progress("converting", output_bytes(specs));
   const TensorProducer produce = [&](const safetensors::TensorInfo& out, const ByteSink& sink) {

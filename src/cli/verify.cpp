@@ -41,6 +41,18 @@ void warn_on_index_totals(const ModelFiles& model) {
   }
 }
 
+// The reference reader accepts a header that names a tensor twice and keeps
+// the last entry; so does reshard, but a file like that is worth pointing out.
+void warn_on_repeated_names(const TensorCatalog& catalog) {
+  for (size_t f = 0; f < catalog.files().size(); ++f) {
+    for (const std::string& name : catalog.files()[f].header().repeated_names()) {
+      std::cerr << fmt::format("warning: {}: the header repeats tensor '{}' (its last entry is used, as the "
+                               "reference reader does)\n",
+                               catalog.file_name(f), name);
+    }
+  }
+}
+
 }  // namespace
 
 void add_verify_command(CLI::App& app) {
@@ -55,6 +67,7 @@ void add_verify_command(CLI::App& app) {
     const ModelFiles model = open_model_files(*path, safetensors::ReadMode::kPread);
     read_every_tensor(model.catalog);
     warn_on_index_totals(model);
+    warn_on_repeated_names(model.catalog);
     const TensorCatalog& catalog = model.catalog;
     std::cout << fmt::format("ok: {}: {} ({} file{}, {} tensors, {} parameters, {} bytes of tensor data)\n",
                              model.path.string(), model_format_name(model.format), catalog.files().size(),

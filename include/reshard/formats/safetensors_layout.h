@@ -18,7 +18,7 @@ namespace reshard::safetensors {
 struct TensorSpec {
   std::string name;
   DType dtype = DType::kF32;
-  Shape shape;
+  Dims shape;
   bool operator==(const TensorSpec&) const = default;
 };
 
