@@ -320,7 +320,7 @@ std::string serialize_manifest(const Manifest& manifest) {
                      {"version", kFormatVersion},
                      {"checksum", "xxh64:" + checksum_hex(xxh64(compact))},
                      {"manifest", body}};
-  return file.dump(1) + "\n";
+  return file.dump() + "\n";
 }
 
 Manifest parse_manifest(std::string_view bytes, std::string_view where) {

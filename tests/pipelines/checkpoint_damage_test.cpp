@@ -119,7 +119,7 @@ TEST(CheckpointDamage, AnEditedManifestIsRefused) {
   const std::string good = read_file(path);
   // Any change to the body breaks its checksum.
   for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
-           {"\"F32\"", "\"I32\""}, {"\"length\": ", "\"length\": 1"}, {"\"embed\"", "\"embez\""}}) {
+           {"\"F32\"", "\"I32\""}, {"\"length\":", "\"length\":1"}, {"\"embed\"", "\"embez\""}}) {
     const size_t at = good.find(from);
     ASSERT_NE(at, std::string::npos) << from;
     std::string edited = good;
@@ -129,7 +129,7 @@ TEST(CheckpointDamage, AnEditedManifestIsRefused) {
   }
   // An unknown version is refused by name, whatever the body.
   std::string newer = good;
-  newer.replace(newer.find("\"version\": 1"), 12, "\"version\": 2");
+  newer.replace(newer.find("\"version\":1"), 11, "\"version\":2");
   write_file(path, newer);
   expect_error_naming(restore_error(dir / "c"), ErrorCode::kInvalidManifest, {"version 2"});
   write_file(path, "{\"format\": \"reshard-checkpoint\"");
