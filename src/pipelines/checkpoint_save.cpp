@@ -10,7 +10,8 @@
 #include "agreement.h"
 #include "folder_commit.h"
 #include "reshard/formats/checksum.h"
-#include "reshard/formats/safetensors_writer.h"
+#include "reshard/formats/atomic_file.h"
+#include "reshard/formats/safetensors_layout.h"
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/save_plan.h"
 
@@ -19,6 +20,41 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace detail = pipelines_detail;
+
+// A data file written front to back: the header, then each chunk in file
+// order (as SavePlan orders them), with plain sequential writes.
+class DataFileWriter {
+ public:
+  DataFileWriter(const fs::path& path, const safetensors::FileLayout& layout)
+      : layout_(layout), file_(AtomicFile::create(path)) {
+    file_.write(std::as_bytes(std::span(layout_.header_bytes())));
+    position_ = layout_.header_bytes().size();
+  }
+
+  void write(const std::string& key, std::span<const std::byte> bytes) {
+    const safetensors::TensorInfo& info = layout_.header().at(key);
+    if (layout_.header().file_offset(info) != position_ || info.byte_size() != bytes.size()) {
+      throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: chunk {} written out of order",
+                                                           file_.final_path().string(), key));
+    }
+    file_.write(bytes);
+    position_ += bytes.size();
+  }
+
+  // Checks every byte is there, then fsyncs and renames into place.
+  void commit() {
+    if (position_ != layout_.file_size()) {
+      throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: {} of {} bytes written", file_.final_path().string(),
+                                                           position_, layout_.file_size()));
+    }
+    file_.commit();
+  }
+
+ private:
+  const safetensors::FileLayout& layout_;
+  AtomicFile file_;
+  uint64_t position_ = 0;
+};
 
 // One process's part of one save, from planning to the agreed commit.
 class SaveJob {
@@ -55,8 +91,7 @@ class SaveJob {
     checksums_.assign(my_chunks().size(), 0);
     detail::run_step(failure_, [&] {
       if (const auto& layout = plan_->file_of(rank)) {
-        writer_.emplace(safetensors::PositionalWriter::create(
-            detail::staging_folder_for(path_) / data_file_name(rank), *layout));
+        writer_.emplace(detail::staging_folder_for(path_) / data_file_name(rank), *layout);
       }
     });
   }
@@ -73,7 +108,7 @@ class SaveJob {
   void write(size_t i, std::span<const std::byte> bytes) {
     detail::run_step(failure_, [&] {
       const PlannedChunk& chunk = plan_->chunks()[my_chunks()[i]];
-      writer_->write(chunk.key, 0, bytes);
+      writer_->write(chunk.key, bytes);
       checksums_[i] = xxh64(bytes);
       stats_.chunks_written += 1;
       stats_.bytes_written += bytes.size();
@@ -89,6 +124,8 @@ class SaveJob {
     detail::run_step(failure_, [&] {
       if (writer_) writer_->commit();
     });
+    // A failed writer removes its temporary now, before process 0 may remove the folder.
+    if (failure_) writer_.reset();
     const auto reports = detail::exchange_reports(transport_, {failure_.message, checksums_});
     bool all_wrote = true;
     for (const auto& report : reports) all_wrote = all_wrote && report.error.empty();
@@ -129,7 +166,7 @@ class SaveJob {
   SaveOptions options_;
   std::string what_;
   std::optional<SavePlan> plan_;
-  std::optional<safetensors::PositionalWriter> writer_;
+  std::optional<DataFileWriter> writer_;
   std::vector<uint64_t> checksums_;
   detail::Failure failure_;
   SaveStats stats_;
