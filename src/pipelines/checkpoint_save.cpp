@@ -1,6 +1,7 @@
 #include "reshard/pipelines/checkpoint_save.h"
 
 #include <cstring>
+#include <functional>
 #include <future>
 #include <optional>
 #include <vector>
@@ -116,6 +117,10 @@ class SaveJob {
   }
 
   void count_wave() { stats_.waves += 1; }
+
+  // Runs a step of this process's part (staging, say); a failure is kept
+  // for finish(), which every process still reaches.
+  void guard(const std::function<void()>& step) { detail::run_step(failure_, step); }
 
   // Collective: fsyncs this process's file, agrees with the others, and has
   // process 0 write the manifest and rename the folder into place.
@@ -246,15 +251,18 @@ SaveHandle save_checkpoint_async(const fs::path& path, std::span<const NamedArra
     return SaveHandle(std::move(state));
   }
   const std::vector<std::vector<size_t>> waves = waves_of(*job, options.staging_bytes);
-  for (size_t w = 0; w + 1 < waves.size(); ++w) {
-    const std::vector<Buffer> staged = stage(*job, waves[w]);
-    for (size_t k = 0; k < staged.size(); ++k) job->write(waves[w][k], staged[k].bytes());
+  std::vector<Buffer> last;
+  job->guard([&] {
+    for (size_t w = 0; w + 1 < waves.size(); ++w) {
+      const std::vector<Buffer> staged = stage(*job, waves[w]);
+      for (size_t k = 0; k < staged.size(); ++k) job->write(waves[w][k], staged[k].bytes());
+      job->count_wave();
+    }
+    last = stage(*job, waves.back());
     job->count_wave();
-  }
-  std::vector<Buffer> last = stage(*job, waves.back());
-  job->count_wave();
+  });
   state->result = std::async(std::launch::async, [job, wave = waves.back(), last = std::move(last)]() {
-    for (size_t k = 0; k < last.size(); ++k) job->write(wave[k], last[k].bytes());
+    for (size_t k = 0; k < last.size(); ++k) job->write(wave[k], last[k].bytes());  // none if staging failed
     return job->finish();
   });
   return SaveHandle(std::move(state));
