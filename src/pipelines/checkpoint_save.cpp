@@ -22,6 +22,8 @@ namespace {
 namespace fs = std::filesystem;
 namespace detail = pipelines_detail;
 
+constexpr size_t kHashAsideBytes = size_t{4} << 20;
+
 // A data file written front to back: the header, then each chunk in file
 // order (as SavePlan orders them), with plain sequential writes.
 class DataFileWriter {
@@ -109,8 +111,15 @@ class SaveJob {
   void write(size_t i, std::span<const std::byte> bytes) {
     detail::run_step(failure_, [&] {
       const PlannedChunk& chunk = plan_->chunks()[my_chunks()[i]];
-      writer_->write(chunk.key, bytes);
-      checksums_[i] = xxh64(bytes);
+      // A large chunk is hashed on another thread while it is written.
+      if (bytes.size() >= kHashAsideBytes) {
+        std::future<uint64_t> hash = std::async(std::launch::async, [bytes] { return xxh64(bytes); });
+        writer_->write(chunk.key, bytes);
+        checksums_[i] = hash.get();
+      } else {
+        writer_->write(chunk.key, bytes);
+        checksums_[i] = xxh64(bytes);
+      }
       stats_.chunks_written += 1;
       stats_.bytes_written += bytes.size();
     });
