@@ -10,7 +10,7 @@ seconds=${1:-60}
 shift || true
 targets=("$@")
 if ((${#targets[@]} == 0)); then
-  targets=(safetensors_header_fuzzer hf_index_fuzzer)
+  targets=(safetensors_header_fuzzer hf_index_fuzzer checkpoint_manifest_fuzzer)
 fi
 
 bash scripts/build.sh fuzz

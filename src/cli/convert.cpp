@@ -1,171 +1,186 @@
-// `reshard convert SRC DST`: between a .safetensors file and a Hugging Face folder,
-// tensor by tensor, optionally casting floats, the output appearing only when complete.
-#include <algorithm>
+// `reshard convert SRC DST`: between a .safetensors file, a Hugging Face
+// folder and a reshard checkpoint. Parses options; the conversion itself is
+// the pipelines layer's convert_model, run by every process of the job.
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <system_error>
-#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "reshard/cli/commands.h"
+#include "reshard/cli/job.h"
+#include "reshard/cli/layout_options.h"
 #include "reshard/cli/progress.h"
-#include "reshard/formats/hf_folder_plan.h"
-#include "reshard/formats/hf_folder_writer.h"
-#include "reshard/formats/hf_split.h"
-#include "reshard/formats/model_files.h"
-#include "reshard/formats/tensor_stream.h"
-#include "reshard/layout/checked.h"
+#include "reshard/execute/transport.h"
 #include "reshard/layout/error.h"
 #include "reshard/layout/parse.h"
+#include "reshard/pipelines/convert.h"
 
 namespace reshard::cli {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct ConvertOptions {
+struct ConvertFlags {
   std::string src;
   std::string dst;
   std::string max_shard_size = "5GB";
   std::string dtype;
+  std::string mesh;
+  std::string devices;
+  std::string num_devices;
+  std::string rules;
+  std::string best_effort;
   bool force = false;
   bool max_shard_size_given = false;
 };
 
-// A destination named *.safetensors (and not an existing folder) is one file;
-// anything else is a Hugging Face folder.
-bool writes_single_file(const fs::path& dst) {
-  std::error_code ec;
-  return dst.extension() == ".safetensors" && !fs::is_directory(dst, ec);
-}
+[[noreturn]] void usage(const std::string& message) { throw Error(ErrorCode::kParse, message); }
 
 std::optional<DType> parse_target_dtype(const std::string& text) {
   if (text.empty()) return std::nullopt;
-  const DType dtype = dtype_from_string(text);
-  if (!is_castable_float(dtype)) {
-    throw Error(ErrorCode::kParse, fmt::format("--dtype {}: must be f32, f16 or bf16", text));
-  }
+  const DType dtype = dtype_from_flag(text, "--dtype");
+  if (!is_castable_float(dtype)) usage(fmt::format("--dtype {}: must be f32, f16 or bf16", text));
   return dtype;
 }
 
-// The source's metadata, with "format": "pt" put first when it has none:
-// transformers refuses a file whose metadata lacks a known format.
-safetensors::Metadata output_metadata(const TensorCatalog& catalog) {
-  safetensors::Metadata metadata = catalog.metadata().value_or(safetensors::Metadata{});
-  const bool has_format = std::any_of(metadata.begin(), metadata.end(),
-                                      [](const auto& entry) { return entry.first == "format"; });
-  if (!has_format) metadata.insert(metadata.begin(), {"format", "pt"});
-  return metadata;
+std::string read_rules_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorCode::kIo, fmt::format("--rules {}: cannot open the file", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return std::move(text).str();
 }
 
-// Every tensor in source order (file by file, data order within): the order
-// the folder is split in, standing in for transformers' state dict order.
-std::vector<safetensors::TensorSpec> output_specs(const TensorCatalog& catalog, std::optional<DType> target) {
-  std::vector<safetensors::TensorSpec> specs;
-  specs.reserve(catalog.tensors().size());
-  for (const TensorCatalog::Entry& entry : catalog.tensors()) {
-    specs.push_back({entry.info->name, cast_dtype(entry.info->dtype, target), entry.info->shape});
+// The checkpoint layout of --mesh/--devices with --rules or --best-effort.
+CheckpointLayout layout_from_flags(const ConvertFlags& flags, int processes) {
+  if (flags.rules.empty() == flags.best_effort.empty()) {
+    usage("--mesh: give exactly one of --rules FILE and --best-effort AXIS");
   }
-  return specs;
-}
-
-uint64_t output_bytes(const std::vector<safetensors::TensorSpec>& specs) {
-  uint64_t total = 0;
-  for (const safetensors::TensorSpec& spec : specs) {
-    const auto elements = static_cast<uint64_t>(checked_product(spec.shape, spec.name));
-    total = checked_add(total, dtype_byte_size(spec.dtype, elements), "output size");
-  }
-  return total;
-}
-
-void refuse_existing_file(const fs::path& dst, bool force) {
-  std::error_code ec;
-  if (!fs::exists(dst, ec)) return;
-  if (!force) {
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("{}: already exists (use --force to replace it)", dst.string()));
-  }
-  if (!fs::is_regular_file(dst, ec)) {
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: exists and is not a file", dst.string()));
-  }
-}
-
-void convert(const ConvertOptions& options) {
-  const std::optional<DType> target = parse_target_dtype(options.dtype);
-  const uint64_t max_shard_size = parse_byte_size(options.max_shard_size);
-  const fs::path dst(options.dst);
-  const bool single_file = writes_single_file(dst);
-  if (single_file && options.max_shard_size_given) {
-    throw Error(ErrorCode::kParse, "--max-shard-size: the destination is a single .safetensors file");
-  }
-
-  const ModelFiles model = open_model_files(options.src);
-  if (model.format == ModelFormat::kPeft) {
-    throw Error(ErrorCode::kUnsupported,
-                fmt::format("{}: converting PEFT adapter folders is not supported", options.src));
-  }
-  const TensorCatalog& catalog = model.catalog;
-  const std::vector<safetensors::TensorSpec> specs = output_specs(catalog, target);
-  const safetensors::Metadata metadata = output_metadata(catalog);
-
-  Progress progress("converting", output_bytes(specs));
-  const TensorProducer produce = [&](const safetensors::TensorInfo& out, const ByteSink& sink) {
-    const TensorCatalog::Entry* entry = catalog.find(out.name);
-    stream_tensor(catalog.file_of(*entry), *entry->info, out.dtype, [&](std::span<const std::byte> bytes) {
-      sink(bytes);
-      progress.advance(bytes.size());
-    });
-  };
-
-  size_t files = 1;
-  if (single_file) {
-    refuse_existing_file(dst, options.force);
-    write_produced_file(dst, safetensors::FileLayout::plan(specs, metadata), produce);
+  LayoutFlags mesh_flags;
+  mesh_flags.mesh = flags.mesh;
+  mesh_flags.devices = flags.devices;
+  Mesh mesh = sharding_from_flags(mesh_flags).mesh();
+  JobFlags job;
+  job.num_devices = flags.num_devices;
+  Topology topology = topology_from_flags(job, {&mesh}, processes);
+  CheckpointLayout layout{std::move(mesh), std::move(topology), {}, std::nullopt};
+  if (!flags.best_effort.empty()) {
+    if (!layout.mesh.axis_index(flags.best_effort)) {
+      usage(fmt::format("--best-effort {}: the mesh has no such axis", flags.best_effort));
+    }
+    layout.best_effort_axis = flags.best_effort;
   } else {
-    const HfFolderPlan plan = HfFolderPlan::plan(specs, max_shard_size, metadata);
-    write_hf_folder(dst, plan, produce, options.force);
-    files = plan.files().size();
+    const std::string text = read_rules_file(flags.rules);
+    layout.rules = parse_layout_rules(text, flags.rules);
   }
-  progress.finish();
-  std::cout << fmt::format("wrote {}: {} ({} file{}, {} tensors, {} bytes of tensor data)\n", dst.string(),
-                           single_file ? "safetensors file" : "Hugging Face folder", files, files == 1 ? "" : "s",
-                           specs.size(), output_bytes(specs));
+  return layout;
 }
+
+// --mesh makes a checkpoint; else a DST named *.safetensors (and not an
+// existing folder) is one file; anything else is a Hugging Face folder.
+ConvertOutput output_kind(const ConvertFlags& flags) {
+  if (!flags.mesh.empty()) return ConvertOutput::kCheckpoint;
+  std::error_code ec;
+  const fs::path dst(flags.dst);
+  if (dst.extension() == ".safetensors" && !fs::is_directory(dst, ec)) return ConvertOutput::kSafetensorsFile;
+  return ConvertOutput::kHfFolder;
+}
+
+std::string_view output_name(ConvertOutput output) {
+  switch (output) {
+    case ConvertOutput::kSafetensorsFile: return "safetensors file";
+    case ConvertOutput::kHfFolder: return "Hugging Face folder";
+    case ConvertOutput::kCheckpoint: return "checkpoint";
+  }
+  return "output";
+}
+
+void convert(const ConvertFlags& flags) {
+  ConvertOptions options;
+  options.output = output_kind(flags);
+  options.dtype = parse_target_dtype(flags.dtype);
+  options.max_shard_size = parse_byte_size(flags.max_shard_size);
+  options.replace = flags.force;
+  if (options.output != ConvertOutput::kHfFolder && flags.max_shard_size_given) {
+    usage(fmt::format("--max-shard-size: the destination is a {}", output_name(options.output)));
+  }
+  if (options.output != ConvertOutput::kCheckpoint && (!flags.rules.empty() || !flags.best_effort.empty())) {
+    usage("--rules and --best-effort lay out a checkpoint: give --mesh too");
+  }
+  if (options.output != ConvertOutput::kCheckpoint && (!flags.devices.empty() || !flags.num_devices.empty())) {
+    usage("--devices and --num-devices describe a checkpoint's mesh: give --mesh too");
+  }
+  const JobWorld world = job_world();
+  if (options.output == ConvertOutput::kCheckpoint) options.layout = layout_from_flags(flags, world.size);
+  Transport& transport = job_transport();
+  std::optional<Progress> progress;
+  if (world.rank == 0 && world.size == 1) {
+    progress.emplace("converting", 0);
+    options.progress = [&progress](uint64_t bytes) { progress->advance(bytes); };
+  }
+  const ConvertResult result = convert_model(flags.src, flags.dst, options, transport);
+  if (progress) progress->finish();
+  if (world.rank != 0) return;
+  std::cout << fmt::format("wrote {}: {} ({} file{}, {} tensors, {} bytes of tensor data)\n", flags.dst,
+                           output_name(options.output), result.files, result.files == 1 ? "" : "s", result.tensors,
+                           result.bytes);
+}
+
+constexpr const char* kHelp =
+    "Convert between a .safetensors file, a Hugging Face model folder and a reshard checkpoint.\n"
+    "A DST ending in .safetensors is written as one file; with --mesh, DST is a checkpoint folder; any\n"
+    "other DST is a folder split as transformers' save_pretrained splits (model-0000i-of-0000N.safetensors\n"
+    "and model.safetensors.index.json, or one model.safetensors). A checkpoint SRC may be written as any\n"
+    "of them; CKPT -> CKPT2 with a new --mesh is the offline 'resume on another cluster' step. The output\n"
+    "appears only when complete; an existing DST is refused unless --force. Under mpirun the processes\n"
+    "share the reading and the writing (each reads only what it writes, or its devices need) and one commits.\n"
+    "A rules file maps tensor names to specs, one rule per line, the first match winning and tensors that\n"
+    "match none replicated:\n"
+    "    # PATTERN (shell glob)    SPEC (as --spec; _ for replicated)\n"
+    "    *.embed_tokens.weight     model,None\n"
+    "    *.q_proj.weight           None,model\n"
+    "    *.norm.weight             _\n"
+    "Examples:\n"
+    "  reshard convert model.safetensors llama-hf/ --max-shard-size 2GB\n"
+    "  reshard convert llama-hf/ llama-bf16.safetensors --dtype bf16\n"
+    "  mpirun -np 4 reshard convert llama-hf/ ckpt/ --mesh data=2,model=4 --rules rules.txt\n"
+    "  reshard convert ckpt/ ckpt-8/ --mesh model=8 --best-effort model\n"
+    "  reshard convert ckpt/ model.safetensors";
 
 }  // namespace
 
 void add_convert_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand(
-      "convert",
-      "Convert between a .safetensors file and a Hugging Face model folder (either way, or file to file,\n"
-      "folder to folder). A DST ending in .safetensors is written as one file; any other DST is a folder\n"
-      "split as transformers' save_pretrained splits (files model-0000i-of-0000N.safetensors and\n"
-      "model.safetensors.index.json, or one model.safetensors when everything fits). Tensors are split in\n"
-      "source order: file by file, and within a file in the order of their bytes. The output appears\n"
-      "only when complete; an existing DST is refused unless --force.\n"
-      "Examples:\n"
-      "  reshard convert model.safetensors llama-hf/ --max-shard-size 2GB\n"
-      "  reshard convert llama-hf/ llama-bf16.safetensors --dtype bf16");
-  auto options = std::make_shared<ConvertOptions>();
-  cmd->add_option("SRC", options->src, "A .safetensors file or a Hugging Face model folder")->required();
-  cmd->add_option("DST", options->dst, "A .safetensors file or a folder to create")->required();
-  auto* max_shard = cmd->add_option("--max-shard-size", options->max_shard_size,
+  auto* cmd = app.add_subcommand("convert", kHelp);
+  auto flags = std::make_shared<ConvertFlags>();
+  cmd->add_option("SRC", flags->src, "A .safetensors file, a Hugging Face model folder or a checkpoint")->required();
+  cmd->add_option("DST", flags->dst, "A .safetensors file, a folder, or (with --mesh) a checkpoint to create")->required();
+  auto* max_shard = cmd->add_option("--max-shard-size", flags->max_shard_size,
                                     "Largest file of a folder (5GB, 500MB, 1.5GiB or bytes); a larger tensor "
                                     "gets a file of its own")
                         ->capture_default_str();
-  cmd->add_option("--dtype", options->dtype,
+  cmd->add_option("--dtype", flags->dtype,
                   "Cast F32/F16/BF16 tensors to f32, f16 or bf16 (round to nearest even); integer, bool and "
                   "other tensors are copied unchanged");
-  cmd->add_flag("--force", options->force,
-                "Replace an existing DST: a file is replaced whole; in a folder, only the weight files "
-                "(model*.safetensors and the index) are replaced, other files stay");
-  cmd->callback([options, max_shard] {
-    options->max_shard_size_given = max_shard->count() > 0;
-    convert(*options);
+  cmd->add_flag("--force", flags->force,
+                "Replace an existing DST: a file whole; in a folder only the weight files (model*.safetensors and "
+                "the index); a checkpoint at the final rename");
+  cmd->add_option("--mesh", flags->mesh, "Write a checkpoint laid out on this mesh, e.g. data=2,model=4");
+  cmd->add_option("--devices", flags->devices, "The checkpoint mesh's devices in row-major order (default 0..n-1)");
+  cmd->add_option("--num-devices", flags->num_devices,
+                  "Devices of the job (default: the largest id used, plus one); device d belongs to process "
+                  "floor(d / (T / P))");
+  cmd->add_option("--rules", flags->rules, "A rules file: tensor-name patterns to specs (see above)");
+  cmd->add_option("--best-effort", flags->best_effort,
+                  "Shard each tensor's last dimension divisible by this axis's size over it; replicate the rest");
+  cmd->callback([flags, max_shard] {
+    flags->max_shard_size_given = max_shard->count() > 0;
+    convert(*flags);
   });
 }
 

@@ -13,6 +13,8 @@
 #include "reshard/cli/commands.h"
 #include "reshard/cli/progress.h"
 #include "reshard/cli/sha256.h"
+#include "reshard/formats/checkpoint_reader.h"
+#include "reshard/formats/checksum.h"
 #include "reshard/formats/model_files.h"
 #include "reshard/formats/tensor_stream.h"
 
@@ -97,18 +99,101 @@ void print_text(const ModelFiles& model, const InspectOptions& options) {
   std::cout << out;
 }
 
+// ---- checkpoints ----
+
+std::vector<const checkpoint::TensorEntry*> sorted_by_name(const checkpoint::Manifest& manifest) {
+  std::vector<const checkpoint::TensorEntry*> tensors;
+  for (const checkpoint::TensorEntry& tensor : manifest.tensors) tensors.push_back(&tensor);
+  std::sort(tensors.begin(), tensors.end(), [](const auto* a, const auto* b) { return a->name < b->name; });
+  return tensors;
+}
+
+std::string tensor_sha256(const checkpoint::Reader& reader, const checkpoint::TensorEntry& tensor) {
+  const Box whole = Box::whole(tensor.shape);
+  std::vector<std::byte> bytes(static_cast<size_t>(checkpoint::dense_bytes(tensor.dtype, tensor.shape)));
+  reader.read_box(tensor, whole, bytes);
+  Sha256 sha;
+  sha.update(bytes);
+  return sha.hex_digest();
+}
+
+nlohmann::ordered_json box_json(const Box& box) {
+  nlohmann::ordered_json intervals = nlohmann::ordered_json::array();
+  for (size_t d = 0; d < box.rank(); ++d) intervals.push_back({box.interval(d).begin, box.interval(d).end});
+  return intervals;
+}
+
+void print_checkpoint_json(const checkpoint::Reader& reader, const InspectOptions& options) {
+  nlohmann::ordered_json tensors = nlohmann::ordered_json::array();
+  for (const checkpoint::TensorEntry* tensor : sorted_by_name(reader.manifest())) {
+    nlohmann::ordered_json chunks = nlohmann::ordered_json::array();
+    for (const checkpoint::Chunk& chunk : tensor->chunks) {
+      chunks.push_back({{"box", box_json(chunk.box)}, {"file", chunk.file}, {"offset", chunk.offset},
+                        {"length", chunk.length}, {"xxh64", checksum_hex(chunk.xxh64)}});
+    }
+    nlohmann::ordered_json entry = {{"name", tensor->name},
+                                    {"dtype", dtype_name(tensor->dtype)},
+                                    {"shape", tensor->shape},
+                                    {"bytes", checkpoint::dense_bytes(tensor->dtype, tensor->shape)},
+                                    {"layout", tensor->layout},
+                                    {"metadata", metadata_json(tensor->metadata)},
+                                    {"chunks", std::move(chunks)}};
+    if (options.hash) entry["sha256"] = tensor_sha256(reader, *tensor);
+    tensors.push_back(std::move(entry));
+  }
+  const nlohmann::ordered_json out = {{"format", "checkpoint"},
+                                      {"metadata", metadata_json(reader.manifest().metadata)},
+                                      {"tensors", std::move(tensors)}};
+  std::cout << out.dump(2) << "\n";
+}
+
+void print_checkpoint_text(const checkpoint::Reader& reader, const InspectOptions& options) {
+  const checkpoint::Manifest& manifest = reader.manifest();
+  std::string out;
+  uint64_t elements = 0;
+  for (const checkpoint::TensorEntry* tensor : sorted_by_name(manifest)) {
+    const uint64_t bytes = checkpoint::dense_bytes(tensor->dtype, tensor->shape);
+    elements += bytes / static_cast<uint64_t>(dtype_bits(tensor->dtype) / 8);
+    out += fmt::format("{}  {}  [{}]  {} bytes  {} chunk{}  saved as {}{}\n", tensor->name, dtype_name(tensor->dtype),
+                       fmt::join(tensor->shape, ", "), bytes, tensor->chunks.size(), tensor->chunks.size() == 1 ? "" : "s",
+                       tensor->layout.empty() ? "(unknown layout)" : tensor->layout,
+                       options.hash ? "  sha256 " + tensor_sha256(reader, *tensor) : "");
+    for (size_t c = 0; c < tensor->chunks.size(); ++c) {
+      const checkpoint::Chunk& chunk = tensor->chunks[c];
+      out += fmt::format("    chunk {}  {}  {} @{} +{}  xxh64 {}\n", c, chunk.box.to_string(), chunk.file, chunk.offset,
+                         chunk.length, checksum_hex(chunk.xxh64));
+    }
+  }
+  out += fmt::format("{}: {} tensors, {} parameters, {} bytes ({}) in {} data file{}; format checkpoint (version {}); "
+                     "metadata {}\n",
+                     reader.folder().string(), manifest.tensors.size(), elements, manifest.total_bytes(),
+                     human_bytes(manifest.total_bytes()), manifest.files.size(), manifest.files.size() == 1 ? "" : "s",
+                     checkpoint::kFormatVersion, metadata_text(manifest.metadata));
+  std::cout << out;
+}
+
 }  // namespace
 
 void add_inspect_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "inspect",
-      "List the tensors of a .safetensors file, a Hugging Face model folder or a PEFT adapter folder.\n"
+      "List the tensors of a .safetensors file, a Hugging Face model folder, a PEFT adapter folder or a\n"
+      "reshard checkpoint (with each tensor's stored chunks and the layout it was saved from).\n"
       "Examples:\n  reshard inspect model.safetensors\n  reshard inspect llama-7b/ --json --hash");
   auto options = std::make_shared<InspectOptions>();
-  cmd->add_option("PATH", options->path, "A .safetensors file or a model / adapter folder")->required();
+  cmd->add_option("PATH", options->path, "A .safetensors file, a model / adapter folder or a checkpoint")->required();
   cmd->add_flag("--json", options->json, "Print one JSON document on stdout: format, metadata, tensors by name");
   cmd->add_flag("--hash", options->hash, "Add each tensor's sha256 (reads every byte)");
   cmd->callback([options] {
+    if (checkpoint::is_checkpoint(options->path)) {
+      const checkpoint::Reader reader = checkpoint::Reader::open(options->path);
+      if (options->json) {
+        print_checkpoint_json(reader, *options);
+      } else {
+        print_checkpoint_text(reader, *options);
+      }
+      return;
+    }
     const ModelFiles model = open_model_files(options->path);
     if (options->json) {
       print_json(model, *options);

@@ -2,12 +2,14 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "reshard/cli/commands.h"
 #include "reshard/cli/progress.h"
+#include "reshard/formats/checkpoint_reader.h"
 #include "reshard/formats/model_files.h"
 #include "reshard/formats/tensor_stream.h"
 #include "reshard/layout/error.h"
@@ -41,20 +43,60 @@ void warn_on_index_totals(const ModelFiles& model) {
   }
 }
 
+// The reference reader accepts a header that names a tensor twice and keeps
+// the last entry; so does reshard, but a file like that is worth pointing out.
+void warn_on_repeated_names(const TensorCatalog& catalog) {
+  for (size_t f = 0; f < catalog.files().size(); ++f) {
+    for (const std::string& name : catalog.files()[f].header().repeated_names()) {
+      std::cerr << fmt::format("warning: {}: the header repeats tensor '{}' (its last entry is used, as the "
+                               "reference reader does)\n",
+                               catalog.file_name(f), name);
+    }
+  }
+}
+
+// Every chunk read back and checked against its checksum; the first damage
+// found names the file, the tensor and the chunk.
+void verify_checkpoint(const std::string& path) {
+  const checkpoint::Reader reader = checkpoint::Reader::open(path);
+  const checkpoint::Manifest& manifest = reader.manifest();
+  Progress progress("verifying", manifest.total_bytes());
+  std::vector<std::byte> bytes;
+  uint64_t elements = 0;
+  for (const checkpoint::TensorEntry& tensor : manifest.tensors) {
+    for (size_t c = 0; c < tensor.chunks.size(); ++c) {
+      bytes.resize(static_cast<size_t>(tensor.chunks[c].length));
+      reader.read_chunk(tensor, c, bytes);
+      progress.advance(bytes.size());
+    }
+    elements += checkpoint::dense_bytes(tensor.dtype, tensor.shape) / static_cast<uint64_t>(dtype_bits(tensor.dtype) / 8);
+  }
+  progress.finish();
+  std::cout << fmt::format("ok: {}: checkpoint ({} data file{}, {} tensors, {} parameters, {} bytes of tensor data)\n",
+                           path, manifest.files.size(), manifest.files.size() == 1 ? "" : "s", manifest.tensors.size(),
+                           elements, manifest.total_bytes());
+}
+
 }  // namespace
 
 void add_verify_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "verify",
-      "Check a .safetensors file or a model / adapter folder completely: every header rule, the index,\n"
+      "Check a .safetensors file, a model / adapter folder or a reshard checkpoint completely: every header\n"
+      "rule, the index or manifest, checksums where the format has them,\n"
       "and every tensor's bytes read back. Exit 0 with a summary, or 1 naming the file and tensor at fault.\n"
       "Example:\n  reshard verify llama-7b/");
   auto path = std::make_shared<std::string>();
-  cmd->add_option("PATH", *path, "A .safetensors file or a model / adapter folder")->required();
+  cmd->add_option("PATH", *path, "A .safetensors file, a model / adapter folder or a checkpoint")->required();
   cmd->callback([path] {
+    if (checkpoint::is_checkpoint(*path)) {
+      verify_checkpoint(*path);
+      return;
+    }
     const ModelFiles model = open_model_files(*path, safetensors::ReadMode::kPread);
     read_every_tensor(model.catalog);
     warn_on_index_totals(model);
+    warn_on_repeated_names(model.catalog);
     const TensorCatalog& catalog = model.catalog;
     std::cout << fmt::format("ok: {}: {} ({} file{}, {} tensors, {} parameters, {} bytes of tensor data)\n",
                              model.path.string(), model_format_name(model.format), catalog.files().size(),

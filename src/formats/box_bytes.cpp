@@ -37,7 +37,7 @@ uint64_t box_byte_size(DType dtype, const Box& box) {
 
 void for_each_byte_run(const TensorInfo& tensor, const Box& box,
                        const std::function<void(const ByteRun&)>& visit) {
-  const Box whole = Box::whole(tensor.shape);
+  const Box whole = Box::whole(layout_shape(tensor.shape, tensor.name));
   if (!whole.contains(box)) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("tensor {}: box {} is not inside its shape {}", json_quoted(tensor.name),

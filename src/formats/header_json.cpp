@@ -461,7 +461,7 @@ class Parser {
     fail(fmt::format("unknown dtype {}", json_quoted(name)));
   }
 
-  void read_shape(Shape& shape) {
+  void read_shape(Dims& shape) {
     if (!consume('[')) fail("shape must be a list of non-negative integers");
     enter(3);
     skip_space();
@@ -469,8 +469,7 @@ class Parser {
     do {
       skip_space();
       const uint64_t dim = read_unsigned("a shape entry");
-      shape.push_back(dim > static_cast<uint64_t>(INT64_MAX) ? kHugeDimension
-                                                             : static_cast<int64_t>(dim));
+      shape.push_back(dim);
       skip_space();
     } while (consume(','));
     expect(']', "',' or ']' in the shape");

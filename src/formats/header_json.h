@@ -12,9 +12,6 @@
 
 namespace reshard::safetensors::detail {
 
-// A dimension too large for int64: the overflow check (rule 7) reports it.
-inline constexpr int64_t kHugeDimension = -1;
-
 // Containers nested this deep are refused, as serde_json's recursion limit does.
 inline constexpr int kMaxJsonDepth = 128;
 

@@ -12,11 +12,11 @@ namespace reshard {
 namespace {
 
 uint64_t spec_bytes(const safetensors::TensorSpec& spec) {
-  return dtype_byte_size(spec.dtype, static_cast<uint64_t>(checked_product(spec.shape, spec.name)));
+  return dtype_byte_size(spec.dtype, safetensors::element_count(spec.shape, spec.name));
 }
 
 uint64_t spec_elements(const safetensors::TensorSpec& spec) {
-  return static_cast<uint64_t>(checked_product(spec.shape, spec.name));
+  return safetensors::element_count(spec.shape, spec.name);
 }
 
 }  // namespace

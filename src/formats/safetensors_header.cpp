@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstring>
 #include <functional>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -37,12 +38,11 @@ bool before(const TensorInfo& a, const TensorInfo& b) {
 }
 
 // Rule 7: elements and bits, folded in shape order with overflow checks as the
-// reference does. A dimension past int64 cannot be represented: reported here too.
+// reference does (so [0, 2^64-1] is zero elements, not an overflow).
 uint64_t checked_bits(const TensorInfo& tensor, std::string_view file) {
   uint64_t elements = 1;
-  for (int64_t dim : tensor.shape) {
-    if (dim == detail::kHugeDimension ||
-        __builtin_mul_overflow(elements, static_cast<uint64_t>(dim), &elements)) {
+  for (uint64_t dim : tensor.shape) {
+    if (__builtin_mul_overflow(elements, dim, &elements)) {
       fail_tensor(ErrorCode::kValidationOverflow, file, tensor,
                   fmt::format("validation overflow: element count of shape [{}] overflows",
                               fmt::join(tensor.shape, ", ")));
@@ -66,8 +66,8 @@ uint64_t check_tensor(const TensorInfo& tensor, uint64_t expected_begin, std::st
   }
   const uint64_t bits = checked_bits(tensor, file);
   if (bits % 8 != 0) {
-    fail_tensor(ErrorCode::kInvalidTensorInfo, file, tensor,
-                fmt::format("invalid tensor info: {} bits of {} do not fill whole bytes", bits,
+    fail_tensor(ErrorCode::kMisalignedSlice, file, tensor,
+                fmt::format("misaligned slice: {} bits of {} do not fill whole bytes", bits,
                             dtype_name(tensor.dtype)));
   }
   if (tensor.end - tensor.begin != bits / 8) {
@@ -80,9 +80,74 @@ uint64_t check_tensor(const TensorInfo& tensor, uint64_t expected_begin, std::st
   return tensor.end;
 }
 
+// The reference reads the header into a map, so of a repeated name only the
+// last entry (in JSON order) survives. Returns the names that repeat, first
+// repeat first; leaves `tensors` untouched when none does.
+std::vector<std::string> keep_last_of_each_name(std::vector<TensorInfo>& tensors) {
+  std::unordered_map<std::string_view, size_t> last;
+  last.reserve(tensors.size());
+  bool repeats = false;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const auto [it, inserted] = last.try_emplace(tensors[i].name, i);
+    if (!inserted) {
+      it->second = i;
+      repeats = true;
+    }
+  }
+  if (!repeats) return {};
+  // The map's keys view the names: decide everything before moving any.
+  std::vector<std::string> repeated;
+  std::vector<bool> kept(tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    kept[i] = last.at(tensors[i].name) == i;
+    if (!kept[i] && std::find(repeated.begin(), repeated.end(), tensors[i].name) == repeated.end()) {
+      repeated.push_back(tensors[i].name);
+    }
+  }
+  std::vector<TensorInfo> unique;
+  unique.reserve(last.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (kept[i]) unique.push_back(std::move(tensors[i]));
+  }
+  tensors = std::move(unique);
+  return repeated;
+}
+
 }  // namespace
 
-int64_t TensorInfo::elements() const { return checked_product(shape, "tensor element count"); }
+uint64_t element_count(const Dims& dims, std::string_view what) {
+  uint64_t elements = 1;
+  for (uint64_t dim : dims) elements = checked_mul(elements, dim, what);
+  return elements;
+}
+
+Shape layout_shape(const Dims& dims, std::string_view tensor) {
+  Shape shape;
+  shape.reserve(dims.size());
+  for (uint64_t dim : dims) {
+    if (dim > static_cast<uint64_t>(INT64_MAX)) {
+      throw Error(ErrorCode::kUnsupported,
+                  fmt::format("tensor {}: dimension {} does not fit a signed 64-bit layout",
+                              json_quoted(tensor), dim));
+    }
+    shape.push_back(static_cast<int64_t>(dim));
+  }
+  return shape;
+}
+
+Dims dims_of(const Shape& shape) {
+  Dims dims;
+  dims.reserve(shape.size());
+  for (int64_t extent : shape) {
+    if (extent < 0) {
+      throw Error(ErrorCode::kInvalidArgument, fmt::format("negative dimension {}", extent));
+    }
+    dims.push_back(static_cast<uint64_t>(extent));
+  }
+  return dims;
+}
+
+uint64_t TensorInfo::elements() const { return element_count(shape, "tensor element count"); }
 
 Header::Header(uint64_t json_bytes, std::optional<Metadata> metadata,
                std::vector<TensorInfo> tensors)
@@ -163,12 +228,14 @@ Header parse_header_json(std::span<const std::byte> json, uint64_t file_size,
                      static_cast<unsigned char>(text[*bad]), *bad));
   }
   detail::ParsedEntries entries = detail::parse_header_entries(text, file);
+  std::vector<std::string> repeated = keep_last_of_each_name(entries.tensors);
   if (!std::is_sorted(entries.tensors.begin(), entries.tensors.end(), before)) {
     std::stable_sort(entries.tensors.begin(), entries.tensors.end(), before);
   }
   std::optional<Header> header;
   try {
     header.emplace(json.size(), std::move(entries.metadata), std::move(entries.tensors));
+    header->set_repeated_names(std::move(repeated));
   } catch (const Error& e) {
     throw e.with_context(file);
   }

@@ -19,15 +19,9 @@ bool reference_order(const TensorSpec& a, const TensorSpec& b) {
 }
 
 uint64_t tensor_bytes(const TensorSpec& spec) {
-  for (int64_t dim : spec.shape) {
-    if (dim < 0) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("tensor {}: negative dimension {}", json_quoted(spec.name), dim));
-    }
-  }
   try {
-    const int64_t elements = checked_product(spec.shape, "tensor element count");
-    return dtype_byte_size(spec.dtype, static_cast<uint64_t>(elements));
+    const uint64_t elements = element_count(spec.shape, "tensor element count");
+    return dtype_byte_size(spec.dtype, elements);
   } catch (const Error& e) {
     throw e.with_context(fmt::format("tensor {}", json_quoted(spec.name)));
   }
@@ -42,7 +36,7 @@ void append_entry(std::string& out, const TensorInfo& tensor) {
   out += "\",\"shape\":[";
   for (size_t d = 0; d < tensor.shape.size(); ++d) {
     if (d > 0) out.push_back(',');
-    append_unsigned(out, static_cast<uint64_t>(tensor.shape[d]));
+    append_unsigned(out, tensor.shape[d]);
   }
   out += "],\"data_offsets\":[";
   append_unsigned(out, tensor.begin);

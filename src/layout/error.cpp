@@ -34,6 +34,9 @@ std::string_view error_code_name(ErrorCode code) {
     case ErrorCode::kMissingTensor: return "missing_tensor";
     case ErrorCode::kInvalidIndex: return "invalid_index";
     case ErrorCode::kUnsupported: return "unsupported";
+    case ErrorCode::kMisalignedSlice: return "misaligned_slice";
+    case ErrorCode::kInvalidManifest: return "invalid_manifest";
+    case ErrorCode::kChecksumMismatch: return "checksum_mismatch";
   }
   return "unknown";
 }

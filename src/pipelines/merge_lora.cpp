@@ -27,6 +27,9 @@ namespace {
 namespace fs = std::filesystem;
 using safetensors::TensorInfo;
 
+// A tensor's shape as the layout layer counts it (dimensions past 2^63 refused, naming it).
+Shape shape_of(const TensorInfo& info) { return safetensors::layout_shape(info.shape, info.name); }
+
 constexpr uint64_t kMaxConfigBytes = 10'000'000;
 
 std::string read_small_file(const fs::path& path) {
@@ -73,16 +76,18 @@ std::map<std::string, Module> plan_modules(const TensorCatalog& base, const Tens
       }
     }
     const ModuleLora lora = module_lora(config, module.name);
-    if (module.a->info->shape.empty() || module.a->info->shape[0] != lora.r) {
+    const Shape a_shape = shape_of(*module.a->info);
+    const Shape b_shape = shape_of(*module.b->info);
+    if (a_shape.empty() || a_shape[0] != lora.r) {
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("module '{}': the config gives rank {}, but '{}' has shape [{}]", module.name, lora.r,
-                              module.a->info->name, fmt::join(module.a->info->shape, ", ")));
+                              module.a->info->name, fmt::join(a_shape, ", ")));
     }
     module.scaling = lora.scaling;
     const TensorInfo& w = *base.find(weight)->info;
-    const LoraFactor a{module.a->info->dtype, module.a->info->shape, nullptr};
-    const LoraFactor b{module.b->info->dtype, module.b->info->shape, nullptr};
-    check_lora_shapes({a, b, lora.scaling, config.fan_in_fan_out}, w.shape, w.dtype, module.name);
+    const LoraFactor a{module.a->info->dtype, a_shape, nullptr};
+    const LoraFactor b{module.b->info->dtype, b_shape, nullptr};
+    check_lora_shapes({a, b, lora.scaling, config.fan_in_fan_out}, shape_of(w), w.dtype, module.name);
   }
   return modules;
 }
@@ -98,11 +103,12 @@ void produce_merged(const TensorCatalog& base, const TensorCatalog::Entry& w, co
                     const Module& module, bool fan_in_fan_out, DType out_dtype, size_t chunk_bytes,
                     const ByteSink& sink) {
   const std::vector<std::byte> a_bytes = read_whole(adapter, *module.a), b_bytes = read_whole(adapter, *module.b);
-  const LoraDelta delta{LoraFactor::in_memory(module.a->info->dtype, module.a->info->shape, a_bytes),
-                        LoraFactor::in_memory(module.b->info->dtype, module.b->info->shape, b_bytes),
+  const LoraDelta delta{LoraFactor::in_memory(module.a->info->dtype, shape_of(*module.a->info), a_bytes),
+                        LoraFactor::in_memory(module.b->info->dtype, shape_of(*module.b->info), b_bytes),
                         module.scaling, fan_in_fan_out};
   const TensorInfo& info = *w.info;
-  const int64_t rows = info.shape[0], cols = info.shape[1];
+  const Shape w_shape = shape_of(info);
+  const int64_t rows = w_shape[0], cols = w_shape[1];
   const auto w_row = static_cast<size_t>(cols) * static_cast<size_t>(dtype_bits(info.dtype) / 8);
   const auto out_row = static_cast<size_t>(cols) * static_cast<size_t>(dtype_bits(out_dtype) / 8);
   const auto block = static_cast<int64_t>(std::max<size_t>(1, chunk_bytes / std::max<size_t>({w_row, out_row, 1})));

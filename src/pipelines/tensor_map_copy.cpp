@@ -122,7 +122,7 @@ StridedCopy OutputPiece::copy_from(const Box& held, DType src_dtype, DType dst_d
 }
 
 std::vector<OutputPiece> output_box_pieces(const ResolvedTensor& tensor, const Box& out_box) {
-  if (!Box::whole(tensor.out.shape).contains(out_box) || out_box.rank() != tensor.out.shape.size()) {
+  if (!Box::whole(safetensors::layout_shape(tensor.out)).contains(out_box) || out_box.rank() != tensor.out.shape.size()) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("tensor '{}': box {} is not inside the tensor", tensor.out.name, out_box.to_string()));
   }
@@ -145,12 +145,12 @@ void copy_output_box(const ResolvedMap& map, const ResolvedTensor& tensor, const
     const safetensors::TensorSpec& source = map.sources.at(piece.source);
     const std::span<const std::byte> bytes = sources(piece.source);
     const uint64_t source_bytes =
-        dtype_byte_size(source.dtype, static_cast<uint64_t>(checked_product(source.shape, source.name)));
+        dtype_byte_size(source.dtype, safetensors::element_count(source.shape, source.name));
     if (bytes.size() != source_bytes) {
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("source tensor '{}': {} bytes, expected {}", source.name, bytes.size(), source_bytes));
     }
-    run_strided_copy(piece.copy_from(Box::whole(source.shape), source.dtype, tensor.out.dtype), bytes.data(),
+    run_strided_copy(piece.copy_from(Box::whole(safetensors::layout_shape(source)), source.dtype, tensor.out.dtype), bytes.data(),
                      out.data());
   }
 }

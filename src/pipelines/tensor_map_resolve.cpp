@@ -62,6 +62,7 @@ AxisSizes axis_sizes(const CompiledRule& rule, const TensorSpec& source, int64_t
     throw Error(ErrorCode::kRank, fmt::format("{}: has {} dimensions, the rule's 'from' side names {}", where,
                                               source.shape.size(), r.from_axes.size()));
   }
+  const Shape source_shape = safetensors::layout_shape(source);
   AxisSizes sizes;
   for (size_t dim = 0; dim < r.from_axes.size(); ++dim) {
     const auto& group = r.from_axes[dim];
@@ -81,7 +82,7 @@ AxisSizes axis_sizes(const CompiledRule& rule, const TensorSpec& source, int64_t
         sizes[axis] = it->second;
       }
     }
-    const int64_t extent = source.shape[dim];
+    const int64_t extent = source_shape[dim];
     if (unknown) {
       if (extent % known != 0) {
         throw Error(ErrorCode::kIndivisible,
@@ -161,7 +162,7 @@ DType output_dtype(const CompiledRule& rule, DType source, const ResolveOptions&
 ResolvedTensor make_output(const CompiledRule& rule, const TensorSpec& source, std::string name, Shape shape,
                            const ResolveOptions& options) {
   ResolvedTensor tensor;
-  tensor.out = {std::move(name), output_dtype(rule, source.dtype, options), std::move(shape)};
+  tensor.out = {std::move(name), output_dtype(rule, source.dtype, options), safetensors::dims_of(shape)};
   tensor.source_dtype = source.dtype;
   tensor.rule = rule.rule->index;
   return tensor;
@@ -174,16 +175,17 @@ void resolve_each(const CompiledRule& rule, std::span<const TensorSpec> sources,
   const TensorMapRule& r = *rule.rule;
   for (const Match& match : matches) {
     const TensorSpec& source = sources[match.source];
+    const Shape source_shape = safetensors::layout_shape(source);
     if (!r.rearranged) {
-      ResolvedTensor tensor = make_output(rule, source, fill_name(rule.to, match.captures), source.shape, options);
-      tensor.regions.push_back({match.source, Box::whole(source.shape), std::vector<int64_t>(source.shape.size(), 0),
-                                fine_axes(r, {}, source.shape)});
+      ResolvedTensor tensor = make_output(rule, source, fill_name(rule.to, match.captures), source_shape, options);
+      tensor.regions.push_back({match.source, Box::whole(source_shape), std::vector<int64_t>(source_shape.size(), 0),
+                                fine_axes(r, {}, source_shape)});
       pending.push_back({match.source, 0, std::move(tensor)});
       continue;
     }
     const AxisSizes sizes = axis_sizes(rule, source, 0);
     const Shape shape = shape_of(r.to_axes, sizes);
-    const std::vector<FineAxis> axes = fine_axes(r, sizes, source.shape);
+    const std::vector<FineAxis> axes = fine_axes(r, sizes, source_shape);
     const int64_t count = rule.unstack ? sizes.at(*rule.unstack) : 1;
     const size_t unstack_dim = rule.unstack ? place(r.from_axes, sizes).at(*rule.unstack).dim : 0;
     for (int64_t index = 0; index < count; ++index) {
@@ -237,7 +239,7 @@ void resolve_stacks(const CompiledRule& rule, std::span<const TensorSpec> source
     const AxisSizes sizes = axis_sizes(rule, first, count);
     const Shape shape = shape_of(r.to_axes, sizes);
     const size_t stack_dim = place(r.to_axes, sizes).at(axis).dim;
-    const std::vector<FineAxis> axes = fine_axes(r, sizes, first.shape);
+    const std::vector<FineAxis> axes = fine_axes(r, sizes, safetensors::layout_shape(first));
     ResolvedTensor tensor = make_output(rule, first, fill_name(rule.to, captures), shape, options);
     size_t first_source = members.begin()->second;
     for (const auto& [index, source] : members) {

@@ -4,9 +4,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "cli/support/run_reshard.h"
 #include "reshard/formats/safetensors_reader.h"
@@ -45,8 +48,8 @@ std::vector<OwnedTensor> model_tensors(std::mt19937_64& rng) {
   };
   std::vector<OwnedTensor> tensors;
   for (const auto& spec : specs) {
-    int64_t elements = 1;
-    for (const int64_t d : spec.shape) elements *= d;
+    uint64_t elements = 1;
+    for (const uint64_t d : spec.shape) elements *= d;
     tensors.push_back({spec, random_bytes(rng, static_cast<size_t>(elements) * static_cast<size_t>(dtype_bits(spec.dtype)) / 8)});
   }
   return tensors;
@@ -92,13 +95,54 @@ TEST(ConvertCommand, FileToFolderToFileIsByteIdentical) {
   EXPECT_EQ(testing::read_bytes(dir / "back2.safetensors"), testing::read_bytes(dir / "src.safetensors"));
 }
 
+// A file rewritten as a file keeps its metadata exactly, absent included, as
+// the reference's serialization tests expect; folders get "format": "pt",
+// which transformers needs.
+TEST(ConvertCommand, ARewriteKeepsTheSourceMetadataExactly) {
+  TempFolder dir;
+  const std::vector<std::byte> bytes(12, std::byte{7});
+  const safetensors::TensorData tensor{{"w", DType::kF32, {3}}, bytes};
+  const std::vector<std::optional<safetensors::Metadata>> cases = {
+      std::nullopt, safetensors::Metadata{}, safetensors::Metadata{{"step", "7"}},
+      safetensors::Metadata{{"format", "np"}, {"x", "y"}}};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const fs::path src = dir / fmt::format("src{}.safetensors", i);
+    const fs::path out = dir / fmt::format("out{}.safetensors", i);
+    safetensors::write_file(src, std::span(&tensor, 1), cases[i]);
+    expect_ok(run_reshard({"convert", src.string(), out.string()}));
+    EXPECT_EQ(testing::read_bytes(out), testing::read_bytes(src)) << i;
+    const fs::path folder = dir / fmt::format("hf{}", i);
+    expect_ok(run_reshard({"convert", src.string(), folder.string()}));
+    const auto metadata = safetensors::File::open(folder / "model.safetensors").metadata();
+    ASSERT_TRUE(metadata.has_value());
+    const auto format = std::find_if(metadata->begin(), metadata->end(),
+                                     [](const auto& kv) { return kv.first == "format"; });
+    ASSERT_NE(format, metadata->end());
+    EXPECT_EQ(format->second, i == 3 ? "np" : "pt");
+  }
+}
+
+// The reference accepts zero-element tensors with dimensions past 2^63; a
+// rewrite keeps them, and inspect prints them as they are.
+TEST(ConvertCommand, HugeZeroElementDimensionsRoundTrip) {
+  TempFolder dir;
+  const safetensors::TensorData tensor{{"e", DType::kF32, {0, UINT64_MAX}}, {}};
+  safetensors::write_file(dir / "src.safetensors", std::span(&tensor, 1), std::nullopt);
+  expect_ok(run_reshard({"convert", (dir / "src.safetensors").string(), (dir / "out.safetensors").string()}));
+  EXPECT_EQ(testing::read_bytes(dir / "out.safetensors"), testing::read_bytes(dir / "src.safetensors"));
+  const auto inspect = run_reshard({"inspect", (dir / "src.safetensors").string(), "--json"});
+  EXPECT_EQ(inspect.exit_code, 0) << inspect.err;
+  EXPECT_NE(inspect.out.find("18446744073709551615"), std::string::npos) << inspect.out;
+  EXPECT_EQ(inspect.out.find("-1"), std::string::npos) << inspect.out;
+}
+
 TEST(ConvertCommand, SplitsAndIndexesAsTransformers) {
   TempFolder dir;
   // Same dtype, so source (data) order is by name: a b c d e of 30 30 50 100 20 bytes.
   std::vector<OwnedTensor> tensors;
   for (const auto& [name, size] : std::vector<std::pair<std::string, int64_t>>{
            {"a", 30}, {"b", 30}, {"c", 50}, {"d", 100}, {"e", 20}}) {
-    tensors.push_back({{name, DType::kU8, {size}}, std::vector<std::byte>(static_cast<size_t>(size))});
+    tensors.push_back({{name, DType::kU8, {static_cast<uint64_t>(size)}}, std::vector<std::byte>(static_cast<size_t>(size))});
   }
   write_tensors(dir / "src.safetensors", tensors);
   expect_ok(run_reshard({"convert", (dir / "src.safetensors").string(), (dir / "hf").string(),

@@ -57,7 +57,7 @@ Model write_model(const fs::path& base, const fs::path& adapter, int layers, int
     model.weights.push_back(random_floats(static_cast<size_t>(rows * cols), rng));
   }
   for (int i = 0; i < layers; ++i) {
-    data.push_back({{model.names[static_cast<size_t>(i)] + ".weight", DType::kF32, {rows, cols}},
+    data.push_back({{model.names[static_cast<size_t>(i)] + ".weight", DType::kF32, safetensors::dims_of({rows, cols})},
                     std::as_bytes(std::span(model.weights[static_cast<size_t>(i)]))});
   }
   safetensors::write_file(base / "model.safetensors", data);
@@ -68,8 +68,8 @@ Model write_model(const fs::path& base, const fs::path& adapter, int layers, int
     model.a.push_back(random_floats(static_cast<size_t>(r * cols), rng));
     model.b.push_back(random_floats(static_cast<size_t>(rows * r), rng));
     const std::string module = module_prefix + std::to_string(i) + ".mlp.up_proj";
-    specs.push_back({adapter_key(module, AdapterKey::Factor::kA), DType::kF32, {r, cols}});
-    specs.push_back({adapter_key(module, AdapterKey::Factor::kB), DType::kF32, {rows, r}});
+    specs.push_back({adapter_key(module, AdapterKey::Factor::kA), DType::kF32, safetensors::dims_of({r, cols})});
+    specs.push_back({adapter_key(module, AdapterKey::Factor::kB), DType::kF32, safetensors::dims_of({rows, r})});
   }
   LoraConfig config;
   config.r = r;
@@ -196,11 +196,11 @@ void write_large_model(const fs::path& base, const fs::path& adapter, int layers
   fs::create_directories(base);
   std::vector<safetensors::TensorSpec> weights, factors;
   for (int i = 0; i < layers; ++i) {
-    weights.push_back({fmt::format("model.layers.{}.mlp.up_proj.weight", i), DType::kF32, {rows, cols}});
+    weights.push_back({fmt::format("model.layers.{}.mlp.up_proj.weight", i), DType::kF32, safetensors::dims_of({rows, cols})});
     if (i % 2 != 0) continue;
     const std::string module = fmt::format("model.layers.{}.mlp.up_proj", i);
-    factors.push_back({adapter_key(module, AdapterKey::Factor::kA), DType::kF32, {r, cols}});
-    factors.push_back({adapter_key(module, AdapterKey::Factor::kB), DType::kF32, {rows, r}});
+    factors.push_back({adapter_key(module, AdapterKey::Factor::kA), DType::kF32, safetensors::dims_of({r, cols})});
+    factors.push_back({adapter_key(module, AdapterKey::Factor::kB), DType::kF32, safetensors::dims_of({rows, r})});
   }
   // Enough values for the largest of W, A and B.
   const std::vector<float> values = random_floats(static_cast<size_t>(std::max({rows * cols, r * cols, rows * r})), rng);

@@ -58,6 +58,20 @@ TEST(VerifyCommand, GoodFileAndFolderPassWithOneLine) {
   EXPECT_NE(file.out.find("1 file, 1 tensors"), std::string::npos) << file.out;
 }
 
+// The reference keeps the last entry of a repeated name; verify accepts the
+// file as the reference does and says that the header repeats the name.
+TEST(VerifyCommand, ARepeatedNameIsAcceptedWithAWarning) {
+  TempFolder dir;
+  testing::write_bytes(dir / "r.safetensors",
+                       crafted_file(R"({"t":{"dtype":"U8","shape":[9],"data_offsets":[0,9]},)"
+                                    R"("t":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}})",
+                                    2));
+  const auto result = run_reshard({"verify", (dir / "r.safetensors").string()});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.err.find("repeats tensor 't'"), std::string::npos) << result.err;
+  EXPECT_NE(result.out.find("1 tensors"), std::string::npos) << result.out;
+}
+
 TEST(VerifyCommand, TensorSizeNotMatchingItsOffsetsNamesFileAndTensor) {
   TempFolder dir;
   testing::write_bytes(dir / "bad.safetensors",

@@ -27,7 +27,7 @@ void write_f32_file(const std::filesystem::path& path, const std::vector<std::pa
   values.reserve(tensors.size());
   for (const auto& [name, n] : tensors) {
     values.emplace_back(static_cast<size_t>(n), fill);
-    data.push_back({{name, DType::kF32, {n}}, std::as_bytes(std::span(values.back()))});
+    data.push_back({{name, DType::kF32, {static_cast<uint64_t>(n)}}, std::as_bytes(std::span(values.back()))});
   }
   safetensors::write_file(path, data);
 }

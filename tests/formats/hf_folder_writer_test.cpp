@@ -41,7 +41,7 @@ TensorProducer producer_of(const std::vector<testing::RandomTensor>& tensors) {
 
 std::vector<TensorSpec> f32_specs(const std::vector<int64_t>& elements) {
   std::vector<TensorSpec> specs;
-  for (size_t i = 0; i < elements.size(); ++i) specs.push_back({fmt::format("t{}", i), DType::kF32, {elements[i]}});
+  for (size_t i = 0; i < elements.size(); ++i) specs.push_back({fmt::format("t{}", i), DType::kF32, {static_cast<uint64_t>(elements[i])}});
   return specs;
 }
 

@@ -65,7 +65,7 @@ TEST_P(ReferenceFile, ReadsAsExpected) {
       SCOPED_TRACE(name);
       const TensorInfo& tensor = file.tensor(name);
       EXPECT_EQ(dtype_name(tensor.dtype), want.at("dtype").get<std::string>());
-      EXPECT_EQ(tensor.shape, want.at("shape").get<Shape>());
+      EXPECT_EQ(tensor.shape, want.at("shape").get<safetensors::Dims>());
       EXPECT_EQ(tensor.begin, want.at("data_offsets")[0].get<uint64_t>());
       EXPECT_EQ(tensor.end, want.at("data_offsets")[1].get<uint64_t>());
       std::vector<std::byte> bytes(tensor.byte_size());

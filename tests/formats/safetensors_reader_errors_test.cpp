@@ -201,12 +201,26 @@ TEST(SafetensorsReaderErrors, AcceptedFormsOpen) {
   expect_opens(file_of(R"({"t":{"data_offsets":[0,1],"shape":[1],"dtype":"U8"}})", 1));
 }
 
-TEST(SafetensorsReaderErrors, DuplicateTensorIsRefused) {
+// The reference reads the header into a map: of a repeated name the last
+// entry wins, and the offset walk then judges what is left.
+TEST(SafetensorsReaderErrors, ARepeatedNameKeepsItsLastEntry) {
   const std::string json = object_of({entry("t", "U8", "[1]", 0, 1), entry("t", "U8", "[1]", 1, 2)});
-  expect_error(file_of(json, 2), ErrorCode::kDuplicateTensor, "t");
-  // Same name spelt with an escape.
-  const std::string escaped = object_of({entry("t", "U8", "[1]", 0, 1), entry("\\u0074", "U8", "[1]", 1, 2)});
-  expect_error(file_of(escaped, 2), ErrorCode::kDuplicateTensor, "t");
+  expect_error(file_of(json, 2), ErrorCode::kInvalidOffset, "t");
+  // Same name spelt with an escape; the last entry is whole on its own.
+  const std::string escaped = object_of(
+      {entry("t", "U8", "[3]", 0, 3), entry("u", "U8", "[2]", 2, 4), entry("\\u0074", "U8", "[2]", 0, 2)});
+  ScratchDir dir;
+  testing::write_file_text(dir / "r.safetensors", file_of(escaped, 4));
+  for (ReadMode mode : {ReadMode::kMmap, ReadMode::kPread}) {
+    const File file = File::open(dir / "r.safetensors", mode);
+    ASSERT_EQ(file.tensors().size(), 2u);
+    EXPECT_EQ(file.tensor("t").end, 2u);
+    EXPECT_EQ(file.tensor("t").shape, Dims{2});
+    EXPECT_EQ(file.header().repeated_names(), std::vector<std::string>{"t"});
+  }
+  // A header without repeats says so.
+  testing::write_file_text(dir / "s.safetensors", file_of(object_of({entry("t", "U8", "[1]", 0, 1)}), 1));
+  EXPECT_TRUE(File::open(dir / "s.safetensors").header().repeated_names().empty());
 }
 
 // ---- 6: the offset walk ----
@@ -246,15 +260,39 @@ TEST(SafetensorsReaderErrors, ElementOrBitCountOverflowIsValidationOverflow) {
                ErrorCode::kInvalidHeaderJson, "max");
   expect_error(file_of(object_of({entry("max", "U8", "[99999999999999999999]", 0, 0)}), 0),
                ErrorCode::kInvalidHeaderJson, "max");
-  // Past int64, as reshard's shapes are.
-  expect_error(file_of(object_of({entry("huge", "U8", "[0,9223372036854775808]", 0, 0)}), 0),
+}
+
+// Dimensions are usize, as in the reference: past 2^63 they are held exactly,
+// and a zero-element tensor may have any other dimension.
+TEST(SafetensorsReaderErrors, ZeroElementsWithHugeDimensionsAreAccepted) {
+  ScratchDir dir;
+  const std::string json = object_of({entry("huge", "U8", "[0,18446744073709551615]", 0, 0),
+                                      entry("half", "F64", "[9223372036854775808,0]", 0, 0)});
+  testing::write_file_text(dir / "h.safetensors", file_of(json, 0));
+  const File file = File::open(dir / "h.safetensors");
+  EXPECT_EQ(file.tensor("huge").shape, (Dims{0, UINT64_MAX}));
+  EXPECT_EQ(file.tensor("half").shape, (Dims{uint64_t{1} << 63, 0}));
+  EXPECT_EQ(file.tensor("huge").elements(), 0u);
+  // As a layout shape it cannot be held: refused by name, not wrapped to -1.
+  try {
+    layout_shape(file.tensor("huge").shape, "huge");
+    ADD_FAILURE() << "a dimension past int64 became a layout shape";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnsupported);
+    EXPECT_NE(std::string(e.what()).find("18446744073709551615"), std::string::npos) << e.what();
+  }
+  // The same dimension with elements overflows.
+  expect_error(file_of(object_of({entry("huge", "U8", "[1,18446744073709551615]", 0, 0)}), 0),
+               ErrorCode::kValidationOverflow, "huge");
+  expect_error(file_of(object_of({entry("huge", "U8", "[2,18446744073709551615]", 0, 0)}), 0),
                ErrorCode::kValidationOverflow, "huge");
 }
 
 TEST(SafetensorsReaderErrors, SizeDisagreeingWithShapeIsInvalidTensorInfo) {
   expect_error(file_of(object_of({entry("w", "F32", "[2,3]", 0, 20)}), 20), ErrorCode::kInvalidTensorInfo, "w");
-  // Three F4 elements are 12 bits: not whole bytes.
-  expect_error(file_of(object_of({entry("q", "F4", "[3]", 0, 1)}), 1), ErrorCode::kInvalidTensorInfo, "q");
+  // Three F4 elements are 12 bits: not whole bytes, the reference's misaligned slice.
+  expect_error(file_of(object_of({entry("q", "F4", "[3]", 0, 1)}), 1), ErrorCode::kMisalignedSlice, "q");
+  expect_error(file_of(object_of({entry("q", "F6_E3M2", "[1]", 0, 1)}), 1), ErrorCode::kMisalignedSlice, "q");
   expect_opens(file_of(object_of({entry("q", "F4", "[4]", 0, 2), entry("r", "F6_E2M3", "[4]", 2, 5)}), 5));
 }
 
@@ -275,9 +313,10 @@ TEST(SafetensorsReaderErrors, RulesApplyInTheSpecOrder) {
   std::string large = std::string(8, '\0');
   large[4] = 1;  // 2^32 bytes of header
   expect_error(large, ErrorCode::kHeaderTooLarge);
-  // A duplicate wins over the offsets it breaks.
+  // Of a repeated name the last entry is the one the offsets are walked with.
   expect_error(file_of(object_of({entry("t", "U8", "[1]", 0, 1), entry("t", "U8", "[1]", 5, 6)}), 1),
-               ErrorCode::kDuplicateTensor);
+               ErrorCode::kInvalidOffset, "t");
+  expect_opens(file_of(object_of({entry("t", "U8", "[1]", 5, 6), entry("t", "U8", "[1]", 0, 1)}), 1));
   // JSON form wins over offsets: the bad dtype is found even though offsets are wrong too.
   expect_error(file_of(object_of({entry("a", "U8", "[1]", 3, 4), entry("b", "X", "[1]", 0, 1)}), 4),
                ErrorCode::kInvalidHeaderJson, "b");

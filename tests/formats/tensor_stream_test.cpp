@@ -47,7 +47,7 @@ TEST(TensorStream, CastsF32ToBf16AndF16BitExactly) {
   auto rng = testing::seeded_rng();
   const std::vector<float> values = interesting_floats(rng);
   ScratchDir dir;
-  const safetensors::TensorData data{{"w", DType::kF32, {static_cast<int64_t>(values.size())}},
+  const safetensors::TensorData data{{"w", DType::kF32, {static_cast<uint64_t>(values.size())}},
                                      std::as_bytes(std::span(values))};
   safetensors::write_file(dir / "f.safetensors", std::span(&data, 1));
   for (const ReadMode mode : kModes) {

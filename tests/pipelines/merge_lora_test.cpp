@@ -48,7 +48,7 @@ Named random_named(std::string name, DType dtype, Shape shape, std::mt19937_64& 
   std::normal_distribution<float> dist(0.0f, 1.0f);
   int64_t n = 1;
   for (const int64_t d : shape) n *= d;
-  Named t{{std::move(name), dtype, std::move(shape)}, {}};
+  Named t{{std::move(name), dtype, safetensors::dims_of(shape)}, {}};
   for (int64_t i = 0; i < n; ++i) {
     const float v = dist(rng);
     t.values.push_back(dtype == DType::kBF16 ? bf16_to_f32(f32_to_bf16(v)) : v);
@@ -66,7 +66,8 @@ void write_named(const fs::path& path, const std::vector<Named>& tensors) {
 
 // The reference: W + (B @ A) * scaling, sums in k order, in f32, rounded to W's dtype.
 std::vector<std::byte> dense(const Named& w, const Named& a, const Named& b, float scaling) {
-  const int64_t out = w.spec.shape[0], in = w.spec.shape[1], r = a.spec.shape[0];
+  const Shape w_shape = safetensors::layout_shape(w.spec);
+  const int64_t out = w_shape[0], in = w_shape[1], r = safetensors::layout_shape(a.spec)[0];
   Named merged = w;
   for (int64_t i = 0; i < out; ++i) {
     for (int64_t j = 0; j < in; ++j) {

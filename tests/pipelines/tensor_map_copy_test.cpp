@@ -24,6 +24,8 @@ namespace {
 using safetensors::TensorSpec;
 using Bytes = std::vector<std::byte>;
 
+Shape shape_of_spec(const TensorSpec& spec) { return safetensors::layout_shape(spec); }
+
 // One random rule: axes a0..an-1, split on the source side, permuted and
 // merged on the output side, maybe one unstacked.
 struct RandomRule {
@@ -212,8 +214,8 @@ TEST(TensorMapCopy, RandomMapsMatchTheReferenceAndRoundTrip) {
                           to, side(rule.from), side(rule.to));
       for (const auto& [name, size] : rule.sizes) options.sizes[name + std::to_string(r)] = size;
       const DType dtype = cast ? DType::kF32 : kDtypes[rng() % std::size(kDtypes)];
-      specs.push_back({fmt::format("src{}", r), dtype, shape_of(rule.from, rule.sizes)});
-      sources.push_back(random_tensor(dtype, volume(specs.back().shape), rng));
+      specs.push_back({fmt::format("src{}", r), dtype, safetensors::dims_of(shape_of(rule.from, rule.sizes))});
+      sources.push_back(random_tensor(dtype, volume(shape_of_spec(specs.back())), rng));
     }
     json += "]}";
     SCOPED_TRACE(json);
@@ -228,12 +230,12 @@ TEST(TensorMapCopy, RandomMapsMatchTheReferenceAndRoundTrip) {
       const size_t r = tensor.rule;
       const int64_t index = rules[r].unstack ? std::stoll(tensor.out.name.substr(tensor.out.name.find('.') + 1)) : 0;
       const Bytes expected = reference_output(rules[r], index, sources[r], specs[r].dtype, tensor.out.dtype);
-      outputs.push_back(produce(exported, tensor, Box::whole(tensor.out.shape), sources));
+      outputs.push_back(produce(exported, tensor, Box::whole(shape_of_spec(tensor.out)), sources));
       ASSERT_EQ(outputs.back(), expected) << tensor.out.name;
       // Any box of it, on its own, gives the same bytes.
-      const Box box = random_box(tensor.out.shape, rng);
+      const Box box = random_box(shape_of_spec(tensor.out), rng);
       ASSERT_EQ(produce(exported, tensor, box, sources),
-                sub_box(expected, tensor.out.shape, box, width(tensor.out.dtype)))
+                sub_box(expected, shape_of_spec(tensor.out), box, width(tensor.out.dtype)))
           << tensor.out.name << " box " << box.to_string();
     }
     if (cast) continue;  // a cast does not invert
@@ -243,7 +245,7 @@ TEST(TensorMapCopy, RandomMapsMatchTheReferenceAndRoundTrip) {
     for (const ResolvedTensor& tensor : imported.outputs) {
       const size_t r = static_cast<size_t>(std::stoll(tensor.out.name.substr(3)));
       EXPECT_EQ(tensor.out, specs[r]);
-      EXPECT_EQ(produce(imported, tensor, Box::whole(tensor.out.shape), outputs), sources[r]) << tensor.out.name;
+      EXPECT_EQ(produce(imported, tensor, Box::whole(shape_of_spec(tensor.out)), outputs), sources[r]) << tensor.out.name;
     }
   }
 }
@@ -255,18 +257,18 @@ TEST(TensorMapCopy, PiecesReadFromAHeldBox) {
   const TensorMap map = parse_tensor_map(
       R"j({"rules": [{"from": "w", "to": "l.{layer}", "rearrange": "layer e h d -> e (h d)"}]})j", "m");
   const TensorSpec spec{"w", DType::kF32, {3, 5, 4, 6}};
-  const Bytes source = random_tensor(spec.dtype, volume(spec.shape), rng);
+  const Bytes source = random_tensor(spec.dtype, volume(shape_of_spec(spec)), rng);
   const ResolvedMap resolved = resolve_tensor_map(map, std::vector<TensorSpec>{spec});
   for (const ResolvedTensor& tensor : resolved.outputs) {
-    const Bytes whole = produce(resolved, tensor, Box::whole(tensor.out.shape), {source});
+    const Bytes whole = produce(resolved, tensor, Box::whole(shape_of_spec(tensor.out)), {source});
     for (int trial = 0; trial < 20; ++trial) {
-      const Box box = random_box(tensor.out.shape, rng);
+      const Box box = random_box(shape_of_spec(tensor.out), rng);
       Bytes out(static_cast<size_t>(box.volume()) * 4);
       for (const OutputPiece& piece : output_box_pieces(tensor, box)) {
-        const Bytes held = sub_box(source, spec.shape, piece.source_box, 4);
+        const Bytes held = sub_box(source, shape_of_spec(spec), piece.source_box, 4);
         run_strided_copy(piece.copy_from(piece.source_box, DType::kF32, DType::kF32), held.data(), out.data());
       }
-      EXPECT_EQ(out, sub_box(whole, tensor.out.shape, box, 4)) << box.to_string();
+      EXPECT_EQ(out, sub_box(whole, shape_of_spec(tensor.out), box, 4)) << box.to_string();
     }
   }
 }
@@ -345,12 +347,12 @@ TEST(TensorMapCopy, LevanterPresetRoundTripsAndMergesHeadsInOrder) {
       {s + "self_attn.q_proj.lora.lora_B.weight", DType::kF32, {L, KV, G, D, R}},
   };
   std::vector<Bytes> sources;
-  for (const TensorSpec& spec : specs) sources.push_back(random_tensor(spec.dtype, volume(spec.shape), rng));
+  for (const TensorSpec& spec : specs) sources.push_back(random_tensor(spec.dtype, volume(shape_of_spec(spec)), rng));
   const TensorMap map = *tensor_map_preset("levanter-llama");
   const ResolvedMap exported = resolve_tensor_map(map, specs);
   std::vector<Bytes> outputs;
   for (const ResolvedTensor& tensor : exported.outputs) {
-    outputs.push_back(produce(exported, tensor, Box::whole(tensor.out.shape), sources));
+    outputs.push_back(produce(exported, tensor, Box::whole(shape_of_spec(tensor.out)), sources));
   }
   // model.layers.1.self_attn.q_proj.weight[(kv * G + g) * D + d, e] == q[1, kv, g, d, e].
   const ResolvedTensor* q1 = exported.find("model.layers.1.self_attn.q_proj.weight");
@@ -377,7 +379,7 @@ TEST(TensorMapCopy, LevanterPresetRoundTripsAndMergesHeadsInOrder) {
   for (size_t i = 0; i < specs.size(); ++i) {
     const ResolvedTensor* tensor = imported.find(specs[i].name);
     ASSERT_NE(tensor, nullptr) << specs[i].name;
-    EXPECT_EQ(produce(imported, *tensor, Box::whole(tensor->out.shape), outputs), sources[i]) << specs[i].name;
+    EXPECT_EQ(produce(imported, *tensor, Box::whole(shape_of_spec(tensor->out)), outputs), sources[i]) << specs[i].name;
   }
 }
 

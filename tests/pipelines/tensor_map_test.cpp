@@ -107,7 +107,7 @@ TEST(TensorMapResolve, StackingNeedsEveryIndex) {
   const std::vector<TensorSpec> good = {{"l.1.w", DType::kF32, {2}}, {"l.0.w", DType::kF32, {2}}};
   const ResolvedMap resolved = resolve_tensor_map(stack, good);
   ASSERT_EQ(resolved.outputs.size(), 1u);
-  EXPECT_EQ(resolved.outputs[0].out.shape, (Shape{2, 2}));
+  EXPECT_EQ(resolved.outputs[0].out.shape, (safetensors::Dims{2, 2}));
   ASSERT_EQ(resolved.outputs[0].regions.size(), 2u);
   EXPECT_EQ(resolved.outputs[0].regions[0].source, 1u);  // index 0 comes from "l.0.w"
   EXPECT_EQ(resolved.outputs[0].regions[0].out_box, Box({0, 0}, {1, 2}));
@@ -154,7 +154,7 @@ TEST(TensorMapPreset, LevanterLlamaGivesHuggingFaceNamesAndShapes) {
   const ResolvedMap resolved = resolve_tensor_map(*map, levanter_tensors());
   const auto shape_of = [&](const std::string& name) {
     const ResolvedTensor* tensor = resolved.find(name);
-    return tensor ? tensor->out.shape : Shape{-1};
+    return tensor ? safetensors::layout_shape(tensor->out) : Shape{-1};
   };
   EXPECT_EQ(shape_of("model.embed_tokens.weight"), (Shape{10, 8}));
   EXPECT_EQ(shape_of("model.layers.1.self_attn.q_proj.weight"), (Shape{8, 8}));

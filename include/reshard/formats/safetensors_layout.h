@@ -18,9 +18,13 @@ namespace reshard::safetensors {
 struct TensorSpec {
   std::string name;
   DType dtype = DType::kF32;
-  Shape shape;
+  Dims shape;
   bool operator==(const TensorSpec&) const = default;
 };
+
+// The spec's shape as the layout layer counts it; Error(kInvalidArgument)
+// naming the tensor for a dimension of 2^63 or more.
+inline Shape layout_shape(const TensorSpec& spec) { return layout_shape(spec.shape, spec.name); }
 
 // `{"format": "pt"}`: what Hugging Face tools write and some loaders require.
 Metadata default_metadata();

@@ -40,6 +40,9 @@ enum class ErrorCode {
   kMissingTensor,
   kInvalidIndex,
   kUnsupported,
+  kMisalignedSlice,   // a sub-byte tensor whose bits do not fill whole bytes (the reference's kind)
+  kInvalidManifest,   // a checkpoint manifest that is malformed, inconsistent or of an unknown version
+  kChecksumMismatch,  // stored bytes whose checksum differs from the one recorded for them
 };
 
 // A short, stable, snake_case name for a code ("indivisible", "unknown_axis").

@@ -46,7 +46,7 @@ std::vector<RandomTensor> random_tensors(std::mt19937_64& rng, size_t max_tensor
     Shape shape = random_shape(rng, dtype);
     const auto elements = static_cast<uint64_t>(checked_product(shape, "elements"));
     std::vector<std::byte> bytes = random_bytes(rng, dtype_byte_size(dtype, elements));
-    tensors.push_back({{std::move(name), dtype, std::move(shape)}, std::move(bytes)});
+    tensors.push_back({{std::move(name), dtype, safetensors::dims_of(shape)}, std::move(bytes)});
   }
   return tensors;
 }

@@ -1,0 +1,66 @@
+// Reading a reshard checkpoint folder: the manifest and every data file's
+// header validated at open; chunk bytes read by positional reads and checked
+// against their checksums before any of them is handed out.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "reshard/formats/checkpoint_manifest.h"
+#include "reshard/formats/safetensors_reader.h"
+
+namespace reshard::checkpoint {
+
+// Whether `folder` looks like a checkpoint (it holds a manifest).
+bool is_checkpoint(const std::filesystem::path& folder);
+
+// Bytes this reader has read from the files, for tests and statistics.
+struct ReadCounters {
+  uint64_t header_bytes = 0;  // the manifest and the data files' headers
+  uint64_t data_bytes = 0;    // chunk bytes
+};
+
+// An open, validated checkpoint. Copies share the open files; const methods
+// are thread safe. Errors name the file, and for chunks the tensor and chunk.
+class Reader {
+ public:
+  // Reads and validates the manifest, then checks every data file: present,
+  // of the size the manifest gives, a valid safetensors file whose tensor
+  // `key` of each chunk has the chunk's dtype, shape and offset. Missing or
+  // truncated files are Error(kIo) / Error(kIncompleteBuffer) naming the file
+  // and the first chunk they hold.
+  static Reader open(const std::filesystem::path& folder);
+
+  const std::filesystem::path& folder() const;
+  const Manifest& manifest() const;
+  // The tensor called `name`; Error(kMissingTensor) naming it.
+  const TensorEntry& tensor(std::string_view name) const;
+
+  // Reads chunk `chunk` of `tensor` whole into `out` (exactly its length) and
+  // checks its checksum: Error(kChecksumMismatch) naming tensor, chunk and
+  // file, after which `out` holds no data to be used.
+  void read_chunk(const TensorEntry& tensor, size_t chunk, std::span<std::byte> out) const;
+  // Reads the part `box` (global coordinates, inside the chunk) of a chunk,
+  // dense in the box's shape, without a checksum (which covers the chunk).
+  void read_chunk_part(const TensorEntry& tensor, size_t chunk, const Box& box, std::span<std::byte> out) const;
+  // Reads `box` of a tensor (dense, row-major in the box's shape) from the
+  // chunks it meets, each read whole and verified.
+  void read_box(const TensorEntry& tensor, const Box& box, std::span<std::byte> out) const;
+
+  // Bytes read so far through this reader and its copies.
+  ReadCounters counters() const;
+
+ private:
+  struct State;
+  explicit Reader(std::shared_ptr<State> state);
+  const safetensors::File& file_of(const Chunk& chunk) const;
+
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace reshard::checkpoint

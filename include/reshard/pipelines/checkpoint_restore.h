@@ -1,0 +1,53 @@
+// Restoring a reshard checkpoint onto any layout and number of processes.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "reshard/execute/transport.h"
+#include "reshard/layout/sharding.h"
+#include "reshard/layout/topology.h"
+#include "reshard/pipelines/named_array.h"
+
+namespace reshard {
+
+// Where one saved tensor goes: the layout to restore it in.
+struct RestoreTarget {
+  std::string name;
+  NamedSharding sharding;
+  Topology topology;
+};
+
+struct RestoreOptions {
+  // Verify each chunk's checksum. A chunk's checksum covers all of it, so a
+  // chunk that a device's slice only partly covers is then read whole; off,
+  // only the bytes the slices need are read (and damage goes unseen).
+  bool verify_checksums = true;
+};
+
+// What one process read from the files.
+struct RestoreStats {
+  uint64_t header_bytes_read = 0;  // the manifest and the data files' headers
+  uint64_t data_bytes_read = 0;    // chunk bytes
+};
+
+// Collective over `transport`: every process restores the same targets (a
+// subset of the checkpoint's tensors, in any order) and gets its own part.
+// Each process reads only the byte ranges its devices need (whole chunks when
+// verifying), and a range that several of its devices need once. A checksum
+// mismatch is Error(kChecksumMismatch) naming the tensor, the chunk and the
+// file; no byte that failed its check is ever copied into an array. A
+// failure on any process fails the restore on every process.
+std::vector<NamedArray> restore_checkpoint(const std::filesystem::path& path, std::span<const RestoreTarget> targets,
+                                           Transport& transport, const RestoreOptions& options = {},
+                                           RestoreStats* stats = nullptr);
+
+// The same into arrays allocated by the caller (names choose the tensors;
+// shape and dtype must match the saved ones, Error(kInvalidArgument)).
+void restore_checkpoint_into(const std::filesystem::path& path, std::span<NamedArray> arrays, Transport& transport,
+                             const RestoreOptions& options = {}, RestoreStats* stats = nullptr);
+
+}  // namespace reshard

@@ -1,0 +1,80 @@
+// Saving sharded arrays as a reshard checkpoint from every process at once.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+
+#include "reshard/execute/transport.h"
+#include "reshard/formats/safetensors_header.h"
+#include "reshard/pipelines/named_array.h"
+
+namespace reshard {
+
+struct SaveOptions {
+  // The checkpoint's own metadata (string to string), kept in its manifest.
+  std::optional<safetensors::Metadata> metadata;
+  // Replace a checkpoint already at the path (at the final rename only).
+  // Without it an existing path is Error(kInvalidArgument). A path that
+  // holds anything but a checkpoint or an empty folder is never replaced.
+  bool replace = true;
+  // save_async: host memory for staging copies of this process's chunks.
+  // A larger save stages and writes in waves of at most this many bytes
+  // (a chunk larger than the budget is a wave of its own).
+  uint64_t staging_bytes = uint64_t{1} << 30;
+};
+
+// What one process did.
+struct SaveStats {
+  uint64_t chunks_written = 0;
+  uint64_t bytes_written = 0;  // chunk bytes this process wrote
+  uint64_t waves = 0;          // staging waves (save_async)
+};
+
+// The result of an asynchronous save, collected with wait().
+class SaveHandle {
+ public:
+  SaveHandle();
+  SaveHandle(SaveHandle&&) noexcept;
+  SaveHandle& operator=(SaveHandle&&) noexcept;
+  // Waits if wait() was not called (errors are then lost: call wait()).
+  ~SaveHandle();
+
+  // Blocks until the save is committed everywhere, or failed; rethrows the
+  // failure (this process's own, or Error(kPeerFailed) naming the rank that
+  // failed). Call once.
+  SaveStats wait();
+  // Whether wait() would return at once.
+  bool ready() const;
+
+  struct State;
+  explicit SaveHandle(std::shared_ptr<State> state);
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+// Collective over `transport` (one call per process, same names, shapes,
+// dtypes and layouts everywhere; `transport.size()` processes, this one
+// `transport.rank()`, matching every array's topology). Writes `arrays` as
+// the checkpoint folder `path`: every process writes the chunks it holds
+// into a data file of its own (a chunk held by several devices or processes
+// is written once, by one of its holders, the holders sharing that work);
+// everything goes into a temporary sibling folder, data files are fsynced,
+// one process writes the manifest last and renames the folder into place.
+// A failure on any process fails the save on every process and leaves what
+// was at `path` before.
+SaveStats save_checkpoint(const std::filesystem::path& path, std::span<const NamedArray> arrays, Transport& transport,
+                          const SaveOptions& options = {});
+
+// The same, returning once this process's chunks are copied into staging
+// buffers (waves beyond the budget are written before it returns); the
+// writing and the commit go on in the background. `arrays` may change as
+// soon as it returns; `transport` must not be used by anything else until
+// wait() returns.
+SaveHandle save_checkpoint_async(const std::filesystem::path& path, std::span<const NamedArray> arrays,
+                                 Transport& transport, const SaveOptions& options = {});
+
+}  // namespace reshard

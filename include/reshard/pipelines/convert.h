@@ -1,0 +1,52 @@
+// Conversion between a .safetensors file, a Hugging Face folder and a reshard
+// checkpoint (either way, or checkpoint to checkpoint in a new layout), run
+// by all the processes of a job together: they share the reading and the
+// writing, and one commits.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+
+#include "reshard/execute/transport.h"
+#include "reshard/layout/dtype.h"
+#include "reshard/pipelines/layout_rules.h"
+
+namespace reshard {
+
+enum class ConvertOutput { kSafetensorsFile, kHfFolder, kCheckpoint };
+
+struct ConvertOptions {
+  ConvertOutput output = ConvertOutput::kSafetensorsFile;
+  // Cast F32/F16/BF16 tensors to this float type (others stay as they are).
+  std::optional<DType> dtype;
+  // Largest file of a Hugging Face folder.
+  uint64_t max_shard_size = 5'000'000'000;
+  // Replace an existing destination (a file whole; a folder's weight files;
+  // a checkpoint at its final rename).
+  bool replace = false;
+  // The layout of a checkpoint output (required for one).
+  std::optional<CheckpointLayout> layout;
+  // Called with the bytes this process has just written, for progress.
+  std::function<void(uint64_t)> progress;
+};
+
+struct ConvertResult {
+  size_t files = 0;      // files written (data files for a checkpoint)
+  size_t tensors = 0;
+  uint64_t bytes = 0;    // tensor bytes of the output
+};
+
+// Collective over `transport`. Reads `src` (a .safetensors file, a Hugging
+// Face folder or a checkpoint, told apart by what is there) and writes `dst`
+// as `options.output` says. A file written from a file keeps the source's
+// metadata exactly (so a rewrite is byte-identical); folders and files made
+// from checkpoints get "format": "pt" when the source has no format. Each
+// process reads only the parts it writes, or for a checkpoint output the
+// bytes its devices need; the output appears only when complete, and a
+// failure on any process fails the conversion on every one.
+ConvertResult convert_model(const std::filesystem::path& src, const std::filesystem::path& dst,
+                            const ConvertOptions& options, Transport& transport);
+
+}  // namespace reshard

@@ -1,0 +1,59 @@
+// Which process writes which chunk of a checkpoint, and where: computed the
+// same on every process from the arrays' shapes and layouts alone.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "reshard/formats/checkpoint_manifest.h"
+#include "reshard/formats/safetensors_layout.h"
+#include "reshard/pipelines/named_array.h"
+
+namespace reshard {
+
+// One distinct, non-empty slice of an array, stored once.
+struct PlannedChunk {
+  size_t array = 0;     // index into the arrays saved
+  Box box;              // global coordinates
+  int writer = 0;       // the process that writes it (one of its holders)
+  DeviceId device = 0;  // the writer's device whose shard holds it
+  std::string key;      // its tensor name in the data file
+};
+
+class SavePlan {
+ public:
+  // Chunks in array order, then in mesh order of their first holder. Each is
+  // written by the holder process with the fewest bytes assigned so far (ties
+  // go round the holders), so replicas' writing is spread over their holders.
+  // Error(kInvalidArgument) for repeated names or arrays whose topology has
+  // another number of processes.
+  static SavePlan make(std::span<const NamedArray> arrays, int num_processes);
+
+  const std::vector<PlannedChunk>& chunks() const { return chunks_; }
+  // Indices into chunks() that `process` writes, in its data file's order.
+  const std::vector<size_t>& chunks_of(int process) const { return by_process_.at(static_cast<size_t>(process)); }
+  // The data file of `process`, or nullopt when it writes nothing.
+  const std::optional<safetensors::FileLayout>& file_of(int process) const {
+    return files_.at(static_cast<size_t>(process));
+  }
+  // Chunk bytes each process writes.
+  const std::vector<uint64_t>& bytes_per_process() const { return bytes_; }
+
+  // The manifest once every chunk's checksum is known (`checksums[i]` of
+  // chunks()[i]), with each tensor's saved layout and metadata.
+  checkpoint::Manifest manifest(std::span<const NamedArray> arrays, std::span<const uint64_t> checksums,
+                                std::optional<safetensors::Metadata> metadata) const;
+
+ private:
+  std::vector<PlannedChunk> chunks_;
+  std::vector<std::vector<size_t>> by_process_;
+  std::vector<std::optional<safetensors::FileLayout>> files_;
+  std::vector<uint64_t> bytes_;
+};
+
+// "data-00003.safetensors": the data file process 3 writes.
+std::string data_file_name(int process);
+
+}  // namespace reshard

@@ -1,0 +1,172 @@
+// `reshard bench checkpoint`: save throughput beside plain write calls of the
+// same bytes, how long an asynchronous save blocks its caller beside the
+// whole save, and restore onto another layout beside restore onto the saved
+// one; all in the same run, by every process of the job (mpirun -np 4 for
+// the figure). RESHARD_BENCH_CHECKPOINT_BYTES sets the size (2 GiB).
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "reshard/cli/bench_report.h"
+#include "reshard/cli/job.h"
+#include "reshard/execute/transport.h"
+#include "reshard/layout/error.h"
+#include "reshard/pipelines/checkpoint_restore.h"
+#include "reshard/pipelines/checkpoint_save.h"
+
+namespace reshard::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr int64_t kCols = 4096;  // f32 columns: 16 KiB rows
+constexpr int kTensors = 16;
+
+uint64_t total_bytes_wanted() {
+  if (const char* text = std::getenv("RESHARD_BENCH_CHECKPOINT_BYTES")) return std::stoull(text);
+  return uint64_t{2} << 30;
+}
+
+// Seconds of `f` on this process, all processes starting together and the
+// last one's end counting (the collectives inside end together).
+template <typename F>
+double timed(Transport& transport, F&& f) {
+  ::sync();  // start from no dirty pages: earlier writes must not slow this one
+  transport.barrier();
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  transport.barrier();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Rank 0's scratch folder, shared by name (the processes share a file system).
+fs::path shared_scratch(Transport& transport) {
+  std::string mine;
+  if (transport.rank() == 0) {
+    std::string pattern = (fs::temp_directory_path() / "reshard-bench-ckpt-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw Error(ErrorCode::kIo, "bench checkpoint: cannot create a folder");
+    mine = pattern;
+  }
+  const auto all = transport.all_gather(std::as_bytes(std::span(mine)));
+  return fs::path(std::string(reinterpret_cast<const char*>(all[0].data()), all[0].size()));
+}
+
+// Each process writes its bytes into a file of its own with write(), then fsyncs.
+void plain_write(const fs::path& path, const std::vector<NamedArray>& arrays) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(ErrorCode::kIo, fmt::format("bench checkpoint: opening {}", path.string()));
+  for (const NamedArray& array : arrays) {
+    for (const Shard& shard : array.array.shards()) {
+      const std::byte* data = shard.buffer.data();
+      size_t left = shard.buffer.size();
+      while (left > 0) {
+        const ssize_t n = ::write(fd, data, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) throw Error(ErrorCode::kIo, fmt::format("bench checkpoint: writing {}", path.string()));
+        data += n;
+        left -= static_cast<size_t>(n);
+      }
+    }
+  }
+  ::fsync(fd);
+  ::close(fd);
+}
+
+struct Setup {
+  Mesh mesh;
+  Topology topology;
+  NamedSharding sharding;
+};
+
+// Two devices per process, rows split over all of them.
+Setup setup(int processes, bool reversed) {
+  std::vector<DeviceId> devices;
+  for (int d = 0; d < 2 * processes; ++d) devices.push_back(reversed ? 2 * processes - 1 - d : d);
+  Mesh mesh({{"x", 2 * processes}}, devices);
+  NamedSharding sharding(mesh, PartitionSpec::parse("x"));
+  return {mesh, Topology::uniform(2 * processes, processes), sharding};
+}
+
+}  // namespace
+
+BenchReport run_checkpoint_benchmark() {
+  Transport& transport = job_transport();
+  const int processes = transport.size();
+  const int64_t rows_per_tensor =
+      std::max<int64_t>(2 * processes, static_cast<int64_t>(total_bytes_wanted() / kTensors / (kCols * 4)) /
+                                           (2 * processes) * (2 * processes));
+  const Setup saved = setup(processes, false);
+  std::vector<NamedArray> arrays;
+  std::vector<RestoreTarget> same, other;
+  const Setup moved = setup(processes, true);
+  for (int t = 0; t < kTensors; ++t) {
+    const std::string name = fmt::format("layers.{}.w", t);
+    arrays.push_back({name, ShardedArray::allocate({rows_per_tensor, kCols}, DType::kF32, saved.sharding, saved.topology,
+                                                   transport.rank())});
+    for (Shard& shard : arrays.back().array.mutable_shards()) std::memset(shard.buffer.data(), t + 1, shard.buffer.size());
+    same.push_back({name, saved.sharding, saved.topology});
+    other.push_back({name, moved.sharding, moved.topology});
+  }
+  const double bytes = static_cast<double>(kTensors) * static_cast<double>(rows_per_tensor) * kCols * 4;
+  const fs::path scratch = shared_scratch(transport);
+
+  // Best of two, in alternating order, on a machine that may be busy.
+  double plain_s = 1e30, save_s = 1e30;
+  for (int round = 0; round < 2; ++round) {
+    const auto plain = [&] {
+      plain_s = std::min(plain_s, timed(transport, [&] {
+        plain_write(scratch / fmt::format("plain-{}-{}.bin", round, transport.rank()), arrays);
+      }));
+    };
+    const auto save = [&] {
+      save_s = std::min(save_s, timed(transport, [&] {
+        save_checkpoint(scratch / fmt::format("ckpt{}", round), arrays, transport);
+      }));
+    };
+    if (round == 0) {
+      plain();
+      save();
+    } else {
+      save();
+      plain();
+    }
+  }
+  double blocked_s = 0;
+  const double async_s = timed(transport, [&] {
+    const auto start = std::chrono::steady_clock::now();
+    SaveHandle handle = save_checkpoint_async(scratch / "ckpt0", arrays, transport);
+    blocked_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    handle.wait();
+  });
+  const double restore_same_s = timed(transport, [&] { restore_checkpoint(scratch / "ckpt1", same, transport); });
+  const double restore_other_s = timed(transport, [&] { restore_checkpoint(scratch / "ckpt1", other, transport); });
+  transport.barrier();
+  if (transport.rank() == 0) {
+    std::error_code ignored;
+    fs::remove_all(scratch, ignored);
+  }
+
+  BenchReport report{"checkpoint", {}};
+  const std::string size = fmt::format("{:.2f} GiB, {} process{}", bytes / kGiB, processes, processes == 1 ? "" : "es");
+  report.figures.push_back(throughput_figure(fmt::format("save ({})", size), bytes / kGiB / save_s,
+                                             "plain write() + fsync, same bytes", bytes / kGiB / plain_s, 0.85));
+  report.figures.push_back(time_figure("async save: time the caller is blocked", blocked_s * 1e3,
+                                       "the whole async save", async_s * 1e3, std::nullopt));
+  report.figures.push_back(throughput_figure("restore onto another layout (devices reversed)",
+                                             bytes / kGiB / restore_other_s, "restore onto the saved layout",
+                                             bytes / kGiB / restore_same_s, std::nullopt));
+  return report;
+}
+
+}  // namespace reshard::cli

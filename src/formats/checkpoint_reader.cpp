@@ -1,0 +1,187 @@
+#include "reshard/formats/checkpoint_reader.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "execute/box_copy.h"
+#include "reshard/formats/checksum.h"
+#include "reshard/formats/json_escape.h"
+#include "reshard/layout/error.h"
+
+namespace reshard::checkpoint {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string chunk_label(const TensorEntry& tensor, size_t chunk) {
+  return fmt::format("tensor {}: chunk {} {}", json_quoted(tensor.name), chunk, tensor.chunks[chunk].box.to_string());
+}
+
+std::string read_whole_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorCode::kIo, fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw Error(ErrorCode::kIo, fmt::format("{}: cannot read", path.string()));
+  return std::move(text).str();
+}
+
+// The first chunk stored in `file`, to name what a damaged file loses.
+std::string first_chunk_in(const Manifest& manifest, std::string_view file) {
+  for (const TensorEntry& tensor : manifest.tensors) {
+    for (size_t i = 0; i < tensor.chunks.size(); ++i) {
+      if (tensor.chunks[i].file == file) return fmt::format(" (it holds {})", chunk_label(tensor, i));
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+bool is_checkpoint(const fs::path& folder) {
+  std::error_code ec;
+  return fs::is_regular_file(folder / kManifestFileName, ec);
+}
+
+struct Reader::State {
+  fs::path folder;
+  Manifest manifest;
+  std::unordered_map<std::string, safetensors::File> files;
+  std::unordered_map<std::string_view, const TensorEntry*> by_name;
+  mutable std::atomic<uint64_t> header_bytes{0};
+  mutable std::atomic<uint64_t> data_bytes{0};
+};
+
+Reader::Reader(std::shared_ptr<State> state) : state_(std::move(state)) {}
+
+Reader Reader::open(const fs::path& folder) {
+  auto state = std::make_shared<State>();
+  state->folder = folder;
+  const fs::path manifest_path = folder / kManifestFileName;
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec)) {
+    throw Error(ErrorCode::kIo, fmt::format("{}: no such checkpoint folder", folder.string()));
+  }
+  if (!fs::is_regular_file(manifest_path, ec)) {
+    throw Error(ErrorCode::kIo, fmt::format("{}: no {}: not a checkpoint, or one whose save did not finish",
+                                            folder.string(), kManifestFileName));
+  }
+  const std::string text = read_whole_file(manifest_path);
+  state->header_bytes += text.size();
+  state->manifest = parse_manifest(text, manifest_path.string());
+  for (const DataFile& data : state->manifest.files) {
+    const fs::path path = folder / data.name;
+    const std::string lost = first_chunk_in(state->manifest, data.name);
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0) {
+      throw Error(ErrorCode::kIo, fmt::format("{}: data file missing: {}{}", path.string(), std::strerror(errno), lost));
+    }
+    if (static_cast<uint64_t>(info.st_size) != data.size) {
+      throw Error(ErrorCode::kIncompleteBuffer,
+                  fmt::format("{}: data file has {} bytes, the manifest records {}: truncated or replaced{}",
+                              path.string(), info.st_size, data.size, lost));
+    }
+    try {
+      safetensors::File file = safetensors::File::open(path, safetensors::ReadMode::kPread);
+      state->header_bytes += file.header().data_start();
+      state->files.emplace(data.name, std::move(file));
+    } catch (const Error& e) {
+      throw e.with_context(fmt::format("data file{}", lost));
+    }
+  }
+  for (const TensorEntry& tensor : state->manifest.tensors) {
+    state->by_name.emplace(tensor.name, &tensor);
+    for (size_t i = 0; i < tensor.chunks.size(); ++i) {
+      const Chunk& chunk = tensor.chunks[i];
+      const safetensors::File& file = state->files.at(chunk.file);
+      const safetensors::TensorInfo* info = file.find(chunk.key);
+      const bool agrees = info != nullptr && info->dtype == tensor.dtype &&
+                          info->shape == safetensors::dims_of(chunk.box.shape()) &&
+                          file.header().file_offset(*info) == chunk.offset;
+      if (!agrees) {
+        throw Error(ErrorCode::kInvalidManifest,
+                    fmt::format("{}: {}: the data file has no tensor {} of that dtype, shape and offset",
+                                (folder / chunk.file).string(), chunk_label(tensor, i), json_quoted(chunk.key)));
+      }
+    }
+  }
+  return Reader(std::move(state));
+}
+
+const fs::path& Reader::folder() const { return state_->folder; }
+
+const Manifest& Reader::manifest() const { return state_->manifest; }
+
+const TensorEntry& Reader::tensor(std::string_view name) const {
+  const auto it = state_->by_name.find(name);
+  if (it == state_->by_name.end()) {
+    throw Error(ErrorCode::kMissingTensor,
+                fmt::format("{}: the checkpoint has no tensor {}", state_->folder.string(), json_quoted(name)));
+  }
+  return *it->second;
+}
+
+const safetensors::File& Reader::file_of(const Chunk& chunk) const { return state_->files.at(chunk.file); }
+
+void Reader::read_chunk(const TensorEntry& tensor, size_t index, std::span<std::byte> out) const {
+  const Chunk& chunk = tensor.chunks.at(index);
+  const safetensors::File& file = file_of(chunk);
+  const std::string path = (state_->folder / chunk.file).string();
+  try {
+    file.read(file.tensor(chunk.key), out);
+  } catch (const Error& e) {
+    throw e.with_context(fmt::format("{}: {}", path, chunk_label(tensor, index)));
+  }
+  state_->data_bytes += out.size();
+  const uint64_t actual = xxh64(out);
+  if (actual != chunk.xxh64) {
+    throw Error(ErrorCode::kChecksumMismatch,
+                fmt::format("{}: {}: checksum mismatch (xxh64 {} recorded, {} read): the data file is damaged", path,
+                            chunk_label(tensor, index), checksum_hex(chunk.xxh64), checksum_hex(actual)));
+  }
+}
+
+void Reader::read_chunk_part(const TensorEntry& tensor, size_t index, const Box& box, std::span<std::byte> out) const {
+  const Chunk& chunk = tensor.chunks.at(index);
+  const safetensors::File& file = file_of(chunk);
+  try {
+    file.read_box(file.tensor(chunk.key), box.relative_to(chunk.box), out);
+  } catch (const Error& e) {
+    throw e.with_context(fmt::format("{}: {}", (state_->folder / chunk.file).string(), chunk_label(tensor, index)));
+  }
+  state_->data_bytes += out.size();
+}
+
+void Reader::read_box(const TensorEntry& tensor, const Box& box, std::span<std::byte> out) const {
+  const uint64_t element_bytes = static_cast<uint64_t>(dtype_bits(tensor.dtype) / 8);
+  if (out.size() != dense_bytes(tensor.dtype, box.shape())) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("tensor {}: box {} needs {} bytes, the buffer has {}", json_quoted(tensor.name),
+                            box.to_string(), dense_bytes(tensor.dtype, box.shape()), out.size()));
+  }
+  if (!Box::whole(tensor.shape).contains(box)) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("tensor {}: box {} is not inside its shape",
+                                                         json_quoted(tensor.name), box.to_string()));
+  }
+  std::vector<std::byte> bytes;
+  for (size_t i = 0; i < tensor.chunks.size(); ++i) {
+    const Chunk& chunk = tensor.chunks[i];
+    const Box common = chunk.box.intersect(box);
+    if (common.empty()) continue;
+    bytes.resize(static_cast<size_t>(chunk.length));
+    read_chunk(tensor, i, bytes);
+    BoxCopy(common, chunk.box, box, static_cast<size_t>(element_bytes)).copy(bytes.data(), out.data());
+  }
+}
+
+ReadCounters Reader::counters() const { return {state_->header_bytes.load(), state_->data_bytes.load()}; }
+
+}  // namespace reshard::checkpoint

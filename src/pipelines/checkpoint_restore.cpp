@@ -1,0 +1,142 @@
+#include "reshard/pipelines/checkpoint_restore.h"
+
+#include <map>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "agreement.h"
+#include "execute/box_copy.h"
+#include "reshard/formats/checkpoint_reader.h"
+#include "reshard/formats/json_escape.h"
+#include "reshard/layout/error.h"
+
+namespace reshard {
+namespace {
+
+namespace fs = std::filesystem;
+namespace detail = pipelines_detail;
+
+// The distinct slices this process's devices need, each with its shards.
+struct NeededSlice {
+  Box box;
+  std::vector<Shard*> shards;
+};
+
+std::vector<NeededSlice> needed_slices(ShardedArray& array) {
+  std::vector<NeededSlice> slices;
+  std::map<std::pair<std::vector<int64_t>, Shape>, size_t> index;
+  for (Shard& shard : array.mutable_shards()) {
+    if (shard.box.empty()) continue;
+    const auto [it, inserted] = index.try_emplace({shard.box.origin(), shard.box.shape()}, slices.size());
+    if (inserted) slices.push_back({shard.box, {}});
+    slices[it->second].shards.push_back(&shard);
+  }
+  return slices;
+}
+
+void check_matches(const checkpoint::TensorEntry& tensor, const ShardedArray& array) {
+  if (tensor.dtype != array.dtype() || tensor.shape != array.shape()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("tensor {} is saved as {} {}, the array to restore it into is {} {}",
+                            json_quoted(tensor.name), dtype_name(tensor.dtype), Box::whole(tensor.shape).to_string(),
+                            dtype_name(array.dtype()), Box::whole(array.shape()).to_string()));
+  }
+}
+
+// Copies `common` (inside `from_box`, whose bytes are `from`) into every shard of the slice.
+void copy_to_shards(const NeededSlice& slice, const Box& common, const Box& from_box, const std::byte* from,
+                    size_t element_bytes) {
+  for (Shard* shard : slice.shards) {
+    BoxCopy(common, from_box, shard->box, element_bytes).copy(from, shard->buffer.data());
+  }
+}
+
+// Each chunk that any needed slice meets is read once, whole, and verified
+// before any of it is copied out.
+void restore_verified(const checkpoint::Reader& reader, const checkpoint::TensorEntry& tensor,
+                      const std::vector<NeededSlice>& slices, size_t element_bytes) {
+  std::vector<std::byte> bytes;
+  for (size_t c = 0; c < tensor.chunks.size(); ++c) {
+    const Box& chunk_box = tensor.chunks[c].box;
+    bool needed = false;
+    for (const NeededSlice& slice : slices) needed = needed || !slice.box.intersect(chunk_box).empty();
+    if (!needed) continue;
+    bytes.resize(static_cast<size_t>(tensor.chunks[c].length));
+    reader.read_chunk(tensor, c, bytes);
+    for (const NeededSlice& slice : slices) {
+      const Box common = slice.box.intersect(chunk_box);
+      if (!common.empty()) copy_to_shards(slice, common, chunk_box, bytes.data(), element_bytes);
+    }
+  }
+}
+
+// Only the bytes of each slice, read once per slice.
+void restore_unverified(const checkpoint::Reader& reader, const checkpoint::TensorEntry& tensor,
+                        const std::vector<NeededSlice>& slices, size_t element_bytes) {
+  std::vector<std::byte> bytes;
+  for (const NeededSlice& slice : slices) {
+    for (size_t c = 0; c < tensor.chunks.size(); ++c) {
+      const Box common = slice.box.intersect(tensor.chunks[c].box);
+      if (common.empty()) continue;
+      bytes.resize(static_cast<size_t>(checkpoint::dense_bytes(tensor.dtype, common.shape())));
+      reader.read_chunk_part(tensor, c, common, bytes);
+      copy_to_shards(slice, common, common, bytes.data(), element_bytes);
+    }
+  }
+}
+
+void restore_arrays(const checkpoint::Reader& reader, std::span<NamedArray> arrays, const RestoreOptions& options) {
+  for (NamedArray& named : arrays) {
+    const checkpoint::TensorEntry& tensor = reader.tensor(named.name);
+    check_matches(tensor, named.array);
+    const std::vector<NeededSlice> slices = needed_slices(named.array);
+    if (options.verify_checksums) {
+      restore_verified(reader, tensor, slices, named.array.element_bytes());
+    } else {
+      restore_unverified(reader, tensor, slices, named.array.element_bytes());
+    }
+    named.metadata = tensor.metadata;
+  }
+}
+
+void run_collectively(const fs::path& path, Transport& transport, RestoreStats* stats,
+                      const std::function<void(const checkpoint::Reader&)>& body) {
+  detail::Failure failure;
+  std::optional<checkpoint::Reader> reader;
+  detail::run_step(failure, [&] {
+    reader.emplace(checkpoint::Reader::open(path));
+    body(*reader);
+  });
+  if (stats != nullptr && reader) {
+    const checkpoint::ReadCounters counters = reader->counters();
+    *stats = {counters.header_bytes, counters.data_bytes};
+  }
+  const auto reports = detail::exchange_reports(transport, {failure.message, {}});
+  detail::require_all_succeeded(reports, transport.rank(), fmt::format("restoring checkpoint {}", path.string()),
+                                failure.error);
+}
+
+}  // namespace
+
+std::vector<NamedArray> restore_checkpoint(const fs::path& path, std::span<const RestoreTarget> targets,
+                                           Transport& transport, const RestoreOptions& options, RestoreStats* stats) {
+  std::vector<NamedArray> arrays;
+  run_collectively(path, transport, stats, [&](const checkpoint::Reader& reader) {
+    for (const RestoreTarget& target : targets) {
+      const checkpoint::TensorEntry& tensor = reader.tensor(target.name);
+      arrays.push_back({target.name, ShardedArray::allocate(tensor.shape, tensor.dtype, target.sharding,
+                                                            target.topology, transport.rank())});
+    }
+    restore_arrays(reader, arrays, options);
+  });
+  return arrays;
+}
+
+void restore_checkpoint_into(const fs::path& path, std::span<NamedArray> arrays, Transport& transport,
+                             const RestoreOptions& options, RestoreStats* stats) {
+  run_collectively(path, transport, stats,
+                   [&](const checkpoint::Reader& reader) { restore_arrays(reader, arrays, options); });
+}
+
+}  // namespace reshard

@@ -1,0 +1,254 @@
+// Damaged checkpoints (a flipped bit, a truncated or deleted data file, an
+// edited manifest) are reported naming what is lost, and never restore
+// wrong bytes; a full disk fails the save and leaves the old checkpoint.
+#include <gtest/gtest.h>
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <fstream>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "execute/support/rank_threads.h"
+#include "pipelines/support/checkpoint_arrays.h"
+#include "reshard/formats/checkpoint_reader.h"
+#include "reshard/layout/error.h"
+#include "reshard/pipelines/checkpoint_restore.h"
+#include "reshard/pipelines/checkpoint_save.h"
+#include "support/seed.h"
+
+namespace reshard {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::LayoutDef;
+using testing::TempDir;
+
+LayoutDef two_processes() {
+  return {Mesh({{"x", 2}, {"y", 2}}, {0, 1, 2, 3}),
+          {PartitionSpec::parse("x,y"), PartitionSpec::parse("y"), PartitionSpec::parse("x"), PartitionSpec(),
+           PartitionSpec::parse("x")},
+          2};
+}
+
+void save(const fs::path& path, uint64_t version) {
+  const LayoutDef layout = two_processes();
+  testing::run_ranks(layout.processes, [&](Transport& transport) {
+    save_checkpoint(path, testing::make_arrays(testing::small_model(), layout, transport.rank(), version), transport);
+  });
+}
+
+// Restores everything on one process; returns the error, checking that no
+// array came back.
+std::optional<Error> restore_error(const fs::path& path) {
+  const LayoutDef one{Mesh({{"x", 4}}, {0, 1, 2, 3}), {}, 1};
+  std::optional<Error> error;
+  testing::run_ranks(1, [&](Transport& transport) {
+    try {
+      restore_checkpoint(path, testing::targets_for(testing::small_model(), one), transport);
+    } catch (const Error& e) {
+      error = e;
+    }
+  });
+  return error;
+}
+
+void expect_error_naming(const std::optional<Error>& error, ErrorCode code, const std::vector<std::string>& parts) {
+  ASSERT_TRUE(error.has_value()) << "restored a damaged checkpoint";
+  EXPECT_EQ(error->code(), code) << error_code_name(error->code()) << ": " << error->what();
+  for (const std::string& part : parts) EXPECT_NE(std::string(error->what()).find(part), std::string::npos) << part << ": " << error->what();
+}
+
+std::string read_file(const fs::path& path) {
+  std::string bytes(static_cast<size_t>(fs::file_size(path)), '\0');
+  std::ifstream in(path, std::ios::binary);
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return bytes;
+}
+
+void write_file(const fs::path& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }
+
+TEST(CheckpointDamage, AFlippedBitInAnyChunkNamesTensorChunkAndFile) {
+  auto rng = testing::seeded_rng();
+  TempDir dir;
+  save(dir / "c", 1);
+  const checkpoint::Manifest manifest = checkpoint::Reader::open(dir / "c").manifest();
+  for (const checkpoint::TensorEntry& tensor : manifest.tensors) {
+    for (size_t c = 0; c < tensor.chunks.size(); ++c) {
+      const checkpoint::Chunk& chunk = tensor.chunks[c];
+      const fs::path file = dir / "c" / chunk.file;
+      const std::string good = read_file(file);
+      std::string bad = good;
+      const uint64_t at = chunk.offset + rng() % chunk.length;
+      bad[at] = static_cast<char>(bad[at] ^ (1 << (rng() % 8)));
+      write_file(file, bad);
+      SCOPED_TRACE(fmt::format("{} chunk {} byte {}", tensor.name, c, at));
+      expect_error_naming(restore_error(dir / "c"), ErrorCode::kChecksumMismatch,
+                          {fmt::format("\"{}\"", tensor.name), fmt::format("chunk {}", c), chunk.file});
+      write_file(file, good);
+    }
+  }
+  EXPECT_FALSE(restore_error(dir / "c").has_value());
+}
+
+TEST(CheckpointDamage, TruncatedOrDeletedDataFilesAreNamed) {
+  TempDir dir;
+  save(dir / "c", 1);
+  const checkpoint::Manifest manifest = checkpoint::Reader::open(dir / "c").manifest();
+  for (const checkpoint::DataFile& data : manifest.files) {
+    const fs::path file = dir / "c" / data.name;
+    const std::string good = read_file(file);
+    write_file(file, good.substr(0, good.size() - 3));
+    expect_error_naming(restore_error(dir / "c"), ErrorCode::kIncompleteBuffer, {data.name, "truncated", "chunk"});
+    fs::remove(file);
+    expect_error_naming(restore_error(dir / "c"), ErrorCode::kIo, {data.name, "missing", "chunk"});
+    write_file(file, good);
+  }
+  fs::remove(dir / "c" / "manifest.json");
+  expect_error_naming(restore_error(dir / "c"), ErrorCode::kIo, {"manifest.json"});
+}
+
+TEST(CheckpointDamage, AnEditedManifestIsRefused) {
+  TempDir dir;
+  save(dir / "c", 1);
+  const fs::path path = dir / "c" / "manifest.json";
+  const std::string good = read_file(path);
+  // Any change to the body breaks its checksum.
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"\"F32\"", "\"I32\""}, {"\"length\":", "\"length\":1"}, {"\"embed\"", "\"embez\""}}) {
+    const size_t at = good.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    std::string edited = good;
+    edited.replace(at, from.size(), to);
+    write_file(path, edited);
+    expect_error_naming(restore_error(dir / "c"), ErrorCode::kChecksumMismatch, {"manifest.json", "checksum"});
+  }
+  // An unknown version is refused by name, whatever the body.
+  std::string newer = good;
+  newer.replace(newer.find("\"version\":1"), 11, "\"version\":2");
+  write_file(path, newer);
+  expect_error_naming(restore_error(dir / "c"), ErrorCode::kInvalidManifest, {"version 2"});
+  write_file(path, "{\"format\": \"reshard-checkpoint\"");
+  expect_error_naming(restore_error(dir / "c"), ErrorCode::kInvalidManifest, {"JSON"});
+  write_file(path, good);
+  EXPECT_FALSE(restore_error(dir / "c").has_value());
+}
+
+// Runs `body` in a child process; returns its exit status (128 + signal).
+template <typename Body>
+int in_child(Body&& body) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    int code = 1;
+    try {
+      code = body();
+    } catch (...) {
+      code = 3;
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// A file-size limit stands in for a full disk: the process writing the
+// larger data file fails, the other learns of it, and the old checkpoint stays.
+TEST(CheckpointDamage, AFullDiskFailsTheSaveEverywhereAndKeepsTheOldOne) {
+  TempDir dir;
+  save(dir / "c", 1);
+  const int status = in_child([&] {
+    ::signal(SIGXFSZ, SIG_IGN);
+    const rlimit limit{4096, 4096};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    // Process 0 writes a small data file, process 1 one past the limit.
+    const Topology topology = Topology::uniform(2, 2);
+    std::vector<int> codes(2, -1);
+    std::vector<std::string> messages(2);
+    const auto fill = [](std::span<const int64_t>, std::span<std::byte> out) {
+      std::fill(out.begin(), out.end(), std::byte{1});
+    };
+    testing::run_ranks(2, [&](Transport& transport) {
+      std::vector<NamedArray> arrays;
+      arrays.push_back({"small", ShardedArray::from_function({16}, DType::kF32, NamedSharding(Mesh({{"x", 1}}, {0}), PartitionSpec()),
+                                                             topology, transport.rank(), fill)});
+      arrays.push_back({"big", ShardedArray::from_function({2048}, DType::kF32, NamedSharding(Mesh({{"x", 1}}, {1}), PartitionSpec()),
+                                                           topology, transport.rank(), fill)});
+      try {
+        save_checkpoint(dir / "c", arrays, transport);
+      } catch (const Error& e) {
+        codes[static_cast<size_t>(transport.rank())] = static_cast<int>(e.code());
+        messages[static_cast<size_t>(transport.rank())] = e.what();
+      }
+    });
+    const bool named = messages[0].find("process 1") != std::string::npos &&
+                       messages[1].find("data-00001.safetensors") != std::string::npos;
+    if (codes[0] != static_cast<int>(ErrorCode::kPeerFailed) || codes[1] != static_cast<int>(ErrorCode::kIo) || !named) {
+      std::fprintf(stderr, "rank 0: %d: %s\nrank 1: %d: %s\n", codes[0], messages[0].c_str(), codes[1],
+                   messages[1].c_str());
+      return 10;
+    }
+    return 0;
+  });
+  EXPECT_EQ(status, 0) << "process 1 fails with an I/O error, process 0 names it";
+  EXPECT_FALSE(restore_error(dir / "c").has_value()) << "the old checkpoint restores";
+  for (const auto& entry : fs::directory_iterator(dir.path())) EXPECT_EQ(entry.path().filename(), "c");
+}
+
+// A save killed at a random moment leaves the previous checkpoint (or, past
+// the final rename, the new one) whole under its name, never a partial one.
+TEST(CheckpointDamage, ASaveKilledAtRandomMomentsNeverLeavesAPartialCheckpoint) {
+  const uint64_t seed = testing::test_seed();
+  std::mt19937_64 rng(seed);
+  TempDir dir;
+  save(dir / "c", 1);
+  int old_seen = 0, new_seen = 0;
+  uint64_t committed = 1;
+  constexpr int kKills = 60;
+  const LayoutDef one{Mesh({{"x", 4}}, {0, 1, 2, 3}), {}, 1};
+  for (int kill = 0; kill < kKills; ++kill) {
+    const uint64_t version = 100 + static_cast<uint64_t>(kill);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      try {
+        save(dir / "c", version);
+      } catch (...) {
+        ::_exit(2);
+      }
+      ::_exit(0);
+    }
+    ::usleep(static_cast<useconds_t>(rng() % 30000));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    // Whatever is under the name is whole: the last committed version, or this one.
+    bool is_old = true, is_new = true;
+    testing::run_ranks(1, [&](Transport& transport) {
+      const auto arrays = restore_checkpoint(dir / "c", testing::targets_for(testing::small_model(), one), transport);
+      for (const NamedArray& array : arrays) {
+        is_old = is_old && testing::mismatch(array, committed).empty();
+        is_new = is_new && testing::mismatch(array, version).empty();
+      }
+    });
+    ASSERT_TRUE(is_old || is_new) << "kill " << kill << " (seed " << seed << ") left a checkpoint of neither version";
+    if (is_new) {
+      committed = version;
+      ++new_seen;
+    } else {
+      ++old_seen;
+    }
+    for (const auto& entry : fs::directory_iterator(dir.path())) {
+      const std::string name = entry.path().filename().string();
+      EXPECT_TRUE(name == "c" || name.front() == '.') << "visible partial output: " << name;
+    }
+  }
+  std::printf("[ kills    ] %d kills (seed %llu): old checkpoint %d times, new %d times\n", kKills,
+              static_cast<unsigned long long>(seed), old_seen, new_seen);
+}
+
+}  // namespace
+}  // namespace reshard
