@@ -625,5 +625,13 @@ def _to_host(array: _ShardedArray) -> Annotated[NDArray[numpy.uint8], dict(shape
     The whole array's bytes, row-major, as a uint8 numpy array (one process).
     """
 
+def _reshard_arrays(arrays: Sequence[_ShardedArray], targets: Sequence[NamedSharding]) -> list[_ShardedArray]:
+    """Each array laid out by its target, all in one operation (one process)."""
+
+def _to_host_arrays(arrays: Sequence[_ShardedArray]) -> list[Annotated[NDArray[numpy.uint8], dict(shape=(None,))]]:
+    """
+    Every array's bytes, row-major, as uint8 numpy arrays, in one operation (one process).
+    """
+
 def _from_host(bytes: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order='C', device='cpu', writable=False)], shape: object, dtype: str, target: NamedSharding, topology: Topology) -> _ShardedArray:
     """A host array's bytes placed with `target` (one process)."""
