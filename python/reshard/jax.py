@@ -51,7 +51,11 @@ def _spec_entry_to_reshard(entry: Any) -> Any:
 
 def to_reshard(sharding: Any) -> _core.NamedSharding:
     """reshard's NamedSharding for a ``jax.sharding.NamedSharding``: the same axis
-    names and sizes, device order (by id), partition spec and memory kind."""
+    names and sizes, device order (by id), partition spec and memory kind. A
+    ``SingleDeviceSharding`` (what ``jnp.array`` gives) is a one-device mesh, replicated."""
+    if isinstance(sharding, _JaxSingleDeviceSharding):
+        (device,) = sharding.device_set
+        return _core.NamedSharding(_core.Mesh([device.id], ("device",)), _core.PartitionSpec(), sharding.memory_kind)
     if not isinstance(sharding, _JaxNamedSharding):
         raise UnsupportedError(f"only jax.sharding.NamedSharding converts, not {type(sharding).__name__}")
     mesh = sharding.mesh

@@ -46,8 +46,12 @@ def test_shardings_convert_both_ways(rng, devices):
         assert list(back.mesh.devices.flat) == list(theirs.mesh.devices.flat)
     topology = rjax.topology()
     assert topology.num_devices == len(jax.devices()) and topology.num_processes == 1
-    with pytest.raises(errors.UnsupportedError, match="NamedSharding"):
-        rjax.to_reshard(jax.sharding.SingleDeviceSharding(devices[0]))
+    single = rjax.to_reshard(jax.sharding.SingleDeviceSharding(devices[5]))
+    assert single == reshard.NamedSharding(reshard.Mesh([5], ("device",)), P())
+    mesh = jax.sharding.Mesh(np.array([devices[0], devices[1]], dtype=object), ("x",))
+    unconstrained = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(jax.sharding.PartitionSpec.UNCONSTRAINED))
+    with pytest.raises(errors.UnsupportedError, match="no reshard form"):
+        rjax.to_reshard(unconstrained)
     with pytest.raises(errors.UnknownDeviceError):
         rjax.from_reshard(reshard.NamedSharding(reshard.Mesh([1000], ("x",)), P()))
 
@@ -65,6 +69,11 @@ def test_arrays_round_trip(rng, devices):
     np.testing.assert_array_equal(np.asarray(back), values)
     host = rjax.to_host({"x": x, "y": [x]})
     np.testing.assert_array_equal(host["y"][0], values)
+    # A plain jnp array (one device) moves onto a mesh too.
+    plain = jax.device_put(values, devices[3])
+    spread = rjax.device_put(plain, sharding)
+    assert spread.sharding == sharding
+    np.testing.assert_array_equal(np.asarray(spread), values)
 
 
 def assert_same_shards(ours, theirs, values=None):
