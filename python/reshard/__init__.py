@@ -11,7 +11,7 @@ from __future__ import annotations
 from . import _core
 from . import errors
 from . import hf, safetensors
-from ._core import Box, Mesh, NamedSharding, PartitionSpec, Plan, PlanStats, Topology, Transfer
+from ._core import Box, Mesh, NamedSharding, PartitionSpec, Plan, PlanOptions, PlanStats, Topology, Transfer
 from ._dtypes import DTYPE_NAMES, dtype_name, numpy_dtype
 from .errors import ReshardError
 from ._plan import plan
@@ -34,6 +34,7 @@ __all__ = [
     "P",
     "PartitionSpec",
     "Plan",
+    "PlanOptions",
     "PlanStats",
     "ReshardError",
     "Topology",

@@ -312,6 +312,12 @@ class Transfer:
     def box(self) -> Box:
         """The elements moved, in global coordinates."""
 
+    @property
+    def stage(self) -> int:
+        """
+        0: from a source-layout holder; 1: after stage 0, a copy within one process from a target device whose stage-0 transfers brought the box in (so it crosses into the process once).
+        """
+
     @overload
     def __eq__(self, arg: Transfer, /) -> bool: ...
 
@@ -343,6 +349,12 @@ class PlanStats:
     def max_process_send_bytes(self) -> int:
         """The most cross-process bytes any one process sends."""
 
+    @property
+    def bytes_fan_out(self) -> int:
+        """
+        Bytes of stage-1 copies (within a process, from a target device that received them in stage 0).
+        """
+
     def to_dict(self) -> dict[str, int]:
         """The counts as a dict."""
 
@@ -351,6 +363,34 @@ class PlanStats:
 
     @overload
     def __eq__(self, arg: object, /) -> bool: ...
+
+    def __repr__(self) -> str: ...
+
+class PlanOptions:
+    """
+    How the planner may go beyond each target device fetching its own slice.
+    """
+
+    def __init__(self) -> None:
+        """The defaults: fan out and balance senders."""
+
+    @property
+    def fan_out(self) -> bool:
+        """
+        A remote piece several devices of one process need crosses into it once; the others copy it (stage 1).
+        """
+
+    @fan_out.setter
+    def fan_out(self, arg: bool, /) -> None: ...
+
+    @property
+    def balance_senders(self) -> bool:
+        """
+        A piece several processes hold is split over them so the largest sender sends the least.
+        """
+
+    @balance_senders.setter
+    def balance_senders(self, arg: bool, /) -> None: ...
 
     def __repr__(self) -> str: ...
 
@@ -402,7 +442,7 @@ class Plan:
 
     def __repr__(self) -> str: ...
 
-def _plan(shape: Sequence[int], dtype: str, src: NamedSharding, dst: NamedSharding, topology: Topology) -> Plan:
+def _plan(shape: Sequence[int], dtype: str, src: NamedSharding, dst: NamedSharding, topology: Topology, options: PlanOptions) -> Plan:
     """
     The plan from `src` to `dst` for an array of `shape` and `dtype` (a safetensors name).
     """
@@ -583,6 +623,14 @@ def _reshard(array: _ShardedArray, target: NamedSharding) -> _ShardedArray:
 def _to_host(array: _ShardedArray) -> Annotated[NDArray[numpy.uint8], dict(shape=(None,))]:
     """
     The whole array's bytes, row-major, as a uint8 numpy array (one process).
+    """
+
+def _reshard_arrays(arrays: Sequence[_ShardedArray], targets: Sequence[NamedSharding]) -> list[_ShardedArray]:
+    """Each array laid out by its target, all in one operation (one process)."""
+
+def _to_host_arrays(arrays: Sequence[_ShardedArray]) -> list[Annotated[NDArray[numpy.uint8], dict(shape=(None,))]]:
+    """
+    Every array's bytes, row-major, as uint8 numpy arrays, in one operation (one process).
     """
 
 def _from_host(bytes: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order='C', device='cpu', writable=False)], shape: object, dtype: str, target: NamedSharding, topology: Topology) -> _ShardedArray:

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _core
+from . import _core, _tree
 from ._dtypes import dtype_name, numpy_dtype
 
 __all__ = ["Shard", "ShardedArray", "from_host", "reshard", "to_host"]
@@ -136,17 +136,42 @@ class ShardedArray:
         return f"ShardedArray(shape={self.shape}, dtype={self.dtype}, sharding={self.sharding!r})"
 
 
-def reshard(array: ShardedArray, sharding: _core.NamedSharding) -> ShardedArray:
+def _is_array(x: Any) -> bool:
+    return isinstance(x, ShardedArray)
+
+
+def _is_sharding(x: Any) -> bool:
+    return isinstance(x, _core.NamedSharding)
+
+
+def reshard(arrays: Any, shardings: Any) -> Any:
     """The array laid out by `sharding`: any mesh, device order, device set or memory kind.
 
-    When `sharding` equals the array's, nothing moves and the result shares its buffers.
+    `arrays` is one ShardedArray, or a dict / list / tuple nesting of them (a
+    model): then all move in one operation (their pieces travel together) and
+    the result has the same nesting. `shardings` is one NamedSharding for all,
+    or the same nesting (a NamedSharding in place of a subtree applies to all of
+    it). An array already laid out by its target is returned sharing its buffers.
     """
-    return ShardedArray(_core._reshard(array._array, sharding))
+    if _is_array(arrays) and _is_sharding(shardings):
+        return ShardedArray(_core._reshard(arrays._array, shardings))
+    leaves, rebuild = _tree.flatten(arrays, _is_array, "ShardedArray")
+    targets = _tree.broadcast(shardings, arrays, _is_array, _is_sharding, "sharding")
+    moved = _core._reshard_arrays([a._array for a in leaves], targets)
+    return rebuild([ShardedArray(m) for m in moved])
 
 
-def to_host(array: ShardedArray) -> np.ndarray:
-    """The whole array as one numpy array (it owns reshard's host buffer; no extra copy)."""
-    return _core._to_host(array._array).view(array.dtype).reshape(array.shape)
+def to_host(arrays: Any) -> Any:
+    """The whole array as one numpy array (it owns reshard's host buffer; no extra copy).
+
+    A dict / list / tuple nesting of ShardedArrays gives the same nesting of
+    numpy arrays, gathered in one operation.
+    """
+    if _is_array(arrays):
+        return _core._to_host(arrays._array).view(arrays.dtype).reshape(arrays.shape)
+    leaves, rebuild = _tree.flatten(arrays, _is_array, "ShardedArray")
+    hosts = _core._to_host_arrays([a._array for a in leaves])
+    return rebuild([h.view(a.dtype).reshape(a.shape) for h, a in zip(hosts, leaves)])
 
 
 def from_host(

@@ -33,13 +33,17 @@ NumpyBytes buffer_to_numpy(const Buffer& buffer) {
 
 // One process and no peers: what the Python front end runs on until it joins
 // a multi-process job. A fresh group per call, so threads never share one.
-template <typename Body>
-auto single_process(const Topology& topology, Body&& body) {
+void check_one_process(const Topology& topology) {
   if (topology.num_processes() != 1) {
     throw Error(ErrorCode::kUnsupported,
                 "this operation runs in one process, but the topology has " +
                     std::to_string(topology.num_processes()) + " processes");
   }
+}
+
+template <typename Body>
+auto single_process(const Topology& topology, Body&& body) {
+  check_one_process(topology);
   InProcessGroup group(1);
   nb::gil_scoped_release release;
   return body(group.transport(0));
@@ -112,6 +116,22 @@ void bind_sharded_array(nb::module_& m) {
     const HostArray host = single_process(array.topology(), [&](Transport& t) { return reshard::to_host(array, t); });
     return buffer_to_numpy(host.buffer);
   }, nb::arg("array"), "The whole array's bytes, row-major, as a uint8 numpy array (one process).");
+  m.def("_reshard_arrays", [](const std::vector<ShardedArray>& arrays, const std::vector<NamedSharding>& targets) {
+    if (arrays.empty()) return std::vector<ShardedArray>{};
+    for (const ShardedArray& array : arrays) check_one_process(array.topology());
+    return single_process(arrays.front().topology(), [&](Transport& t) { return reshard_arrays(arrays, targets, t); });
+  }, nb::arg("arrays"), nb::arg("targets"),
+        "Each array laid out by its target, all in one operation (one process).");
+  m.def("_to_host_arrays", [](const std::vector<ShardedArray>& arrays) {
+    std::vector<NumpyBytes> out;
+    if (arrays.empty()) return out;
+    for (const ShardedArray& array : arrays) check_one_process(array.topology());
+    const std::vector<HostArray> hosts =
+        single_process(arrays.front().topology(), [&](Transport& t) { return reshard::to_host(arrays, t); });
+    out.reserve(hosts.size());
+    for (const HostArray& host : hosts) out.push_back(buffer_to_numpy(host.buffer));
+    return out;
+  }, nb::arg("arrays"), "Every array's bytes, row-major, as uint8 numpy arrays, in one operation (one process).");
   m.def("_from_host", &from_host, nb::arg("bytes"), nb::arg("shape"), nb::arg("dtype"), nb::arg("target"),
         nb::arg("topology"), "A host array's bytes placed with `target` (one process).");
 }

@@ -13,10 +13,10 @@ namespace reshard::python {
 namespace {
 
 Plan make_plan_from_python(nb::handle shape, const std::string& dtype, const NamedSharding& src,
-                           const NamedSharding& dst, const Topology& topology) {
+                           const NamedSharding& dst, const Topology& topology, const PlanOptions& options) {
   PlanKey key{shape_from_python(shape), dtype_from_string(dtype), src, dst, topology};
   nb::gil_scoped_release release;
-  return make_plan(key);
+  return make_plan(key, options);
 }
 
 nb::dict stats_to_dict(const PlanStats& s) {
@@ -26,6 +26,7 @@ nb::dict stats_to_dict(const PlanStats& s) {
   out["bytes_same_process"] = s.bytes_same_process;
   out["bytes_cross_process"] = s.bytes_cross_process;
   out["max_process_send_bytes"] = s.max_process_send_bytes;
+  out["bytes_fan_out"] = s.bytes_fan_out;
   return out;
 }
 
@@ -36,10 +37,13 @@ void bind_plan(nb::module_& m) {
       .def_ro("src", &Transfer::src, "Source device id.")
       .def_ro("dst", &Transfer::dst, "Target device id.")
       .def_ro("box", &Transfer::box, "The elements moved, in global coordinates.")
+      .def_ro("stage", &Transfer::stage,
+              "0: from a source-layout holder; 1: after stage 0, a copy within one process from a target device "
+              "whose stage-0 transfers brought the box in (so it crosses into the process once).")
       .def("__eq__", [](const Transfer& a, const Transfer& b) { return a == b; }, nb::is_operator())
       .def("__eq__", [](const Transfer&, nb::handle) { return false; })
       .def("__repr__", [](const Transfer& t) {
-        return fmt::format("Transfer(src={}, dst={}, box={})", t.src, t.dst, t.box.to_string());
+        return fmt::format("Transfer(src={}, dst={}, box={}, stage={})", t.src, t.dst, t.box.to_string(), t.stage);
       });
 
   nb::class_<PlanStats>(m, "PlanStats", "Byte counts of a plan (as `reshard plan --json`).")
@@ -49,10 +53,23 @@ void bind_plan(nb::module_& m) {
       .def_ro("bytes_cross_process", &PlanStats::bytes_cross_process, "Bytes between processes.")
       .def_ro("max_process_send_bytes", &PlanStats::max_process_send_bytes,
               "The most cross-process bytes any one process sends.")
+      .def_ro("bytes_fan_out", &PlanStats::bytes_fan_out,
+              "Bytes of stage-1 copies (within a process, from a target device that received them in stage 0).")
       .def("to_dict", &stats_to_dict, nb::sig("def to_dict(self) -> dict[str, int]"), "The counts as a dict.")
       .def("__eq__", [](const PlanStats& a, const PlanStats& b) { return a == b; }, nb::is_operator())
       .def("__eq__", [](const PlanStats&, nb::handle) { return false; })
       .def("__repr__", [](const PlanStats& s) { return "PlanStats(" + nb::cast<std::string>(nb::repr(stats_to_dict(s))) + ")"; });
+
+  nb::class_<PlanOptions>(m, "PlanOptions", "How the planner may go beyond each target device fetching its own slice.")
+      .def(nb::init<>(), "The defaults: fan out and balance senders.")
+      .def_rw("fan_out", &PlanOptions::fan_out,
+              "A remote piece several devices of one process need crosses into it once; the others copy it (stage 1).")
+      .def_rw("balance_senders", &PlanOptions::balance_senders,
+              "A piece several processes hold is split over them so the largest sender sends the least.")
+      .def("__repr__", [](const PlanOptions& o) {
+        return fmt::format("PlanOptions(fan_out={}, balance_senders={})", o.fan_out ? "True" : "False",
+                           o.balance_senders ? "True" : "False");
+      });
 
   nb::class_<Plan>(m, "Plan", "The immutable list of transfers that builds a target layout from a source.")
       .def_prop_ro("shape", [](const Plan& p) { return shape_to_python(p.key().shape); },
@@ -75,9 +92,9 @@ void bind_plan(nb::module_& m) {
       });
 
   m.def("_plan", &make_plan_from_python, nb::arg("shape"), nb::arg("dtype"), nb::arg("src"), nb::arg("dst"),
-        nb::arg("topology"),
+        nb::arg("topology"), nb::arg("options"),
         nb::sig("def _plan(shape: collections.abc.Sequence[int], dtype: str, src: NamedSharding, dst: NamedSharding, "
-                "topology: Topology) -> Plan"),
+                "topology: Topology, options: PlanOptions) -> Plan"),
         "The plan from `src` to `dst` for an array of `shape` and `dtype` (a safetensors name).");
 }
 

@@ -43,7 +43,9 @@ def test_the_checked_in_type_stub_matches_the_extension(tmp_path):
 def test_every_public_item_has_a_docstring():
     import inspect
 
-    modules = [reshard, reshard.errors, reshard.safetensors, reshard.array]
+    import reshard.jax
+
+    modules = [reshard, reshard.errors, reshard.safetensors, reshard.array, reshard.jax]
     missing = []
     for module in modules:
         names = getattr(module, "__all__", [n for n in vars(module) if not n.startswith("_")])

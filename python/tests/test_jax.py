@@ -1,0 +1,131 @@
+"""reshard.jax: shardings convert both ways as JAX builds them, arrays round-trip,
+and device_put agrees with jax.device_put bit for bit, including between the
+seed's two device orders."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import jax
+import ml_dtypes
+import numpy as np
+import pytest
+
+import reshard
+import reshard.jax as rjax
+from jax_layouts import random_layout
+from reshard import P, errors
+from test_array import is_nan, random_values
+from test_plan import same_shape_pair
+
+DTYPES = (np.float32, np.int8, np.int64, ml_dtypes.bfloat16, np.bool_, np.uint16)
+SEED_ORDERS = (
+    [0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15],
+    [0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15],
+)
+
+
+@pytest.fixture(scope="module")
+def devices():
+    return {d.id: d for d in jax.devices("cpu")}
+
+
+def seed_sharding(devices, order, spec):
+    grid = np.array([devices[d] for d in order], dtype=object).reshape(4, 4)
+    return jax.sharding.NamedSharding(jax.sharding.Mesh(grid, ("data", "model")), spec)
+
+
+def test_shardings_convert_both_ways(rng, devices):
+    for _ in range(200):
+        layout = random_layout(rng)
+        theirs, ours = layout.jax(devices), layout.reshard()
+        assert rjax.to_reshard(theirs) == ours
+        back = rjax.from_reshard(ours)
+        assert back == theirs and back.memory_kind == theirs.memory_kind
+        assert list(back.mesh.devices.flat) == list(theirs.mesh.devices.flat)
+    topology = rjax.topology()
+    assert topology.num_devices == len(jax.devices()) and topology.num_processes == 1
+    single = rjax.to_reshard(jax.sharding.SingleDeviceSharding(devices[5]))
+    assert single == reshard.NamedSharding(reshard.Mesh([5], ("device",)), P())
+    mesh = jax.sharding.Mesh(np.array([devices[0], devices[1]], dtype=object), ("x",))
+    unconstrained = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(jax.sharding.PartitionSpec.UNCONSTRAINED))
+    with pytest.raises(errors.UnsupportedError, match="no reshard form"):
+        rjax.to_reshard(unconstrained)
+    with pytest.raises(errors.UnknownDeviceError):
+        rjax.from_reshard(reshard.NamedSharding(reshard.Mesh([1000], ("x",)), P()))
+
+
+def test_arrays_round_trip(rng, devices):
+    sharding = seed_sharding(devices, SEED_ORDERS[0], jax.sharding.PartitionSpec("model", "data"))
+    values = np.arange(8 * 12, dtype=np.float32).reshape(8, 12)
+    x = jax.device_put(values, sharding)
+    ours = rjax.from_jax_array(x)
+    assert ours.sharding == rjax.to_reshard(sharding) and ours.dtype == np.float32
+    for shard in ours.shards:
+        np.testing.assert_array_equal(shard.data, values[shard.index])
+    back = rjax.to_jax_array(ours)
+    assert back.sharding == sharding
+    np.testing.assert_array_equal(np.asarray(back), values)
+    host = rjax.to_host({"x": x, "y": [x]})
+    np.testing.assert_array_equal(host["y"][0], values)
+    # A plain jnp array (one device) moves onto a mesh too.
+    plain = jax.device_put(values, devices[3])
+    spread = rjax.device_put(plain, sharding)
+    assert spread.sharding == sharding
+    np.testing.assert_array_equal(np.asarray(spread), values)
+
+
+def assert_same_shards(ours, theirs, values=None):
+    assert ours.sharding == theirs.sharding and ours.shape == theirs.shape and ours.dtype == theirs.dtype
+    mine = {s.device.id: np.asarray(s.data) for s in ours.addressable_shards}
+    for shard in theirs.addressable_shards:
+        expected, got = np.asarray(shard.data), mine[shard.device.id]
+        if values is not None:  # reshard keeps every bit
+            assert got.tobytes() == values[shard.index].tobytes()
+        # XLA may quiet NaN payloads when it copies; every other bit agrees.
+        nan = is_nan(expected)
+        assert is_nan(got).tolist() == nan.tolist()
+        assert expected[~nan].tobytes() == got[~nan].tobytes()
+
+
+def test_device_put_agrees_with_jax_on_random_layouts(rng, devices):
+    for _ in range(25):
+        a, b = same_shape_pair(rng)
+        a.memory_kind = b.memory_kind = "device"  # JAX on CPU does not move between host kinds
+        values = random_values(rng, a.shape, rng.choice(DTYPES))
+        x = jax.device_put(values, a.jax(devices))
+        assert_same_shards(rjax.device_put(x, b.jax(devices)), jax.device_put(x, b.jax(devices)), values)
+
+
+def test_device_put_between_the_seeds_two_device_orders(rng, devices):
+    specs = [P(), P("data"), P(None, "model"), P("data", "model"), P("model", "data"), P(("data", "model"))]
+    gen = np.random.default_rng(rng.randrange(2**32))
+    tree = {}
+    shardings = {}
+    for i in range(12):
+        src_spec, dst_spec = rng.choice(specs), rng.choice(specs)
+        src = seed_sharding(devices, SEED_ORDERS[i % 2], jax.sharding.PartitionSpec(*src_spec.to_tuple()))
+        dst = seed_sharding(devices, SEED_ORDERS[1 - i % 2], jax.sharding.PartitionSpec(*dst_spec.to_tuple()))
+        values = gen.standard_normal((16 * rng.randint(1, 3), 32)).astype(rng.choice((np.float32, ml_dtypes.bfloat16)))
+        tree[f"w{i}"] = jax.device_put(values, src)
+        shardings[f"w{i}"] = dst
+    ours = rjax.device_put(tree, shardings)
+    theirs = jax.device_put(tree, shardings)
+    for name in tree:
+        assert_same_shards(ours[name], theirs[name], np.asarray(tree[name]))
+    # One sharding for the whole tree, and numpy leaves placed directly.
+    dst = seed_sharding(devices, SEED_ORDERS[1], jax.sharding.PartitionSpec("data"))
+    both = rjax.device_put([tree["w0"], np.asarray(tree["w1"])], dst)
+    for ours_, source in zip(both, (tree["w0"], tree["w1"])):
+        assert_same_shards(ours_, jax.device_put(source, dst), np.asarray(source))
+
+
+def test_reshard_imports_without_jax():
+    code = (
+        "import sys; sys.modules['jax'] = None\n"
+        "import reshard, numpy as np\n"
+        "reshard.to_host(reshard.from_host(np.zeros(4), reshard.NamedSharding(reshard.Mesh([0, 1], ('x',)), reshard.P('x'))))\n"
+        "try:\n    import reshard.jax\nexcept ImportError as e:\n    assert 'needs JAX' in str(e), e\nelse:\n    raise SystemExit('imported')\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
