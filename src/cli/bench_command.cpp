@@ -4,9 +4,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "reshard/cli/benchmarks.h"
-#include "reshard/cli/commands.h"
-#include "reshard/cli/job.h"
+#include "cli/benchmarks.h"
+#include "cli/commands.h"
+#include "cli/job.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::cli {

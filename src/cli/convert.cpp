@@ -11,8 +11,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "reshard/cli/commands.h"
-#include "reshard/cli/progress.h"
+#include "cli/commands.h"
+#include "cli/progress.h"
 #include "reshard/formats/hf_folder_plan.h"
 #include "reshard/formats/hf_folder_writer.h"
 #include "reshard/formats/hf_split.h"

@@ -1,4 +1,4 @@
-#include "reshard/cli/job.h"
+#include "cli/job.h"
 
 #include <fmt/format.h>
 
