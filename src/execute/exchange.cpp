@@ -1,5 +1,7 @@
 #include "exchange.h"
 
+#include <utility>
+
 #include "box_copy.h"
 #include "staging_cache.h"
 
@@ -38,7 +40,9 @@ void Exchange::post_sends() {
     Pending pending{&m, {}, nullptr};
     std::span<const std::byte> payload;
     const MessagePiece& first = m.pieces.front();
-    const std::byte* shard = src_.shard(plan_.transfers()[first.transfer].src).buffer.data();
+    const Buffer& shard_buffer = src_.shard(plan_.transfers()[first.transfer].src).buffer;
+    const std::byte* shard = shard_buffer.data();
+    std::shared_ptr<const void> owner = shard_buffer.owner();
     if (auto offset = send_copy(first).contiguous_in_src(first.begin, first.end); offset && m.pieces.size() == 1) {
       payload = {shard + *offset, m.bytes};
     } else {
@@ -47,9 +51,12 @@ void Exchange::post_sends() {
         const std::byte* data = src_.shard(plan_.transfers()[piece.transfer].src).buffer.data();
         send_copy(piece).pack(data, piece.begin, piece.end, pending.staging.data() + piece.offset);
       }
-      payload = pending.staging.bytes();
+      payload = std::as_const(pending.staging).bytes();
+      owner = pending.staging.owner();
     }
-    pending.request = transport_.isend(m.dst_process, base_ + m.index, payload);
+    // The request shares the memory's owner: if the exchange fails, a
+    // transport still holding the bytes keeps them alive.
+    pending.request = transport_.isend_owned(m.dst_process, base_ + m.index, payload, std::move(owner));
     send_bytes_in_flight_ += m.bytes;
     sends_.push_back(std::move(pending));
   }
@@ -62,14 +69,17 @@ void Exchange::post_receives() {
     Pending pending{&m, {}, nullptr};
     std::span<std::byte> target;
     const MessagePiece& first = m.pieces.front();
-    std::byte* shard = dst_.mutable_shard(plan_.transfers()[first.transfer].dst).buffer.data();
+    Buffer& shard_buffer = dst_.mutable_shard(plan_.transfers()[first.transfer].dst).buffer;
+    std::byte* shard = shard_buffer.data();
+    std::shared_ptr<const void> owner = shard_buffer.owner();
     if (auto offset = receive_copy(first).contiguous_in_dst(first.begin, first.end); offset && m.pieces.size() == 1) {
       target = {shard + *offset, m.bytes};
     } else {
       pending.staging = StagingCache::for_process().take(m.bytes);
       target = pending.staging.bytes();
+      owner = pending.staging.owner();
     }
-    pending.request = transport_.irecv(m.src_process, base_ + m.index, target);
+    pending.request = transport_.irecv_owned(m.src_process, base_ + m.index, target, std::move(owner));
     receive_bytes_in_flight_ += m.bytes;
     receives_.push_back(std::move(pending));
   }
@@ -101,6 +111,9 @@ void Exchange::finish_oldest(ExecuteStats& stats) {
     stats.bytes_received += bytes;
     ++stats.messages_received;
   }
+  // The request goes first: a staging buffer is reused only once nothing
+  // else holds it.
+  oldest.request.reset();
   StagingCache::for_process().give_back(std::move(oldest.staging));
   queue.pop_front();
 }

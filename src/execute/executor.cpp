@@ -40,6 +40,7 @@ void check_inputs(const Plan& plan, const ShardedArray& src, const ShardedArray&
   }
   check_array(src, key.src, key, "source");
   check_array(dst, key.dst, key, "target");
+  dst.check_writable();
 }
 
 // FNV-1a over everything the message schedule depends on.
