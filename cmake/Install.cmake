@@ -12,7 +12,7 @@ install(TARGETS reshard_layout reshard_plan reshard_execute reshard_formats resh
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT reshard-targets NAMESPACE reshard:: DESTINATION ${RESHARD_CMAKE_DIR})
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/" DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-        PATTERN "mpi" EXCLUDE)
+        PATTERN "mpi" EXCLUDE PATTERN "mpi.h" EXCLUDE)
 
 if(RESHARD_WITH_MPI)
   install(TARGETS reshard_mpi EXPORT reshard-mpi-targets
@@ -21,6 +21,7 @@ if(RESHARD_WITH_MPI)
   install(EXPORT reshard-mpi-targets NAMESPACE reshard:: DESTINATION ${RESHARD_CMAKE_DIR})
   install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/reshard/execute/mpi"
           DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/reshard/execute)
+  install(FILES "${PROJECT_SOURCE_DIR}/include/reshard/mpi.h" DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/reshard)
 endif()
 
 configure_package_config_file("${PROJECT_SOURCE_DIR}/cmake/reshardConfig.cmake.in"

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/job.h"
 #include "cli/progress.h"
 #include "reshard/formats/hf_folder_plan.h"
 #include "reshard/formats/hf_folder_writer.h"
@@ -163,6 +164,7 @@ void add_convert_command(CLI::App& app) {
   cmd->add_flag("--force", options->force,
                 "Replace an existing DST: a file is replaced whole; in a folder, only the weight files "
                 "(model*.safetensors and the index) are replaced, other files stay");
+  add_timeout_option(*cmd);
   cmd->callback([options, max_shard] {
     options->max_shard_size_given = max_shard->count() > 0;
     convert(*options);
