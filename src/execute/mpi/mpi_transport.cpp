@@ -115,7 +115,14 @@ struct MpiTransport::State {
         engine(rank, size, control.get(), heartbeat_comm.get(), options.max_bytes_in_flight, options.timeout) {
     data.reserve(tags.num_communicators());
     for (size_t i = 0; i < tags.num_communicators(); ++i) data.emplace_back(parent);
-    if (size > 1) beating = std::jthread([this](std::stop_token stop) { beat_until(stop); });
+    // The thread makes MPI calls beside the caller's: only MPI_THREAD_MULTIPLE
+    // allows that. Without it, ranks beat only while they wait in this
+    // transport, so a rank busy elsewhere for longer than the timeout looks dead.
+    int level = MPI_THREAD_SINGLE;
+    check_mpi(MPI_Query_thread(&level), "querying MPI's thread level");
+    if (size > 1 && level == MPI_THREAD_MULTIPLE) {
+      beating = std::jthread([this](std::stop_token stop) { beat_until(stop); });
+    }
   }
 
   ~State() {

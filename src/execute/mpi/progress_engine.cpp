@@ -54,7 +54,11 @@ void ProgressEngine::remove(ChunkedRequest* request) {
 void ProgressEngine::progress() {
   for (ChunkedRequest* request : requests_) request->advance();
   failures_.poll();
-  heartbeats_.listen(Clock::now());
+  // Waiting ranks beat too (rate-limited), in case there is no heartbeat thread.
+  const auto now = Clock::now();
+  heartbeats_.listen(now);
+  heartbeats_.beat(now);
+  Orphans::instance().reap();
 }
 
 void ProgressEngine::throw_if_aborted() const {

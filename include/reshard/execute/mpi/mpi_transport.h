@@ -54,8 +54,10 @@ struct MpiTransportOptions {
 // Traffic runs on communicators duplicated from the parent at construction,
 // with MPI_ERRORS_RETURN, so it never mixes with the caller's messages and MPI
 // errors become typed errors. All MPI calls are serialised by one lock, so any
-// thread may use the transport whatever thread level MPI provides (the
-// heartbeat thread needs MPI_THREAD_MULTIPLE, which MpiSession asks for).
+// thread may use the transport whatever thread level MPI provides. The
+// heartbeat thread needs MPI_THREAD_MULTIPLE (which MpiSession asks for);
+// below it, a rank beats only while it waits in the transport, so one busy
+// elsewhere for longer than the timeout is taken for dead.
 // Requests must not outlive their transport.
 class MpiTransport final : public Transport {
  public:
