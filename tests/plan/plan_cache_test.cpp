@@ -90,7 +90,5 @@ TEST(PlanCache, ClearForgetsButHandedOutPlansStayValid) {
   EXPECT_NE(cache.get(seed_key()).get(), plan.get());
 }
 
-TEST(PlanCache, TheDefaultCacheIsOnePerProcess) { EXPECT_EQ(&default_plan_cache(), &default_plan_cache()); }
-
 }  // namespace
 }  // namespace reshard
