@@ -67,7 +67,10 @@ int main(int argc, char** argv) {
     transport.barrier();
   } catch (const std::exception& e) {
     // What a reshard program's top level does: report, tell the peers, end the job.
-    std::cerr << "error: " << e.what() << std::endl;
+    // One write, so that the ranks' lines do not interleave.
+    const std::string line = std::string("error: ") + e.what() + "\n";
+    std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
+    std::cerr.flush();
     transport.abort(e.what());
     reshard::MpiSession::abort_job(1);
   }
