@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs every Debian package reshard needs to build, test and benchmark.
+# Installs every Debian package reshard needs to build, test and benchmark,
+# then the Python virtual environment (scripts/install-python-deps.sh).
 # Idempotent: packages already present are left alone. Run as root on Debian 12.
 set -euo pipefail
 
@@ -8,7 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev libssl-dev
   libopenmpi-dev openmpi-bin
-  python3
+  python3 python3-dev python3-venv ccache
 )
 
 missing=()
@@ -18,15 +19,15 @@ done
 
 if ((${#missing[@]} == 0)); then
   echo "install-deps: all ${#packages[@]} packages present"
-  exit 0
+else
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "error: install-deps needs root to install: ${missing[*]}" >&2
+    exit 1
+  fi
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-if [[ $(id -u) -ne 0 ]]; then
-  echo "error: install-deps needs root to install: ${missing[*]}" >&2
-  exit 1
-fi
-
-echo "install-deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}"
+bash "$(dirname "$0")/install-python-deps.sh"

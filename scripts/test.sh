@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs dependencies, then builds and runs every test: the release build,
-# the ASan+UBSan build, and the fuzz targets for a bounded time. CI runs this.
+# the ASan+UBSan build, the Python package's tests, and the fuzz targets for a
+# bounded time. CI runs this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +16,9 @@ for preset in release asan; do
   bash scripts/build.sh "$preset"
   ctest --preset "$preset" -j "$(nproc)"
 done
+
+echo "== python package =="
+bash scripts/test-python.sh
 
 if [[ -x scripts/fuzz.sh ]]; then
   echo "== fuzz =="

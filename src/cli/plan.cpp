@@ -19,7 +19,8 @@ namespace {
 constexpr const char* kHelp =
     "Print the transfer plan that moves an array between two layouts: which source device sends\n"
     "which box to which target device, and how many bytes stay on a device, stay in a process,\n"
-    "or cross processes.\n"
+    "or cross processes. Stage 0 brings each element a process lacks into it once; stage 1\n"
+    "copies it inside the process to the other devices that need it (fan out).\n"
     "\n"
     "Example (the same 4x4 mesh in two device orders, 4 processes of 4 devices):\n"
     "  reshard plan --shape 32,8,4096 --dtype f32 \\\n"
@@ -71,19 +72,21 @@ nlohmann::ordered_json plan_json(const Plan& plan) {
                                 {"bytes_same_device", s.bytes_same_device},
                                 {"bytes_same_process", s.bytes_same_process},
                                 {"bytes_cross_process", s.bytes_cross_process},
+                                {"bytes_fan_out", s.bytes_fan_out},
                                 {"max_process_send_bytes", s.max_process_send_bytes}};
   nlohmann::ordered_json transfers = nlohmann::ordered_json::array();
   for (const Transfer& t : plan.transfers()) {
     nlohmann::ordered_json box = nlohmann::ordered_json::array();
     for (size_t d = 0; d < t.box.rank(); ++d) box.push_back({t.box.interval(d).begin, t.box.interval(d).end});
     const uint64_t bytes = dtype_byte_size(plan.key().dtype, static_cast<uint64_t>(t.box.volume()));
-    transfers.push_back({{"src", t.src}, {"dst", t.dst}, {"box", box}, {"bytes", bytes}});
+    transfers.push_back({{"stage", t.stage}, {"src", t.src}, {"dst", t.dst}, {"box", box}, {"bytes", bytes}});
   }
   out["transfers"] = std::move(transfers);
   return out;
 }
 
 std::string_view kind_of(const Transfer& t, const Topology& topology) {
+  if (t.stage == 1) return "fan out";
   if (t.src == t.dst) return "same device";
   return topology.process_of(t.src) == topology.process_of(t.dst) ? "same process" : "cross process";
 }
@@ -99,8 +102,8 @@ void print_text(const Plan& plan, int64_t max_rows) {
                            fmt::join(key.shape, ", "), topology.num_devices(), topology.num_processes(),
                            topology.num_processes() == 1 ? "" : "es");
   std::cout << fmt::format("  from {}\n  to   {}\n\n", key.src.to_string(), key.dst.to_string());
-  std::cout << fmt::format("  {:>6}  {:>5}  {:>5}  {:>9}  {:<13}  {:<28}  {:>12}\n", "#", "src", "dst", "processes",
-                           "kind", "box", "bytes");
+  std::cout << fmt::format("  {:>6}  {:>5}  {:>5}  {:>5}  {:>9}  {:<13}  {:<28}  {:>12}\n", "#", "stage", "src", "dst",
+                           "processes", "kind", "box", "bytes");
   const std::vector<Transfer>& transfers = plan.transfers();
   for (size_t i = 0; i < transfers.size(); ++i) {
     if (max_rows > 0 && i == static_cast<size_t>(max_rows)) {
@@ -110,8 +113,8 @@ void print_text(const Plan& plan, int64_t max_rows) {
     }
     const Transfer& t = transfers[i];
     const std::string processes = fmt::format("{} -> {}", topology.process_of(t.src), topology.process_of(t.dst));
-    std::cout << fmt::format("  {:>6}  {:>5}  {:>5}  {:>9}  {:<13}  {:<28}  {:>12}\n", i, t.src, t.dst, processes,
-                             kind_of(t, topology), t.box.to_string(),
+    std::cout << fmt::format("  {:>6}  {:>5}  {:>5}  {:>5}  {:>9}  {:<13}  {:<28}  {:>12}\n", i, t.stage, t.src, t.dst,
+                             processes, kind_of(t, topology), t.box.to_string(),
                              dtype_byte_size(key.dtype, static_cast<uint64_t>(t.box.volume())));
   }
   const PlanStats& s = plan.stats();
@@ -123,6 +126,8 @@ void print_text(const Plan& plan, int64_t max_rows) {
                            percent(s.bytes_same_process, s.bytes_total));
   std::cout << fmt::format("  cross process            {:>14}{}\n", s.bytes_cross_process,
                            percent(s.bytes_cross_process, s.bytes_total));
+  std::cout << fmt::format("  fan out (stage 1)        {:>14}{}\n", s.bytes_fan_out,
+                           percent(s.bytes_fan_out, s.bytes_total));
   std::cout << fmt::format("  most sent by one process {:>14}\n", s.max_process_send_bytes);
 }
 

@@ -148,6 +148,31 @@ void BoxCopy::unpack(const std::byte* in, uint64_t begin, uint64_t end, std::byt
   });
 }
 
+namespace {
+
+template <typename Run, typename Pointer>
+void append_run(std::vector<Run>& out, Pointer data, uint64_t length) {
+  if (!out.empty() && out.back().data + out.back().size == data) {
+    out.back().size += length;
+  } else {
+    out.push_back(Run{data, length});
+  }
+}
+
+}  // namespace
+
+void BoxCopy::src_runs(const std::byte* src, uint64_t begin, uint64_t end, std::vector<ConstByteRun>& out) const {
+  for_each_piece(begin, end, [&](int64_t src_offset, int64_t, uint64_t, uint64_t length) {
+    append_run(out, src + src_offset, length);
+  });
+}
+
+void BoxCopy::dst_runs(std::byte* dst, uint64_t begin, uint64_t end, std::vector<ByteRun>& out) const {
+  for_each_piece(begin, end, [&](int64_t, int64_t dst_offset, uint64_t, uint64_t length) {
+    append_run(out, dst + dst_offset, length);
+  });
+}
+
 bool BoxCopy::in_one_row(uint64_t begin, uint64_t end) const {
   return begin < end && end <= bytes_ && begin / row_bytes_ == (end - 1) / row_bytes_;
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "copy_bytes.h"
+#include "reshard/execute/transport.h"
 #include "reshard/layout/box.h"
 
 namespace reshard {
@@ -63,6 +64,12 @@ class BoxCopy {
   void pack(const std::byte* src, uint64_t begin, uint64_t end, std::byte* out) const;
   // Unpacks `in` (end - begin bytes) into [begin, end) of the dst buffer.
   void unpack(const std::byte* in, uint64_t begin, uint64_t end, std::byte* dst) const;
+
+  // Appends the runs that packed bytes [begin, end) occupy in the src (dst)
+  // buffer, in packed order, merging runs that touch: what a message
+  // gathers from a source shard (scatters into a target shard).
+  void src_runs(const std::byte* src, uint64_t begin, uint64_t end, std::vector<ConstByteRun>& out) const;
+  void dst_runs(std::byte* dst, uint64_t begin, uint64_t end, std::vector<ByteRun>& out) const;
 
   // The offset at which [begin, end) starts in the src (dst) buffer, when those
   // bytes are contiguous there, so they can be sent (received) in place.

@@ -1,9 +1,11 @@
 #include "exchange.h"
 
+#include <algorithm>
+#include <memory>
 #include <utility>
+#include <vector>
 
 #include "box_copy.h"
-#include "staging_cache.h"
 
 namespace reshard {
 namespace {
@@ -13,50 +15,63 @@ bool fits(uint64_t in_flight, uint64_t bytes, uint64_t limit) { return in_flight
 
 }  // namespace
 
-Exchange::Exchange(const Plan& plan, const ProcessMessages& messages, const ShardedArray& src, ShardedArray& dst,
-                   Transport& transport, Tag base, uint64_t max_bytes_in_flight)
-    : plan_(plan),
-      messages_(messages),
-      src_(src),
-      dst_(dst),
-      transport_(transport),
-      base_(base),
-      max_bytes_in_flight_(max_bytes_in_flight) {}
+Exchange::Exchange(std::span<const ArrayMove> moves, const ProcessMessages& messages, Transport& transport, Tag base,
+                   uint64_t max_bytes_in_flight)
+    : moves_(moves), messages_(messages), transport_(transport), base_(base), max_bytes_in_flight_(max_bytes_in_flight) {}
+
+const Transfer& Exchange::transfer_of(const MessagePiece& piece) const {
+  return moves_[piece.array].plan->transfers()[piece.transfer];
+}
+
+const std::byte* Exchange::src_data(const MessagePiece& piece) const {
+  return moves_[piece.array].src->shard(transfer_of(piece).src).buffer.data();
+}
+
+std::byte* Exchange::dst_data(const MessagePiece& piece) const {
+  return moves_[piece.array].dst->mutable_shard(transfer_of(piece).dst).buffer.data();
+}
+
+std::shared_ptr<const void> Exchange::owner_of(const Message& m, bool sending) const {
+  std::vector<std::shared_ptr<const void>> owners;
+  for (const MessagePiece& piece : m.pieces) {
+    const Transfer& t = transfer_of(piece);
+    const ArrayMove& move = moves_[piece.array];
+    const std::shared_ptr<const void>& owner =
+        sending ? move.src->shard(t.src).buffer.owner() : move.dst->shard(t.dst).buffer.owner();
+    if (std::find(owners.begin(), owners.end(), owner) == owners.end()) owners.push_back(owner);
+  }
+  if (owners.size() == 1) return owners.front();
+  // Pieces of several shards: one owner that keeps them all.
+  return std::make_shared<const std::vector<std::shared_ptr<const void>>>(std::move(owners));
+}
 
 BoxCopy Exchange::send_copy(const MessagePiece& piece) const {
-  const Transfer& t = plan_.transfers()[piece.transfer];
-  return BoxCopy(t.box, src_.shard(t.src).box, t.box, src_.element_bytes());
+  const Transfer& t = transfer_of(piece);
+  const ShardedArray& src = *moves_[piece.array].src;
+  return BoxCopy(t.box, src.shard(t.src).box, t.box, src.element_bytes());
 }
 
 BoxCopy Exchange::receive_copy(const MessagePiece& piece) const {
-  const Transfer& t = plan_.transfers()[piece.transfer];
-  return BoxCopy(t.box, t.box, dst_.shard(t.dst).box, dst_.element_bytes());
+  const Transfer& t = transfer_of(piece);
+  const ShardedArray& dst = *moves_[piece.array].dst;
+  return BoxCopy(t.box, t.box, dst.shard(t.dst).box, dst.element_bytes());
 }
 
 void Exchange::post_sends() {
   while (next_send_ < messages_.sends.size() &&
          fits(send_bytes_in_flight_, messages_.sends[next_send_].bytes, max_bytes_in_flight_)) {
     const Message& m = messages_.sends[next_send_++];
-    Pending pending{&m, {}, nullptr};
-    std::span<const std::byte> payload;
-    const MessagePiece& first = m.pieces.front();
-    const Buffer& shard_buffer = src_.shard(plan_.transfers()[first.transfer].src).buffer;
-    const std::byte* shard = shard_buffer.data();
-    std::shared_ptr<const void> owner = shard_buffer.owner();
-    if (auto offset = send_copy(first).contiguous_in_src(first.begin, first.end); offset && m.pieces.size() == 1) {
-      payload = {shard + *offset, m.bytes};
-    } else {
-      pending.staging = StagingCache::for_process().take(m.bytes);
-      for (const MessagePiece& piece : m.pieces) {
-        const std::byte* data = src_.shard(plan_.transfers()[piece.transfer].src).buffer.data();
-        send_copy(piece).pack(data, piece.begin, piece.end, pending.staging.data() + piece.offset);
-      }
-      payload = std::as_const(pending.staging).bytes();
-      owner = pending.staging.owner();
-    }
-    // The request shares the memory's owner: if the exchange fails, a
-    // transport still holding the bytes keeps them alive.
-    pending.request = transport_.isend_owned(m.dst_process, base_ + m.index, payload, std::move(owner));
+    std::vector<ConstByteRun> runs;
+    for (const MessagePiece& piece : m.pieces) send_copy(piece).src_runs(src_data(piece), piece.begin, piece.end, runs);
+    Pending pending{&m, nullptr};
+    const Tag tag = base_ + m.index;
+    // The request shares the shards' owner: if the exchange fails, a transport
+    // still holding the bytes keeps them alive. One run goes straight from the
+    // shard; several are gathered by the transport.
+    std::shared_ptr<const void> owner = owner_of(m, /*sending=*/true);
+    pending.request = runs.size() == 1
+                          ? transport_.isend_owned(m.dst_process, tag, {runs[0].data, runs[0].size}, std::move(owner))
+                          : transport_.isend_gather(m.dst_process, tag, runs, std::move(owner));
     send_bytes_in_flight_ += m.bytes;
     sends_.push_back(std::move(pending));
   }
@@ -66,29 +81,16 @@ void Exchange::post_receives() {
   while (next_receive_ < messages_.receives.size() &&
          fits(receive_bytes_in_flight_, messages_.receives[next_receive_].bytes, max_bytes_in_flight_)) {
     const Message& m = messages_.receives[next_receive_++];
-    Pending pending{&m, {}, nullptr};
-    std::span<std::byte> target;
-    const MessagePiece& first = m.pieces.front();
-    Buffer& shard_buffer = dst_.mutable_shard(plan_.transfers()[first.transfer].dst).buffer;
-    std::byte* shard = shard_buffer.data();
-    std::shared_ptr<const void> owner = shard_buffer.owner();
-    if (auto offset = receive_copy(first).contiguous_in_dst(first.begin, first.end); offset && m.pieces.size() == 1) {
-      target = {shard + *offset, m.bytes};
-    } else {
-      pending.staging = StagingCache::for_process().take(m.bytes);
-      target = pending.staging.bytes();
-      owner = pending.staging.owner();
-    }
-    pending.request = transport_.irecv_owned(m.src_process, base_ + m.index, target, std::move(owner));
+    std::vector<ByteRun> runs;
+    for (const MessagePiece& piece : m.pieces) receive_copy(piece).dst_runs(dst_data(piece), piece.begin, piece.end, runs);
+    Pending pending{&m, nullptr};
+    const Tag tag = base_ + m.index;
+    std::shared_ptr<const void> owner = owner_of(m, /*sending=*/false);
+    pending.request = runs.size() == 1
+                          ? transport_.irecv_owned(m.src_process, tag, {runs[0].data, runs[0].size}, std::move(owner))
+                          : transport_.irecv_scatter(m.src_process, tag, runs, std::move(owner));
     receive_bytes_in_flight_ += m.bytes;
     receives_.push_back(std::move(pending));
-  }
-}
-
-void Exchange::unpack(const Pending& pending) {
-  for (const MessagePiece& piece : pending.message->pieces) {
-    std::byte* data = dst_.mutable_shard(plan_.transfers()[piece.transfer].dst).buffer.data();
-    receive_copy(piece).unpack(pending.staging.data() + piece.offset, piece.begin, piece.end, data);
   }
 }
 
@@ -106,15 +108,13 @@ void Exchange::finish_oldest(ExecuteStats& stats) {
     stats.bytes_sent += bytes;
     ++stats.messages_sent;
   } else {
-    if (oldest.staging.size() > 0) unpack(oldest);
     receive_bytes_in_flight_ -= bytes;
     stats.bytes_received += bytes;
     ++stats.messages_received;
   }
-  // The request goes first: a staging buffer is reused only once nothing
-  // else holds it.
+  // The request goes first: a staging buffer of the transport's (gather,
+  // scatter) goes back to its cache only once nothing else holds it.
   oldest.request.reset();
-  StagingCache::for_process().give_back(std::move(oldest.staging));
   queue.pop_front();
 }
 

@@ -1,9 +1,11 @@
-// Exchange: moves one process's scheduled messages with a bound on the bytes in flight.
+// Exchange: moves one process's scheduled messages (of one array or a batch) with a bound on the bytes in flight.
 #pragma once
 
 #include <deque>
 #include <memory>
+#include <span>
 
+#include "array_move.h"
 #include "box_copy.h"
 #include "reshard/execute/buffer.h"
 #include "reshard/execute/executor.h"
@@ -15,36 +17,37 @@ namespace reshard {
 // flight allow (always at least one each way), and waits on the oldest
 // outstanding one. Since every process walks the same order, the oldest
 // unfinished message of the whole job is always posted at both ends, so the
-// exchange cannot deadlock. Strided pieces are packed into a staging buffer;
-// a message that is one contiguous run is sent from, or received into, the
-// shard itself.
+// exchange cannot deadlock. A message that is one contiguous run is sent
+// from, or received into, the shard itself; one of several runs (strided
+// pieces, several transfers) goes through the transport's gather and scatter,
+// which MPI does with derived datatypes, straight between the shards.
 class Exchange {
  public:
-  Exchange(const Plan& plan, const ProcessMessages& messages, const ShardedArray& src, ShardedArray& dst,
-           Transport& transport, Tag base, uint64_t max_bytes_in_flight);
+  // `messages` come from schedule_messages over the plans of `moves`, in order.
+  Exchange(std::span<const ArrayMove> moves, const ProcessMessages& messages, Transport& transport, Tag base,
+           uint64_t max_bytes_in_flight);
 
   void run(ExecuteStats& stats);
 
  private:
   struct Pending {
     const Message* message = nullptr;
-    Buffer staging;  // empty when the message goes straight to or from a shard
-    // Declared after the staging buffer so that it ends first: a request that
-    // ends early withdraws its message before the buffer is freed.
     std::unique_ptr<Request> request;
   };
 
   void post_sends();
   void post_receives();
   void finish_oldest(ExecuteStats& stats);
-  void unpack(const Pending& pending);
+  const Transfer& transfer_of(const MessagePiece& piece) const;
+  const std::byte* src_data(const MessagePiece& piece) const;
+  std::byte* dst_data(const MessagePiece& piece) const;
+  // What keeps the memory of the message's pieces alive (their shards' owners).
+  std::shared_ptr<const void> owner_of(const Message& m, bool sending) const;
   BoxCopy send_copy(const MessagePiece& piece) const;
   BoxCopy receive_copy(const MessagePiece& piece) const;
 
-  const Plan& plan_;
+  std::span<const ArrayMove> moves_;
   const ProcessMessages& messages_;
-  const ShardedArray& src_;
-  ShardedArray& dst_;
   Transport& transport_;
   const Tag base_;
   const uint64_t max_bytes_in_flight_;

@@ -1,13 +1,12 @@
 #include "reshard/execute/executor.h"
 
-#include <array>
-#include <cstring>
 #include <exception>
 #include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "execute_moves.h"
 #include "exchange.h"
 #include "message_schedule.h"
 #include "parallel_copy.h"
@@ -26,21 +25,21 @@ void check_array(const ShardedArray& array, const NamedSharding& sharding, const
   }
 }
 
-void check_inputs(const Plan& plan, const ShardedArray& src, const ShardedArray& dst, const Transport& transport) {
-  const PlanKey& key = plan.key();
+void check_inputs(const ArrayMove& move, const Transport& transport) {
+  const PlanKey& key = move.plan->key();
   if (transport.size() != key.topology.num_processes()) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("the plan's topology has {} processes but the transport has {}",
                             key.topology.num_processes(), transport.size()));
   }
-  if (src.process() != transport.rank() || dst.process() != transport.rank()) {
+  if (move.src->process() != transport.rank() || move.dst->process() != transport.rank()) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("process {} was given the arrays of processes {} and {}", transport.rank(),
-                            src.process(), dst.process()));
+                            move.src->process(), move.dst->process()));
   }
-  check_array(src, key.src, key, "source");
-  check_array(dst, key.dst, key, "target");
-  dst.check_writable();
+  check_array(*move.src, key.src, key, "source");
+  check_array(*move.dst, key.dst, key, "target");
+  move.dst->check_writable();
 }
 
 // FNV-1a over everything the message schedule depends on.
@@ -61,64 +60,81 @@ class Fingerprint {
   uint64_t hash_ = 0xcbf29ce484222325ULL;
 };
 
-uint64_t plan_fingerprint(const Plan& plan, const ExecuteOptions& options) {
+uint64_t batch_fingerprint(std::span<const ArrayMove> moves, const ExecuteOptions& options) {
   Fingerprint f;
-  f.add(plan.key().shape);
-  f.add(static_cast<uint64_t>(plan.key().dtype));
   f.add(options.chunk_bytes);
-  for (const Transfer& t : plan.transfers()) {
-    f.add(static_cast<uint64_t>(t.src));
-    f.add(static_cast<uint64_t>(t.dst));
-    f.add(t.box.origin());
-    f.add(t.box.shape());
+  f.add(moves.size());
+  for (const ArrayMove& move : moves) {
+    const Plan& plan = *move.plan;
+    f.add(plan.key().shape);
+    f.add(static_cast<uint64_t>(plan.key().dtype));
+    f.add(plan.transfers().size());
+    for (const Transfer& t : plan.transfers()) {
+      f.add(static_cast<uint64_t>(t.src));
+      f.add(static_cast<uint64_t>(t.dst));
+      f.add(static_cast<uint64_t>(t.stage));
+      f.add(t.box.origin());
+      f.add(t.box.shape());
+    }
   }
   return f.value();
 }
 
-// Every process must run the same plan, or their message schedules would not match.
+// Every process must run the same plans, or their message schedules would not match.
 void check_agreement(uint64_t fingerprint, Transport& transport) {
-  std::array<std::byte, sizeof fingerprint> local{};
-  std::memcpy(local.data(), &fingerprint, sizeof fingerprint);
-  const auto all = transport.all_gather(local);
-  for (size_t rank = 0; rank < all.size(); ++rank) {
-    if (all[rank].size() != local.size() || std::memcmp(all[rank].data(), local.data(), local.size()) != 0) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("process {} runs a different plan or options than process {}: every process "
-                              "must reshard the same array between the same layouts",
-                              rank, transport.rank()));
-    }
+  if (!transport.all_equal(fingerprint)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("process {} runs different plans or options than another process: every process "
+                            "must reshard the same arrays between the same layouts",
+                            transport.rank()));
   }
 }
 
-std::vector<CopyJob> local_jobs(const Plan& plan, const ShardedArray& src, ShardedArray& dst) {
-  const Topology& topology = plan.key().topology;
-  const int process = src.process();
+// The copies of one stage that stay inside this process. Stage 0 reads the
+// source arrays; stage 1 reads target shards that stage 0 filled.
+std::vector<CopyJob> local_jobs(std::span<const ArrayMove> moves, int stage) {
   std::vector<CopyJob> jobs;
-  for (const Transfer& t : plan.transfers()) {
-    if (topology.process_of(t.src) != process || topology.process_of(t.dst) != process) continue;
-    const Shard& from = src.shard(t.src);
-    Shard& to = dst.mutable_shard(t.dst);
-    jobs.push_back(CopyJob{BoxCopy(t.box, from.box, to.box, src.element_bytes()), from.buffer.data(),
-                           to.buffer.data()});
+  for (const ArrayMove& move : moves) {
+    const Topology& topology = move.plan->key().topology;
+    const int process = move.dst->process();
+    const ShardedArray& from_array = stage == 0 ? *move.src : *move.dst;
+    for (const Transfer& t : move.plan->transfers()) {
+      if (t.stage != stage) continue;
+      if (topology.process_of(t.src) != process || topology.process_of(t.dst) != process) continue;
+      const Shard& from = from_array.shard(t.src);
+      Shard& to = move.dst->mutable_shard(t.dst);
+      jobs.push_back(CopyJob{BoxCopy(t.box, from.box, to.box, move.dst->element_bytes()), from.buffer.data(),
+                             to.buffer.data()});
+    }
   }
   return jobs;
 }
 
-ExecuteStats execute_unguarded(const Plan& plan, const ShardedArray& src, ShardedArray& dst, Transport& transport,
-                               const ExecuteOptions& options) {
-  check_inputs(plan, src, dst, transport);
-  const Tag base = transport.begin_operation();
-  if (transport.size() > 1) check_agreement(plan_fingerprint(plan, options), transport);
-  const ProcessMessages messages = schedule_messages(plan, transport.rank(), options.chunk_bytes);
-  const std::vector<CopyJob> jobs = local_jobs(plan, src, dst);
-  ExecuteStats stats;
-  for (const CopyJob& job : jobs) stats.bytes_copied += job.copy.bytes();
+uint64_t bytes_of(const std::vector<CopyJob>& jobs) {
+  uint64_t bytes = 0;
+  for (const CopyJob& job : jobs) bytes += job.copy.bytes();
+  return bytes;
+}
+
+std::vector<const Plan*> plans_of(std::span<const ArrayMove> moves) {
+  std::vector<const Plan*> plans;
+  plans.reserve(moves.size());
+  for (const ArrayMove& move : moves) plans.push_back(move.plan);
+  return plans;
+}
+
+// Stage 0: local copies on their threads while the messages flow.
+void run_stage_zero(std::span<const ArrayMove> moves, Transport& transport, Tag base, const ExecuteOptions& options,
+                    ExecuteStats& stats) {
+  const std::vector<const Plan*> plans = plans_of(moves);
+  const ProcessMessages messages = schedule_messages(plans, transport.rank(), options.chunk_bytes);
+  const std::vector<CopyJob> jobs = local_jobs(moves, 0);
+  stats.bytes_copied += bytes_of(jobs);
   const int threads = options.copy_threads();
   if (messages.sends.empty() && messages.receives.empty()) {
     run_copies(jobs, threads);
-    return stats;
+    return;
   }
-  // Local copies proceed while messages flow.
   std::exception_ptr copy_error;
   {
     std::jthread local([&] {
@@ -128,9 +144,29 @@ ExecuteStats execute_unguarded(const Plan& plan, const ShardedArray& src, Sharde
         copy_error = std::current_exception();
       }
     });
-    Exchange(plan, messages, src, dst, transport, base, options.max_bytes_in_flight).run(stats);
+    Exchange(moves, messages, transport, base, options.max_bytes_in_flight).run(stats);
   }
   if (copy_error) std::rethrow_exception(copy_error);
+}
+
+ExecuteStats execute_unguarded(std::span<const ArrayMove> moves, Transport& transport,
+                               const ExecuteOptions& options) {
+  for (size_t i = 0; i < moves.size(); ++i) {
+    try {
+      check_inputs(moves[i], transport);
+    } catch (const Error& e) {
+      if (moves.size() == 1) throw;
+      throw e.with_context(fmt::format("array {} of the batch", i));
+    }
+  }
+  const Tag base = transport.begin_operation();
+  if (transport.size() > 1) check_agreement(batch_fingerprint(moves, options), transport);
+  ExecuteStats stats;
+  run_stage_zero(moves, transport, base, options, stats);
+  // Stage 1 reads what stage 0 wrote, all of which is in place now.
+  const std::vector<CopyJob> fan_out = local_jobs(moves, 1);
+  stats.bytes_copied += bytes_of(fan_out);
+  run_copies(fan_out, options.copy_threads());
   return stats;
 }
 
@@ -141,14 +177,36 @@ int ExecuteOptions::copy_threads() const {
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
-ExecuteStats execute(const Plan& plan, const ShardedArray& src, ShardedArray& dst, Transport& transport,
-                     const ExecuteOptions& options) {
+ExecuteStats execute_moves(std::span<const ArrayMove> moves, Transport& transport, const ExecuteOptions& options) {
   try {
-    return execute_unguarded(plan, src, dst, transport, options);
+    return execute_unguarded(moves, transport, options);
   } catch (const std::exception& e) {
     transport.abort(e.what());
     throw;
   }
+}
+
+ExecuteStats execute(const Plan& plan, const ShardedArray& src, ShardedArray& dst, Transport& transport,
+                     const ExecuteOptions& options) {
+  const ArrayMove move{&plan, &src, &dst};
+  return execute_moves(std::span<const ArrayMove>(&move, 1), transport, options);
+}
+
+ExecuteStats execute(std::span<const Plan> plans, std::span<const ShardedArray> src, std::span<ShardedArray> dst,
+                     Transport& transport, const ExecuteOptions& options) {
+  std::vector<ArrayMove> moves;
+  try {
+    if (src.size() != plans.size() || dst.size() != plans.size()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("a batch of {} plans was given {} source and {} target arrays", plans.size(),
+                              src.size(), dst.size()));
+    }
+    for (size_t i = 0; i < plans.size(); ++i) moves.push_back(ArrayMove{&plans[i], &src[i], &dst[i]});
+  } catch (const std::exception& e) {
+    transport.abort(e.what());
+    throw;
+  }
+  return execute_moves(moves, transport, options);
 }
 
 }  // namespace reshard

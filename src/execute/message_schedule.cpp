@@ -11,30 +11,43 @@
 namespace reshard {
 namespace {
 
-// The transfers from one process to another, in plan order.
-using PairTransfers = std::map<std::pair<int, int>, std::vector<size_t>>;
+// One stage-0 transfer of the batch that crosses processes.
+struct TransferRef {
+  size_t array = 0;
+  size_t transfer = 0;
+  uint64_t bytes = 0;
+};
 
-PairTransfers cross_process_transfers(const Plan& plan, int process) {
-  const Topology& topology = plan.key().topology;
+// The transfers from one process to another, in batch order.
+using PairTransfers = std::map<std::pair<int, int>, std::vector<TransferRef>>;
+
+PairTransfers cross_process_transfers(std::span<const Plan* const> plans, int process) {
   PairTransfers pairs;
-  const auto& transfers = plan.transfers();
-  for (size_t i = 0; i < transfers.size(); ++i) {
-    const int src = topology.process_of(transfers[i].src);
-    const int dst = topology.process_of(transfers[i].dst);
-    if (src != dst && (src == process || dst == process)) pairs[{src, dst}].push_back(i);
+  for (size_t a = 0; a < plans.size(); ++a) {
+    const Topology& topology = plans[a]->key().topology;
+    const size_t element_bytes = whole_element_bytes(plans[a]->key().dtype);
+    const auto& transfers = plans[a]->transfers();
+    for (size_t i = 0; i < transfers.size(); ++i) {
+      if (transfers[i].stage != 0) continue;  // stage 1 stays inside a process
+      const int src = topology.process_of(transfers[i].src);
+      const int dst = topology.process_of(transfers[i].dst);
+      if (src == dst || (src != process && dst != process)) continue;
+      const uint64_t bytes =
+          checked_mul(static_cast<uint64_t>(transfers[i].box.volume()), element_bytes, "transfer bytes");
+      pairs[{src, dst}].push_back(TransferRef{a, i, bytes});
+    }
   }
   return pairs;
 }
 
 // Streams the pair's transfers into messages of at most `chunk` bytes.
-std::vector<Message> cut_into_messages(int src, int dst, const std::vector<size_t>& transfer_ids,
-                                       const std::vector<uint64_t>& transfer_bytes, uint64_t chunk) {
+std::vector<Message> cut_into_messages(int src, int dst, const std::vector<TransferRef>& transfers, uint64_t chunk) {
   std::vector<Message> messages;
   Message current{src, dst, 0, 0, {}};
-  for (size_t id : transfer_ids) {
-    for (uint64_t pos = 0; pos < transfer_bytes[id];) {
-      const uint64_t take = std::min(transfer_bytes[id] - pos, chunk - current.bytes);
-      current.pieces.push_back(MessagePiece{id, pos, pos + take, current.bytes});
+  for (const TransferRef& t : transfers) {
+    for (uint64_t pos = 0; pos < t.bytes;) {
+      const uint64_t take = std::min(t.bytes - pos, chunk - current.bytes);
+      current.pieces.push_back(MessagePiece{t.array, t.transfer, pos, pos + take, current.bytes});
       current.bytes += take;
       pos += take;
       if (current.bytes == chunk) {
@@ -56,29 +69,29 @@ bool Message::comes_before(const Message& other, int num_processes) const {
   return key(*this) < key(other);
 }
 
-ProcessMessages schedule_messages(const Plan& plan, int process, uint64_t chunk_bytes) {
+ProcessMessages schedule_messages(std::span<const Plan* const> plans, int process, uint64_t chunk_bytes) {
   if (chunk_bytes == 0) throw Error(ErrorCode::kInvalidArgument, "the message chunk size must be at least 1 byte");
-  const size_t element_bytes = whole_element_bytes(plan.key().dtype);
-  std::vector<uint64_t> transfer_bytes;
-  transfer_bytes.reserve(plan.transfers().size());
-  for (const Transfer& t : plan.transfers()) {
-    transfer_bytes.push_back(checked_mul(static_cast<uint64_t>(t.box.volume()), element_bytes, "transfer bytes"));
-  }
   ProcessMessages out;
-  for (const auto& [pair, ids] : cross_process_transfers(plan, process)) {
+  int processes = 1;
+  for (const Plan* plan : plans) processes = std::max(processes, plan->key().topology.num_processes());
+  for (const auto& [pair, transfers] : cross_process_transfers(plans, process)) {
     uint64_t pair_bytes = 0;
-    for (size_t id : ids) pair_bytes = checked_add(pair_bytes, transfer_bytes[id], "bytes between two processes");
+    for (const TransferRef& t : transfers) pair_bytes = checked_add(pair_bytes, t.bytes, "bytes between two processes");
     // Tags within one operation are limited; grow the chunk rather than run out.
     const uint64_t chunk = std::max(chunk_bytes, pair_bytes / Transport::kTagsPerOperation + 1);
-    auto messages = cut_into_messages(pair.first, pair.second, ids, transfer_bytes, chunk);
+    auto messages = cut_into_messages(pair.first, pair.second, transfers, chunk);
     auto& list = pair.first == process ? out.sends : out.receives;
     list.insert(list.end(), std::make_move_iterator(messages.begin()), std::make_move_iterator(messages.end()));
   }
-  const int processes = plan.key().topology.num_processes();
   const auto in_order = [processes](const Message& a, const Message& b) { return a.comes_before(b, processes); };
   std::sort(out.sends.begin(), out.sends.end(), in_order);
   std::sort(out.receives.begin(), out.receives.end(), in_order);
   return out;
+}
+
+ProcessMessages schedule_messages(const Plan& plan, int process, uint64_t chunk_bytes) {
+  const Plan* one = &plan;
+  return schedule_messages(std::span<const Plan* const>(&one, 1), process, chunk_bytes);
 }
 
 }  // namespace reshard

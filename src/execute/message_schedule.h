@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "reshard/execute/transport.h"
@@ -13,15 +14,18 @@ namespace reshard {
 // Bytes [begin, end) of one transfer's box (in the box's row-major order),
 // stored at `offset` in its message.
 struct MessagePiece {
-  size_t transfer = 0;  // index into plan.transfers()
+  size_t array = 0;     // which plan of the batch
+  size_t transfer = 0;  // index into that plan's transfers()
   uint64_t begin = 0;
   uint64_t end = 0;
   uint64_t offset = 0;
 };
 
 // One message from one process to another. Between each pair of processes the
-// transfers are streamed in plan order and cut into messages of at most the
-// chunk size, so small transfers share a message and large ones span several.
+// cross-process (stage-0) transfers of every plan of the batch are streamed in
+// order (plan by plan, each in its own order) and cut into messages of at most
+// the chunk size, so small transfers, of one array or of several, share a
+// message and large ones span several.
 struct Message {
   int src_process = 0;
   int dst_process = 0;
@@ -42,9 +46,13 @@ struct ProcessMessages {
   std::vector<Message> receives;
 };
 
-// The messages of `process` for `plan`, at most `chunk_bytes` each (more when a
-// pair would otherwise need more than Transport::kTagsPerOperation messages).
-// Throws Error(kInvalidArgument) when chunk_bytes is 0.
+// The messages of `process` for a batch of plans (one operation), at most
+// `chunk_bytes` each (more when a pair would otherwise need more than
+// Transport::kTagsPerOperation messages). Throws Error(kInvalidArgument) when
+// chunk_bytes is 0.
+ProcessMessages schedule_messages(std::span<const Plan* const> plans, int process, uint64_t chunk_bytes);
+
+// The batch of one.
 ProcessMessages schedule_messages(const Plan& plan, int process, uint64_t chunk_bytes);
 
 }  // namespace reshard

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "execute_moves.h"
 #include "host_layout.h"
 #include "parallel_copy.h"
 #include "reshard/layout/checked.h"
@@ -28,13 +29,40 @@ std::shared_ptr<const Plan> plan_for(const Shape& shape, DType dtype, const Name
   return default_plan_cache().get(PlanKey{shape, dtype, src, dst, topology});
 }
 
-// Moves `src` (in `layout`'s topology) to a fresh array laid out by `target`.
+// Moves every src[i] to a fresh array laid out by targets[i], as one operation.
+std::vector<ShardedArray> move_all_to(std::span<const ShardedArray> src, std::span<const NamedSharding> targets,
+                                      Transport& transport, const ExecuteOptions& options) {
+  std::vector<PlanKey> keys;
+  std::vector<ShardedArray> dst;
+  keys.reserve(src.size());
+  dst.reserve(src.size());
+  for (size_t i = 0; i < src.size(); ++i) {
+    keys.push_back(PlanKey{src[i].shape(), src[i].dtype(), src[i].sharding(), targets[i], src[i].topology()});
+    dst.push_back(ShardedArray::allocate(src[i].shape(), src[i].dtype(), targets[i], src[i].topology(),
+                                         src[i].process()));
+  }
+  // One batch: the senders' load is balanced over all its arrays.
+  const auto plans = default_plan_cache().get_batch(keys);
+  std::vector<ArrayMove> moves;
+  moves.reserve(src.size());
+  for (size_t i = 0; i < src.size(); ++i) moves.push_back(ArrayMove{&(*plans)[i], &src[i], &dst[i]});
+  execute_moves(moves, transport, options);
+  return dst;
+}
+
+// Moves `src` to a fresh array laid out by `target`.
 ShardedArray move_to(const ShardedArray& src, const NamedSharding& target, Transport& transport,
                      const ExecuteOptions& options) {
-  const auto plan = plan_for(src.shape(), src.dtype(), src.sharding(), target, src.topology());
-  ShardedArray dst = ShardedArray::allocate(src.shape(), src.dtype(), target, src.topology(), src.process());
-  execute(*plan, src, dst, transport, options);
-  return dst;
+  return std::move(move_all_to(std::span<const ShardedArray>(&src, 1), std::span<const NamedSharding>(&target, 1),
+                               transport, options)
+                       .front());
+}
+
+void check_batch(size_t arrays, size_t targets) {
+  if (arrays != targets) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("reshard_arrays was given {} arrays but {} target layouts", arrays, targets));
+  }
 }
 
 void check_root(int root, const Topology& topology) {
@@ -85,6 +113,30 @@ ShardedArray reshard_array(const ShardedArray& array, const NamedSharding& targe
   return collective(transport, [&] { return move_to(array, target, transport, options); });
 }
 
+std::vector<ShardedArray> reshard_arrays(std::span<const ShardedArray> arrays, std::span<const NamedSharding> targets,
+                                         Transport& transport, const ExecuteOptions& options) {
+  return collective(transport, [&] {
+    check_batch(arrays.size(), targets.size());
+    // Arrays already in their target layout are returned as they are; the
+    // rest move together.
+    std::vector<ShardedArray> moving;
+    std::vector<NamedSharding> moving_targets;
+    for (size_t i = 0; i < arrays.size(); ++i) {
+      if (targets[i] == arrays[i].sharding()) continue;
+      moving.push_back(arrays[i]);
+      moving_targets.push_back(targets[i]);
+    }
+    std::vector<ShardedArray> moved = move_all_to(moving, moving_targets, transport, options);
+    std::vector<ShardedArray> out;
+    out.reserve(arrays.size());
+    size_t next = 0;
+    for (size_t i = 0; i < arrays.size(); ++i) {
+      out.push_back(targets[i] == arrays[i].sharding() ? arrays[i] : std::move(moved[next++]));
+    }
+    return out;
+  });
+}
+
 ExecuteStats reshard_into(const ShardedArray& array, ShardedArray& target, Transport& transport,
                           const ExecuteOptions& options) {
   return collective(transport, [&] {
@@ -97,6 +149,24 @@ HostArray to_host(const ShardedArray& array, Transport& transport, const Execute
   return collective(transport, [&] {
     const HostLayout hosts(array.topology());
     return host_array_of(move_to(array.in_topology(hosts.topology()), hosts.on_every_host(), transport, options));
+  });
+}
+
+std::vector<HostArray> to_host(std::span<const ShardedArray> arrays, Transport& transport,
+                               const ExecuteOptions& options) {
+  return collective(transport, [&] {
+    std::vector<ShardedArray> on_hosts;
+    std::vector<NamedSharding> targets;
+    for (const ShardedArray& array : arrays) {
+      const HostLayout hosts(array.topology());
+      on_hosts.push_back(array.in_topology(hosts.topology()));
+      targets.push_back(hosts.on_every_host());
+    }
+    std::vector<HostArray> out;
+    for (const ShardedArray& moved : move_all_to(on_hosts, targets, transport, options)) {
+      out.push_back(host_array_of(moved));
+    }
+    return out;
   });
 }
 

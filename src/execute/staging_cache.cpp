@@ -29,6 +29,16 @@ void StagingCache::give_back(Buffer buffer) {
   kept_.push_back(std::move(buffer));
 }
 
+size_t StagingCache::kept_bytes() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return kept_bytes_;
+}
+
+size_t StagingCache::kept_buffers() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return kept_.size();
+}
+
 StagingCache& StagingCache::for_process() {
   static StagingCache cache(size_t{256} << 20);
   return cache;

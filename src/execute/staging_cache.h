@@ -21,18 +21,24 @@ class StagingCache {
   // A buffer of exactly `size` bytes: a kept one if there is one.
   Buffer take(size_t size);
 
-  // Keeps `buffer` for reuse (dropping the oldest kept ones to stay within
-  // the bound). The caller must hold no other reference to its memory.
+  // Keeps `buffer` for reuse, dropping the least recently given back ones to
+  // stay within the bound (a buffer larger than the bound is not kept). The
+  // caller must hold no other reference to its memory.
   void give_back(Buffer buffer);
+
+  // Bytes and buffers kept now; the bound.
+  size_t kept_bytes() const;
+  size_t kept_buffers() const;
+  size_t max_kept_bytes() const { return max_kept_bytes_; }
 
   // The process's cache (256 MiB at most).
   static StagingCache& for_process();
 
  private:
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   size_t max_kept_bytes_;
   size_t kept_bytes_ = 0;
-  std::vector<Buffer> kept_;  // oldest first
+  std::vector<Buffer> kept_;  // least recently given back first
 };
 
 }  // namespace reshard

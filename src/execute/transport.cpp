@@ -1,6 +1,72 @@
+// Transport's defaults: owned calls forward to the plain ones; gather and scatter pack into, or unpack from, one staging buffer.
 #include "reshard/execute/transport.h"
 
+#include <cstring>
+#include <vector>
+
+#include "staging_cache.h"
+
 namespace reshard {
+namespace {
+
+size_t total_bytes(std::span<const ConstByteRun> runs) {
+  size_t total = 0;
+  for (const ConstByteRun& run : runs) total += run.size;
+  return total;
+}
+
+size_t total_bytes(std::span<const ByteRun> runs) {
+  size_t total = 0;
+  for (const ByteRun& run : runs) total += run.size;
+  return total;
+}
+
+// A request over a staging buffer, which goes back to the cache at the end.
+// The inner request is declared after the buffer so that it ends first.
+class StagedRequest final : public Request {
+ public:
+  StagedRequest(Buffer staging, std::vector<ByteRun> scatter_to)
+      : staging_(std::move(staging)), scatter_to_(std::move(scatter_to)) {}
+  ~StagedRequest() override {
+    inner.reset();
+    // A request that failed may leave its buffer (a share of its owner) to
+    // the transport: not reused, freed once the transport lets go.
+    if (done_) StagingCache::for_process().give_back(std::move(staging_));
+  }
+  StagedRequest(const StagedRequest&) = delete;
+  StagedRequest& operator=(const StagedRequest&) = delete;
+
+  void wait() override {
+    inner->wait();
+    finish();
+  }
+  bool test() override {
+    if (!inner->test()) return false;
+    finish();
+    return true;
+  }
+
+  Buffer& staging() { return staging_; }
+  std::unique_ptr<Request> inner;
+
+ private:
+  // Scatters a received message once.
+  void finish() {
+    const std::byte* in = staging_.data();
+    for (const ByteRun& run : scatter_to_) {
+      if (run.size > 0) std::memcpy(run.data, in, run.size);
+      in += run.size;
+    }
+    scatter_to_.clear();
+    done_ = true;
+  }
+
+  Buffer staging_;
+  std::vector<ByteRun> scatter_to_;
+  bool done_ = false;
+};
+
+}  // namespace
 
 // A transport that never touches a span after its request ends has no use
 // for the owner: the plain calls are already safe.
@@ -12,6 +78,30 @@ std::unique_ptr<Request> Transport::isend_owned(int peer, Tag tag, std::span<con
 std::unique_ptr<Request> Transport::irecv_owned(int peer, Tag tag, std::span<std::byte> data,
                                                 std::shared_ptr<const void> /*owner*/) {
   return irecv(peer, tag, data);
+}
+
+// The runs are copied into (out of) the staging buffer, which is all the
+// transport touches: its owner, not the runs', goes with the request.
+std::unique_ptr<Request> Transport::isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs,
+                                                 std::shared_ptr<const void> /*owner*/) {
+  auto request = std::make_unique<StagedRequest>(StagingCache::for_process().take(total_bytes(runs)),
+                                                 std::vector<ByteRun>{});
+  std::byte* out = request->staging().data();
+  for (const ConstByteRun& run : runs) {
+    if (run.size > 0) std::memcpy(out, run.data, run.size);
+    out += run.size;
+  }
+  const Buffer& staging = request->staging();
+  request->inner = isend_owned(peer, tag, staging.bytes(), staging.owner());
+  return request;
+}
+
+std::unique_ptr<Request> Transport::irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,
+                                                  std::shared_ptr<const void> /*owner*/) {
+  auto request = std::make_unique<StagedRequest>(StagingCache::for_process().take(total_bytes(runs)),
+                                                 std::vector<ByteRun>(runs.begin(), runs.end()));
+  request->inner = irecv_owned(peer, tag, request->staging().bytes(), request->staging().owner());
+  return request;
 }
 
 }  // namespace reshard

@@ -29,7 +29,9 @@ PlanStats compute_stats(const PlanKey& key, const std::vector<Transfer>& transfe
     const int src_process = owner_of(key.topology, t.src, i);
     const int dst_process = owner_of(key.topology, t.dst, i);
     stats.bytes_total = checked_add(stats.bytes_total, bytes, "plan bytes");
-    if (t.src == t.dst) {
+    if (t.stage != 0) {
+      stats.bytes_fan_out += bytes;  // validate() rejects stages other than 0 and 1
+    } else if (t.src == t.dst) {
       stats.bytes_same_device += bytes;
     } else if (src_process == dst_process) {
       stats.bytes_same_process += bytes;

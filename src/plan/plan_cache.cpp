@@ -1,6 +1,8 @@
 #include "reshard/plan/plan_cache.h"
 
+#include <algorithm>
 #include <functional>
+#include <iterator>
 #include <string>
 
 #include "reshard/plan/planner.h"
@@ -46,25 +48,72 @@ size_t PlanKeyHash::operator()(const PlanKey& key) const {
   return seed;
 }
 
-std::shared_ptr<const Plan> PlanCache::get(const PlanKey& key) {
+namespace {
+
+size_t hash_of(std::span<const PlanKey> keys) {
+  size_t seed = keys.size();
+  for (const PlanKey& key : keys) mix(seed, PlanKeyHash{}(key));
+  return seed;
+}
+
+}  // namespace
+
+PlanCache::PlanCache(size_t max_entries) : max_entries_(max_entries) {}
+
+std::shared_ptr<const std::vector<Plan>> PlanCache::find_locked(size_t hash, std::span<const PlanKey> keys) {
+  const auto [first, last] = by_hash_.equal_range(hash);
+  for (auto it = first; it != last; ++it) {
+    const Entries::iterator entry = it->second;
+    if (std::equal(entry->keys.begin(), entry->keys.end(), keys.begin(), keys.end())) {
+      entries_.splice(entries_.begin(), entries_, entry);  // now the most recently used
+      return entry->plans;
+    }
+  }
+  return nullptr;
+}
+
+std::shared_ptr<const std::vector<Plan>> PlanCache::get_batch(std::span<const PlanKey> keys) {
+  const size_t hash = hash_of(keys);
   {
     std::lock_guard lock(mutex_);
-    if (const auto it = plans_.find(key); it != plans_.end()) return it->second;
+    if (auto found = find_locked(hash, keys)) return found;
   }
   // Plan outside the lock: other keys need not wait for a large plan.
-  auto plan = std::make_shared<const Plan>(make_plan(key));
+  auto plans = std::make_shared<const std::vector<Plan>>(make_plans(keys));
   std::lock_guard lock(mutex_);
-  return plans_.try_emplace(key, std::move(plan)).first->second;
+  if (auto found = find_locked(hash, keys)) return found;  // another thread stored it first
+  if (max_entries_ == 0) return plans;
+  entries_.push_front(Entry{hash, std::vector<PlanKey>(keys.begin(), keys.end()), plans});
+  by_hash_.emplace(hash, entries_.begin());
+  if (entries_.size() > max_entries_) {
+    const Entries::iterator oldest = std::prev(entries_.end());
+    const auto [first, last] = by_hash_.equal_range(oldest->hash);
+    for (auto it = first; it != last; ++it) {
+      if (it->second == oldest) {
+        by_hash_.erase(it);
+        break;
+      }
+    }
+    entries_.pop_back();
+  }
+  return plans;
+}
+
+std::shared_ptr<const Plan> PlanCache::get(const PlanKey& key) {
+  std::shared_ptr<const std::vector<Plan>> batch = get_batch(std::span(&key, 1));
+  const Plan* plan = &batch->front();
+  return std::shared_ptr<const Plan>(std::move(batch), plan);  // keeps the batch alive
 }
 
 size_t PlanCache::size() const {
   std::lock_guard lock(mutex_);
-  return plans_.size();
+  return entries_.size();
 }
 
 void PlanCache::clear() {
   std::lock_guard lock(mutex_);
-  plans_.clear();
+  by_hash_.clear();
+  entries_.clear();
 }
 
 PlanCache& default_plan_cache() {

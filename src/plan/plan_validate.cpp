@@ -1,5 +1,6 @@
 // Plan::validate: checks a plan against its key from first principles, sharing
 // nothing with the planner, so a planner bug cannot hide behind it.
+#include <algorithm>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -38,11 +39,52 @@ std::unordered_map<DeviceId, Box> slices_by_device(const NamedSharding& sharding
 }
 
 std::string describe(const Transfer& t, size_t index) {
-  return fmt::format("transfer {} (device {} -> device {}, box {})", index, t.src, t.dst, t.box.to_string());
+  return fmt::format("transfer {} (stage {}, device {} -> device {}, box {})", index, t.stage, t.src, t.dst,
+                     t.box.to_string());
+}
+
+// The elements `a` and `b` share, counted without building their intersection.
+int64_t shared_volume(const Box& a, const Box& b) {
+  int64_t volume = 1;
+  for (size_t d = 0; d < a.rank(); ++d) {
+    const int64_t begin = std::max(a.origin()[d], b.origin()[d]);
+    const int64_t end = std::min(a.origin()[d] + a.shape()[d], b.origin()[d] + b.shape()[d]);
+    if (end <= begin) return 0;
+    volume *= end - begin;
+  }
+  return volume;
+}
+
+// Where a transfer's source must hold its box: the source layout in stage 0,
+// a target device of the same process in stage 1 (its cover is checked later).
+void check_source(const Transfer& t, size_t index, const PlanKey& key,
+                  const std::unordered_map<DeviceId, Box>& src_slices,
+                  const std::unordered_map<DeviceId, Box>& dst_slices) {
+  if (t.stage == 0) {
+    const auto src = src_slices.find(t.src);
+    if (src == src_slices.end()) {
+      invalid(fmt::format("{}: source device {} is not in the source mesh", describe(t, index), t.src));
+    }
+    if (!src->second.contains(t.box)) {
+      invalid(fmt::format("{}: source device {} holds only {}", describe(t, index), t.src,
+                          src->second.to_string()));
+    }
+    return;
+  }
+  if (t.stage != 1) invalid(fmt::format("{} has stage {}; stages are 0 and 1", describe(t, index), t.stage));
+  if (!dst_slices.contains(t.src)) {
+    invalid(fmt::format("{}: a stage-1 source must be a target device, and device {} is not in the target mesh",
+                        describe(t, index), t.src));
+  }
+  if (t.src == t.dst) invalid(fmt::format("{} copies a device onto itself in stage 1", describe(t, index)));
+  if (key.topology.process_of(t.src) != key.topology.process_of(t.dst)) {
+    invalid(fmt::format("{} crosses from process {} to process {}; stage 1 stays inside one process",
+                        describe(t, index), key.topology.process_of(t.src), key.topology.process_of(t.dst)));
+  }
 }
 
 // One transfer on its own: shape, bounds, and both ends holding the box.
-void check_transfer(const Transfer& t, size_t index, const Box& whole,
+void check_transfer(const Transfer& t, size_t index, const Box& whole, const PlanKey& key,
                     const std::unordered_map<DeviceId, Box>& src_slices,
                     const std::unordered_map<DeviceId, Box>& dst_slices) {
   if (t.box.rank() != whole.rank()) {
@@ -53,14 +95,6 @@ void check_transfer(const Transfer& t, size_t index, const Box& whole,
   if (!whole.contains(t.box)) {
     invalid(fmt::format("{} lies outside the array {}", describe(t, index), whole.to_string()));
   }
-  const auto src = src_slices.find(t.src);
-  if (src == src_slices.end()) {
-    invalid(fmt::format("{}: source device {} is not in the source mesh", describe(t, index), t.src));
-  }
-  if (!src->second.contains(t.box)) {
-    invalid(fmt::format("{}: source device {} holds only {}", describe(t, index), t.src,
-                        src->second.to_string()));
-  }
   const auto dst = dst_slices.find(t.dst);
   if (dst == dst_slices.end()) {
     invalid(fmt::format("{}: target device {} is not in the target mesh", describe(t, index), t.dst));
@@ -68,6 +102,20 @@ void check_transfer(const Transfer& t, size_t index, const Box& whole,
   if (!dst->second.contains(t.box)) {
     invalid(fmt::format("{}: target device {} needs only {}", describe(t, index), t.dst,
                         dst->second.to_string()));
+  }
+  check_source(t, index, key, src_slices, dst_slices);
+}
+
+// A stage-1 source must have received the whole box in stage 0 (not in stage
+// 1: no chains). Its stage-0 boxes are disjoint (check_cover ran first), so
+// their shared volumes with the box add up to the box exactly when they cover it.
+void check_stage1_source(const Transfer& t, size_t index, const std::vector<Transfer>& transfers,
+                         const std::vector<size_t>& stage0_into_source) {
+  int64_t covered = 0;
+  for (size_t i : stage0_into_source) covered += shared_volume(transfers[i].box, t.box);
+  if (covered != t.box.volume()) {
+    invalid(fmt::format("{}: device {} receives only {} of its {} elements in stage 0", describe(t, index), t.src,
+                        covered, t.box.volume()));
   }
 }
 
@@ -102,14 +150,25 @@ void Plan::validate() const {
   const auto dst_slices = slices_by_device(key_.dst, key_, "target");
   const Box whole = Box::whole(key_.shape);
   std::unordered_map<DeviceId, std::vector<size_t>> by_target;
+  std::unordered_map<DeviceId, std::vector<size_t>> stage0_by_target;
   for (size_t i = 0; i < transfers_.size(); ++i) {
-    check_transfer(transfers_[i], i, whole, src_slices, dst_slices);
-    by_target[transfers_[i].dst].push_back(i);
+    const Transfer& t = transfers_[i];
+    check_transfer(t, i, whole, key_, src_slices, dst_slices);
+    if (t.stage == 0 && i > 0 && transfers_[i - 1].stage != 0) {
+      invalid(fmt::format("{} comes after a stage-1 transfer; stage 0 comes first", describe(t, i)));
+    }
+    by_target[t.dst].push_back(i);
+    if (t.stage == 0) stage0_by_target[t.dst].push_back(i);
   }
   static const std::vector<size_t> kNone;
   for (DeviceId device : key_.dst.mesh().devices()) {
     const auto it = by_target.find(device);
     check_cover(device, dst_slices.at(device), transfers_, it == by_target.end() ? kNone : it->second);
+  }
+  for (size_t i = 0; i < transfers_.size(); ++i) {
+    if (transfers_[i].stage != 1) continue;
+    const auto it = stage0_by_target.find(transfers_[i].src);
+    check_stage1_source(transfers_[i], i, transfers_, it == stage0_by_target.end() ? kNone : it->second);
   }
 }
 

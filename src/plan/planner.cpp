@@ -1,13 +1,27 @@
 #include "reshard/plan/planner.h"
 
+#include <algorithm>
+#include <iterator>
+#include <map>
+
 #include <fmt/format.h>
 
 #include "chunk_pieces.h"
+#include "fan_out.h"
 #include "replica_chooser.h"
+#include "reshard/layout/checked.h"
 #include "reshard/layout/error.h"
+#include "sender_balance.h"
+#include "share_split.h"
 
 namespace reshard {
 namespace {
+
+using plan_detail::ChunkIndex;
+using plan_detail::Piece;
+using plan_detail::PieceFinder;
+using plan_detail::ReplicaChooser;
+using plan_detail::SendGroup;
 
 // The tiling of one side, with every mesh device checked against the job.
 Tiling checked_tiling(const NamedSharding& sharding, const PlanKey& key, std::string_view side) {
@@ -26,28 +40,193 @@ Tiling checked_tiling(const NamedSharding& sharding, const PlanKey& key, std::st
   }
 }
 
-}  // namespace
+constexpr DeviceId kSenderPending = -1;
+constexpr size_t kNoGroup = static_cast<size_t>(-1);
 
-Plan make_plan(const PlanKey& key) {
-  const Tiling src_tiling = checked_tiling(key.src, key, "source");
-  const Tiling dst_tiling = checked_tiling(key.dst, key, "target");
-  plan_detail::PieceFinder finder(src_tiling, dst_tiling, key.dtype);
-  plan_detail::ReplicaChooser chooser(key.src, src_tiling, finder.src_index(), key.topology);
-  std::vector<Transfer> transfers;
-  size_t count = 0;
-  for (int64_t logical = 0; logical < dst_tiling.num_devices; ++logical) {
-    count += finder.count_pieces(dst_tiling.chunk_of_device(logical));
-  }
-  transfers.reserve(count);
-  const std::vector<DeviceId>& targets = key.dst.mesh().devices();
-  for (size_t logical = 0; logical < targets.size(); ++logical) {
-    const DeviceId dst = targets[logical];
-    const int dst_process = key.topology.process_of(dst);
-    for (plan_detail::Piece& piece : finder.take_pieces(dst_tiling.chunk_of_device(static_cast<int64_t>(logical)))) {
-      transfers.push_back({chooser.choose(piece.src_chunk, dst, dst_process, piece.bytes), dst, std::move(piece.box)});
+// A stage-0 transfer whose sender waits for the batch's balancing.
+struct PendingPiece {
+  size_t transfer = 0;  // index into the array's stage-0 transfers
+  size_t group = 0;     // index into the batch's send groups
+  uint64_t bytes = 0;
+  int64_t src_chunk = 0;
+};
+
+// One array's plan in the making.
+struct ArrayPlan {
+  explicit ArrayPlan(ReplicaChooser c) : chooser(std::move(c)) {}
+  ReplicaChooser chooser;
+  std::vector<Transfer> stage0;
+  std::vector<Transfer> stage1;
+  std::vector<PendingPiece> pending;
+  std::vector<size_t> group_of_chunk;  // source chunk tuple -> send group, once seen
+};
+
+// Plans the arrays of one operation: cuts each into pieces as they come,
+// settling every sender it can at once, and those a choice of holder
+// processes could send once the whole batch's load is known.
+class BatchPlanner {
+ public:
+  explicit BatchPlanner(const PlanOptions& options) : options_(options) {}
+
+  void add(const PlanKey& key) {
+    const Tiling src_tiling = checked_tiling(key.src, key, "source");
+    const Tiling dst_tiling = checked_tiling(key.dst, key, "target");
+    PieceFinder finder(src_tiling, dst_tiling, key.dtype);
+    ArrayPlan& array = arrays_.emplace_back(ReplicaChooser(key.src, src_tiling, finder.src_index(), key.topology));
+    if (fixed_.size() < static_cast<size_t>(key.topology.num_processes())) {
+      fixed_.resize(static_cast<size_t>(key.topology.num_processes()), 0);
+    }
+    const std::vector<DeviceId> receivers =
+        options_.fan_out ? plan_detail::stage0_receivers(key.dst, dst_tiling, ChunkIndex(dst_tiling), key.topology)
+                         : std::vector<DeviceId>{};
+    // Room for every piece in stage 0 (stage 1 is appended there at the end)
+    // and for those of devices that others receive for in stage 1.
+    size_t count = 0;
+    size_t fanned = 0;
+    for (int64_t logical = 0; logical < dst_tiling.num_devices; ++logical) {
+      const size_t pieces = finder.count_pieces(dst_tiling.chunk_of_device(logical));
+      count += pieces;
+      const auto l = static_cast<size_t>(logical);
+      if (options_.fan_out && receivers[l] != key.dst.mesh().devices()[l]) fanned += pieces;
+    }
+    array.stage0.reserve(count);
+    array.stage1.reserve(fanned);
+    const std::vector<DeviceId>& targets = key.dst.mesh().devices();
+    for (size_t logical = 0; logical < targets.size(); ++logical) {
+      const DeviceId dst = targets[logical];
+      const int dst_process = key.topology.process_of(dst);
+      const DeviceId receiver = options_.fan_out ? receivers[logical] : dst;
+      for (Piece& piece : finder.take_pieces(dst_tiling.chunk_of_device(static_cast<int64_t>(logical)))) {
+        if (const std::optional<DeviceId> home = array.chooser.local(piece.src_chunk, dst, dst_process)) {
+          array.stage0.push_back({*home, dst, std::move(piece.box)});
+        } else if (receiver != dst) {
+          array.stage1.push_back({receiver, dst, std::move(piece.box), 1});
+        } else {
+          const DeviceId src = remote_sender(array, piece);
+          array.stage0.push_back({src, dst, std::move(piece.box)});
+        }
+      }
     }
   }
-  return Plan(key, std::move(transfers));
+
+  std::vector<Plan> finish(std::span<const PlanKey> keys) {
+    const std::vector<std::vector<uint64_t>> shares = plan_detail::balance_sends(fixed_, groups_);
+    std::vector<std::vector<uint64_t>> ends(shares.size());
+    for (size_t g = 0; g < shares.size(); ++g) {
+      uint64_t sum = 0;
+      for (uint64_t share : shares[g]) ends[g].push_back(sum += share);
+    }
+    std::vector<uint64_t> placed(groups_.size(), 0);  // bytes of each group handed out so far
+    std::vector<Plan> plans;
+    plans.reserve(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
+      ArrayPlan& array = arrays_[i];
+      std::vector<Transfer> transfers =
+          array.pending.empty() ? std::move(array.stage0) : settle_pending(array, ends, placed);
+      transfers.reserve(transfers.size() + array.stage1.size());
+      std::move(array.stage1.begin(), array.stage1.end(), std::back_inserter(transfers));
+      plans.emplace_back(keys[i], std::move(transfers));
+    }
+    return plans;
+  }
+
+ private:
+  // The sender of a piece no device of the target's process holds, or
+  // kSenderPending when several processes could send it.
+  DeviceId remote_sender(ArrayPlan& array, const Piece& piece) {
+    if (!options_.balance_senders) return array.chooser.least_loaded(piece.src_chunk, piece.bytes);
+    const auto holders = array.chooser.processes_holding(piece.src_chunk);
+    if (holders.size() <= 1) {  // none is impossible; least_loaded says so
+      if (holders.empty()) return array.chooser.least_loaded(piece.src_chunk, piece.bytes);
+      uint64_t& load = fixed_[static_cast<size_t>(holders.front().first)];
+      load = checked_add(load, piece.bytes, "bytes sent by one process");
+      return holders.front().second;
+    }
+    const size_t group = group_of(array, piece.src_chunk);
+    groups_[group].bytes = checked_add(groups_[group].bytes, piece.bytes, "bytes shared by holder processes");
+    array.pending.push_back({array.stage0.size(), group, piece.bytes, piece.src_chunk});
+    return kSenderPending;
+  }
+
+  // The send group of the processes holding `src_chunk`, shared by every
+  // array of the batch whose pieces these same processes hold.
+  size_t group_of(ArrayPlan& array, int64_t src_chunk) {
+    const auto chunk = static_cast<size_t>(src_chunk);
+    if (array.group_of_chunk.empty()) array.group_of_chunk.assign(array.chooser.num_chunks(), kNoGroup);
+    size_t& group = array.group_of_chunk[chunk];
+    if (group != kNoGroup) return group;
+    std::vector<int> holders;
+    for (const auto& [process, device] : array.chooser.processes_holding(src_chunk)) holders.push_back(process);
+    const auto [it, inserted] = group_ids_.try_emplace(holders, groups_.size());
+    if (inserted) groups_.push_back({std::move(holders), 0});
+    return group = it->second;
+  }
+
+  // The array's stage-0 transfers with every pending piece given its
+  // holders' parts, in the batch's order of pieces. A piece that goes whole
+  // to one holder only gets its sender; the vector is rebuilt only for splits.
+  std::vector<Transfer> settle_pending(ArrayPlan& array, const std::vector<std::vector<uint64_t>>& ends,
+                                       std::vector<uint64_t>& placed) {
+    struct Split {
+      size_t transfer;
+      int64_t src_chunk;
+      std::vector<plan_detail::RowRange> parts;
+    };
+    std::vector<Split> splits;
+    std::vector<plan_detail::RowRange> parts;
+    for (const PendingPiece& p : array.pending) {
+      Transfer& whole = array.stage0[p.transfer];
+      plan_detail::split_by_shares(whole.box, placed[p.group], p.bytes, ends[p.group], parts);
+      placed[p.group] += p.bytes;
+      const auto holders = array.chooser.processes_holding(p.src_chunk);
+      whole.src = holders[parts.front().holder].second;
+      if (parts.size() > 1) splits.push_back({p.transfer, p.src_chunk, parts});
+    }
+    if (splits.empty()) return std::move(array.stage0);
+    size_t extra = 0;
+    for (const Split& split : splits) extra += split.parts.size() - 1;
+    std::vector<Transfer> out;
+    out.reserve(array.stage0.size() + extra + array.stage1.size());
+    size_t next = 0;
+    for (const Split& split : splits) {
+      std::move(array.stage0.begin() + static_cast<std::ptrdiff_t>(next),
+                array.stage0.begin() + static_cast<std::ptrdiff_t>(split.transfer), std::back_inserter(out));
+      const Transfer& whole = array.stage0[split.transfer];
+      const size_t dim = plan_detail::cut_dimension(whole.box);
+      const auto holders = array.chooser.processes_holding(split.src_chunk);
+      for (const plan_detail::RowRange& range : split.parts) {
+        out.push_back({holders[range.holder].second, whole.dst, plan_detail::rows_of(whole.box, dim, range)});
+      }
+      next = split.transfer + 1;
+    }
+    std::move(array.stage0.begin() + static_cast<std::ptrdiff_t>(next), array.stage0.end(), std::back_inserter(out));
+    return out;
+  }
+
+  PlanOptions options_;
+  std::vector<ArrayPlan> arrays_;
+  std::vector<uint64_t> fixed_;  // bytes only one process can send, by process
+  std::vector<SendGroup> groups_;
+  std::map<std::vector<int>, size_t> group_ids_;
+};
+
+}  // namespace
+
+std::vector<Plan> make_plans(std::span<const PlanKey> keys, const PlanOptions& options) {
+  BatchPlanner planner(options);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    try {
+      planner.add(keys[i]);
+    } catch (const Error& e) {
+      if (keys.size() == 1) throw;
+      throw e.with_context(fmt::format("array {} of {}", i, keys.size()));
+    }
+  }
+  return planner.finish(keys);
+}
+
+Plan make_plan(const PlanKey& key, const PlanOptions& options) {
+  return std::move(make_plans(std::span(&key, 1), options).front());
 }
 
 }  // namespace reshard

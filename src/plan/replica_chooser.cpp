@@ -55,17 +55,22 @@ std::span<const ReplicaChooser::ProcessHolder> ReplicaChooser::processes_holding
   return std::span(processes_).subspan(processes_begin_[c], processes_begin_[c + 1] - processes_begin_[c]);
 }
 
-DeviceId ReplicaChooser::choose(int64_t src_chunk, DeviceId dst, int dst_process, uint64_t bytes) {
+std::optional<DeviceId> ReplicaChooser::local(int64_t src_chunk, DeviceId dst, int dst_process) const {
+  const std::span<const DeviceId> devices = devices_holding(src_chunk);
+  if (std::binary_search(devices.begin(), devices.end(), dst)) return dst;
+  const std::span<const ProcessHolder> processes = processes_holding(src_chunk);
+  const auto home = std::lower_bound(processes.begin(), processes.end(), dst_process,
+                                     [](const ProcessHolder& p, int process) { return p.first < process; });
+  if (home != processes.end() && home->first == dst_process) return home->second;
+  return std::nullopt;
+}
+
+DeviceId ReplicaChooser::least_loaded(int64_t src_chunk, uint64_t bytes) {
   const std::span<const ProcessHolder> processes = processes_holding(src_chunk);
   if (processes.empty()) {
     // Unreachable for a valid sharding: every chunk tuple is some device's slice.
     throw Error(ErrorCode::kInvalidPlan, fmt::format("no source device holds chunk tuple {}", src_chunk));
   }
-  const std::span<const DeviceId> devices = devices_holding(src_chunk);
-  if (std::binary_search(devices.begin(), devices.end(), dst)) return dst;
-  const auto local = std::lower_bound(processes.begin(), processes.end(), dst_process,
-                                      [](const ProcessHolder& p, int process) { return p.first < process; });
-  if (local != processes.end() && local->first == dst_process) return local->second;
   auto least = processes.begin();
   for (auto it = processes.begin(); it != processes.end(); ++it) {
     if (sent_[static_cast<size_t>(it->first)] < sent_[static_cast<size_t>(least->first)]) least = it;
@@ -73,6 +78,11 @@ DeviceId ReplicaChooser::choose(int64_t src_chunk, DeviceId dst, int dst_process
   uint64_t& sent = sent_[static_cast<size_t>(least->first)];
   sent = checked_add(sent, bytes, "bytes sent by one process");
   return least->second;
+}
+
+DeviceId ReplicaChooser::choose(int64_t src_chunk, DeviceId dst, int dst_process, uint64_t bytes) {
+  if (const std::optional<DeviceId> home = local(src_chunk, dst, dst_process)) return *home;
+  return least_loaded(src_chunk, bytes);
 }
 
 }  // namespace reshard::plan_detail

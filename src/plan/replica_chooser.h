@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -13,25 +14,39 @@
 namespace reshard::plan_detail {
 
 // Applies the rule of spec/sharding.md: the target device itself, then a
-// device of the target's process, then the remote process that has sent the
-// fewest bytes so far. Stateful (it counts what each process sent), so pieces
-// must be offered in the plan's deterministic order.
+// device of the target's process, then a remote process. Which remote process
+// is the planner's choice (sender balancing); least_loaded() is the simple
+// per-plan rule, stateful (it counts what each process sent), so pieces must
+// be offered to it in the plan's deterministic order.
 class ReplicaChooser {
  public:
+  using ProcessHolder = std::pair<int, DeviceId>;  // a process and its lowest device holding a chunk
+
   ReplicaChooser(const NamedSharding& src, const Tiling& src_tiling, const ChunkIndex& src_index,
                  const Topology& topology);
 
-  // The source device that sends `bytes` of source chunk tuple `src_chunk` to
-  // device `dst` of process `dst_process`.
+  // The source device of `dst_process` that gives source chunk tuple
+  // `src_chunk` to device `dst`: `dst` itself if it holds it, else the lowest
+  // device of the process that does; nullopt when the process holds none.
+  std::optional<DeviceId> local(int64_t src_chunk, DeviceId dst, int dst_process) const;
+
+  // How many source chunk tuples there are.
+  size_t num_chunks() const { return processes_begin_.size() - 1; }
+
+  // The processes holding `chunk`, ascending, each with its lowest device.
+  std::span<const ProcessHolder> processes_holding(int64_t chunk) const;
+
+  // The lowest device of the holder process that has sent the fewest bytes so
+  // far (lowest process on ties), counting `bytes` against it.
+  DeviceId least_loaded(int64_t src_chunk, uint64_t bytes);
+
+  // local(), else least_loaded(): the per-device rule of one plan.
   DeviceId choose(int64_t src_chunk, DeviceId dst, int dst_process, uint64_t bytes);
 
  private:
-  using ProcessHolder = std::pair<int, DeviceId>;  // a process and its lowest device holding a chunk
-
   // Flat, grouped by source chunk tuple (one allocation, not one per chunk):
   // entries [begin[c], begin[c + 1]) belong to chunk tuple c.
   std::span<const DeviceId> devices_holding(int64_t chunk) const;
-  std::span<const ProcessHolder> processes_holding(int64_t chunk) const;
 
   std::vector<DeviceId> devices_;             // ascending within a chunk
   std::vector<size_t> devices_begin_;

@@ -38,11 +38,12 @@ NamedSharding sharding_of(const std::string& mesh, const std::string& devices, c
 void expect_json_matches(const nlohmann::json& doc, const Plan& plan) {
   const PlanStats& s = plan.stats();
   ASSERT_TRUE(doc.is_object());
-  EXPECT_EQ(doc.size(), 6u) << doc.dump();
+  EXPECT_EQ(doc.size(), 7u) << doc.dump();
   EXPECT_EQ(doc.at("bytes_total").get<uint64_t>(), s.bytes_total);
   EXPECT_EQ(doc.at("bytes_same_device").get<uint64_t>(), s.bytes_same_device);
   EXPECT_EQ(doc.at("bytes_same_process").get<uint64_t>(), s.bytes_same_process);
   EXPECT_EQ(doc.at("bytes_cross_process").get<uint64_t>(), s.bytes_cross_process);
+  EXPECT_EQ(doc.at("bytes_fan_out").get<uint64_t>(), s.bytes_fan_out);
   EXPECT_EQ(doc.at("max_process_send_bytes").get<uint64_t>(), s.max_process_send_bytes);
   const nlohmann::json& transfers = doc.at("transfers");
   ASSERT_EQ(transfers.size(), plan.transfers().size());
@@ -50,7 +51,8 @@ void expect_json_matches(const nlohmann::json& doc, const Plan& plan) {
   for (size_t i = 0; i < transfers.size(); ++i) {
     const nlohmann::json& t = transfers[i];
     const Transfer& expected = plan.transfers()[i];
-    EXPECT_EQ(t.size(), 4u) << t.dump();
+    EXPECT_EQ(t.size(), 5u) << t.dump();
+    EXPECT_EQ(t.at("stage").get<int>(), expected.stage);
     EXPECT_EQ(t.at("src").get<DeviceId>(), expected.src);
     EXPECT_EQ(t.at("dst").get<DeviceId>(), expected.dst);
     std::vector<Interval> box;
@@ -76,6 +78,26 @@ TEST(PlanCli, SeedScenarioJsonMatchesTheLibrary) {
                     sharding_of("data=4,model=4", kSeedDstDevices, "data,None,model"), Topology::uniform(16, 4)};
   expect_json_matches(nlohmann::json::parse(r.out), make_plan(key));
   EXPECT_EQ(nlohmann::json::parse(r.out).at("bytes_cross_process"), 12u * 8 * 8 * 1024 * 4);
+}
+
+// The seed's replicated target: each process's four devices want everything;
+// the remote quarter-shards cross into each process once and fan out there.
+TEST(PlanCli, ReplicatedTargetJsonHasBothStages) {
+  const CommandResult r = run_plan(std::string("--shape 32,8,4096 --dtype f32 --src-mesh data=4,model=4 ") +
+                                       "--src-devices " + kSeedSrcDevices + " --src-spec data,None,model " +
+                                       "--dst-mesh data=4,model=4 --processes 4 --json",
+                                   {"--dst-spec", ""});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const PlanKey key{{32, 8, 4096}, DType::kF32, sharding_of("data=4,model=4", kSeedSrcDevices, "data,None,model"),
+                    sharding_of("data=4,model=4", "", ""), Topology::uniform(16, 4)};
+  const nlohmann::json doc = nlohmann::json::parse(r.out);
+  expect_json_matches(doc, make_plan(key));
+  EXPECT_EQ(doc.at("bytes_cross_process"), 12u << 20);
+  EXPECT_EQ(doc.at("bytes_fan_out"), 36u << 20);
+  int stage_one = 0;
+  for (const nlohmann::json& t : doc.at("transfers")) stage_one += t.at("stage").get<int>() == 1;
+  EXPECT_GT(stage_one, 0);
+  EXPECT_EQ(doc.at("transfers").back().at("stage"), 1);
 }
 
 TEST(PlanCli, DefaultsToOneProcessAndTheLargestDeviceUsed) {
@@ -130,6 +152,28 @@ TEST(PlanCli, TextOutputListsTransfersAndStats) {
   EXPECT_NE(r.out.find("16 transfers"), std::string::npos) << r.out;
   EXPECT_NE(line_with(r.out, "cross process ").find("3145728  (75.0%)"), std::string::npos) << r.out;
   EXPECT_NE(line_with(r.out, "most sent by one process").find("1048576"), std::string::npos) << r.out;
+  EXPECT_NE(line_with(r.out, "fan out (stage 1)").find(" 0"), std::string::npos) << r.out;
+}
+
+TEST(PlanCli, TextOutputShowsStagesAndFanOut) {
+  const CommandResult r = run_plan("--shape 8,4 --dtype f32 --src-mesh x=2 --src-devices 0,1 --src-spec x "
+                                   "--dst-mesh y=2 --dst-devices 2,3 --processes 2 --max-rows 0",
+                                   {"--dst-spec", ""});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Devices 0,1 are process 0 and 2,3 process 1: all 128 bytes cross into
+  // device 2, and device 3 copies them from it.
+  EXPECT_NE(r.out.find("stage"), std::string::npos) << r.out;
+  EXPECT_NE(line_with(r.out, "fan out (stage 1)").find("128  (50.0%)"), std::string::npos) << r.out;
+  EXPECT_NE(line_with(r.out, "cross process ").find("128  (50.0%)"), std::string::npos) << r.out;
+  std::istringstream lines(r.out);
+  int fan_out_rows = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("fan out ") != std::string::npos && line.find('[') != std::string::npos) {
+      ++fan_out_rows;
+      EXPECT_NE(line.find("    1      2      3"), std::string::npos) << line;
+    }
+  }
+  EXPECT_EQ(fan_out_rows, 2) << r.out;
 }
 
 TEST(PlanCli, HelpHasAnExample) {

@@ -104,7 +104,7 @@ TEST(ReshardRandom, ExecuteStatsMatchThePlan) {
       sent += st.bytes_sent;
       received += st.bytes_received;
     }
-    EXPECT_EQ(copied, plan.stats().bytes_same_device + plan.stats().bytes_same_process);
+    EXPECT_EQ(copied, plan.stats().bytes_same_device + plan.stats().bytes_same_process + plan.stats().bytes_fan_out);
     EXPECT_EQ(sent, plan.stats().bytes_cross_process);
     EXPECT_EQ(received, plan.stats().bytes_cross_process);
     uint64_t most_sent = 0;

@@ -90,5 +90,78 @@ TEST(PlanCache, ClearForgetsButHandedOutPlansStayValid) {
   EXPECT_NE(cache.get(seed_key()).get(), plan.get());
 }
 
+// Keys that differ only in the shape's last extent.
+PlanKey key_number(int64_t i) {
+  PlanKey key = seed_key();
+  key.shape = {32, 8, 64 * (i + 1)};
+  return key;
+}
+
+TEST(PlanCache, DropsTheLeastRecentlyUsedBeyondItsBound) {
+  PlanCache cache(3);
+  EXPECT_EQ(cache.max_entries(), 3u);
+  const auto zero = cache.get(key_number(0));
+  const auto one = cache.get(key_number(1));
+  cache.get(key_number(2));
+  EXPECT_EQ(cache.get(key_number(0)).get(), zero.get());  // 0 is now the most recently used
+  cache.get(key_number(3));                                // so 1 goes
+  EXPECT_EQ(cache.size(), 3u);
+  EXPECT_EQ(cache.get(key_number(0)).get(), zero.get());
+  EXPECT_NE(cache.get(key_number(1)).get(), one.get());    // planned again; 2 goes
+  EXPECT_EQ(*one, *cache.get(key_number(1)));              // the dropped plan is still valid
+  EXPECT_EQ(cache.size(), 3u);
+  for (int64_t i = 4; i < 20; ++i) cache.get(key_number(i));
+  EXPECT_EQ(cache.size(), 3u);
+}
+
+TEST(PlanCache, ABoundOfZeroStoresNothing) {
+  PlanCache cache(0);
+  const auto first = cache.get(seed_key());
+  EXPECT_EQ(*first, make_plan(seed_key()));
+  EXPECT_NE(cache.get(seed_key()).get(), first.get());
+  EXPECT_EQ(cache.size(), 0u);
+}
+
+TEST(PlanCache, BatchesAreOneEntryKeyedByTheWholeList) {
+  PlanCache cache;
+  const std::vector<PlanKey> keys = {key_number(0), key_number(1)};
+  const auto batch = cache.get_batch(keys);
+  ASSERT_EQ(batch->size(), 2u);
+  EXPECT_EQ(*batch, make_plans(keys));
+  EXPECT_EQ(cache.get_batch(keys).get(), batch.get());
+  EXPECT_EQ(cache.size(), 1u);
+  const std::vector<PlanKey> reversed = {key_number(1), key_number(0)};
+  EXPECT_NE(cache.get_batch(reversed).get(), batch.get());
+  EXPECT_NE(cache.get_batch(std::span(keys).first(1)).get(), batch.get());
+  EXPECT_EQ(cache.size(), 3u);
+  // A single key is the batch of one.
+  EXPECT_EQ(&cache.get(key_number(0))->key(), &cache.get_batch(std::span(keys).first(1))->front().key());
+  EXPECT_EQ(cache.size(), 3u);
+}
+
+TEST(PlanCache, AHandedOutPlanOutlivesItsEviction) {
+  PlanCache cache(1);
+  const auto plan = cache.get(seed_key());
+  cache.get(key_number(5));
+  cache.clear();
+  EXPECT_EQ(plan->key(), seed_key());
+  EXPECT_NO_THROW(plan->validate());
+}
+
+// The default cache is shared by the whole process (every thread sees what
+// another stored) and bounded.
+TEST(PlanCache, TheDefaultCacheIsSharedAcrossThreadsAndBounded) {
+  PlanKey key = seed_key();
+  key.shape = {32, 8, 4 * 64};  // a key no other test of this binary uses
+  std::shared_ptr<const Plan> stored;
+  std::thread([&] { stored = default_plan_cache().get(key); }).join();
+  std::shared_ptr<const Plan> seen;
+  std::thread([&] { seen = default_plan_cache().get(key); }).join();
+  EXPECT_EQ(seen.get(), stored.get());
+  EXPECT_EQ(default_plan_cache().get(key).get(), stored.get());
+  EXPECT_EQ(default_plan_cache().max_entries(), 1024u);
+  EXPECT_GE(default_plan_cache().size(), 1u);
+}
+
 }  // namespace
 }  // namespace reshard

@@ -207,5 +207,71 @@ TEST(PlanValidate, ScalarsNeedExactlyOneTransferPerTarget) {
   EXPECT_TRUE(rejects({{1, 1, box({}, {})}}, {"target device 2", "gap"}, key));
 }
 
+// f32[8, 4]: source rows split over devices 0,1 (process 0) and 2,3 (process
+// 1); target: everything on both devices 2 and 3 of process 1.
+PlanKey fan_out_key() {
+  PlanKey key = rows_key();
+  key.dst = sharding("y=2", {2, 3}, "");
+  return key;
+}
+
+// Rows 0..3 cross into device 2 in two boxes, and one stage-1 copy gives
+// them to device 3; rows 4..7 are in process 1 already.
+std::vector<Transfer> fan_out_transfers() {
+  return {{0, 2, box({0, 0}, {2, 4})}, {1, 2, box({2, 0}, {2, 4})}, {2, 2, box({4, 0}, {2, 4})},
+          {3, 2, box({6, 0}, {2, 4})}, {2, 3, box({4, 0}, {2, 4})}, {3, 3, box({6, 0}, {2, 4})},
+          {2, 3, box({0, 0}, {4, 4}), 1}};
+}
+
+TEST(Plan, StatsCountStageOneAsFanOutOnly) {
+  const Plan plan(fan_out_key(), fan_out_transfers());
+  EXPECT_EQ(plan.stats(), (PlanStats{.bytes_total = 2 * 8 * 4 * 4,
+                                     .bytes_same_device = 2 * 4 * 4 * 2,
+                                     .bytes_same_process = 2 * 2 * 4 * 4,
+                                     .bytes_cross_process = 4 * 4 * 4,
+                                     .max_process_send_bytes = 4 * 4 * 4,
+                                     .bytes_fan_out = 4 * 4 * 4}));
+  EXPECT_NO_THROW(plan.validate());
+}
+
+TEST(PlanValidate, AcceptsAStageOneBoxCoveredByManyStageZeroBoxes) {
+  EXPECT_NO_THROW(Plan(fan_out_key(), fan_out_transfers()).validate());
+}
+
+TEST(PlanValidate, CatchesAStageOneSourceThatGotPartOfTheBoxInStageOne) {
+  // Rows 2..3 go round in a circle: device 3 copies them from 2, which copies
+  // them from 3. Every slice is covered once, but nothing brings them in.
+  const std::vector<Transfer> transfers = {
+      {0, 2, box({0, 0}, {2, 4})},    {2, 2, box({4, 0}, {2, 4})},   {3, 2, box({6, 0}, {2, 4})},
+      {2, 3, box({4, 0}, {2, 4})},    {3, 3, box({6, 0}, {2, 4})},   {2, 3, box({0, 0}, {4, 4}), 1},
+      {3, 2, box({2, 0}, {2, 4}), 1}};
+  EXPECT_TRUE(rejects(transfers, {"transfer 5", "device 2 receives only 8 of its 16 elements in stage 0"},
+                      fan_out_key()));
+}
+
+TEST(PlanValidate, CatchesStageOneRuleBreaks) {
+  const PlanKey key = fan_out_key();
+  std::vector<Transfer> transfers = fan_out_transfers();
+  transfers[6].src = 3;
+  EXPECT_TRUE(rejects(transfers, {"transfer 6", "copies a device onto itself"}, key));
+  transfers[6].src = 1;
+  EXPECT_TRUE(rejects(transfers, {"transfer 6", "device 1 is not in the target mesh"}, key));
+  transfers[6].stage = 2;
+  EXPECT_TRUE(rejects(transfers, {"transfer 6", "stage 2"}, key));
+  // A stage-1 source in another process: device 1 as a target.
+  PlanKey wide = key;
+  wide.dst = sharding("y=2", {1, 3}, "");
+  std::vector<Transfer> across = {{0, 1, box({0, 0}, {2, 4})}, {1, 1, box({2, 0}, {2, 4})},
+                                  {2, 1, box({4, 0}, {2, 4})}, {3, 1, box({6, 0}, {2, 4})},
+                                  {1, 3, box({0, 0}, {8, 4}), 1}};
+  EXPECT_TRUE(rejects(across, {"transfer 4", "crosses from process 0 to process 1"}, wide));
+}
+
+TEST(PlanValidate, CatchesStageZeroAfterStageOne) {
+  std::vector<Transfer> transfers = fan_out_transfers();
+  std::swap(transfers[5], transfers[6]);
+  EXPECT_TRUE(rejects(transfers, {"transfer 6", "stage 0 comes first"}, fan_out_key()));
+}
+
 }  // namespace
 }  // namespace reshard

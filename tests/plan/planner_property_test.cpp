@@ -1,4 +1,7 @@
 // The planner over many random source/target pairs, against brute-force answers.
+#include <algorithm>
+#include <map>
+
 #include <gtest/gtest.h>
 
 #include "reshard/layout/error.h"
@@ -26,27 +29,195 @@ bool source_holds(const PlanKey& key, DeviceId device, const Box& box) {
   return logical && key.src.index_domains(key.shape)[static_cast<size_t>(*logical)].contains(box);
 }
 
-TEST(PlannerProperty, RandomLayoutsGiveTheReferencePlanWithMinimalCrossProcessBytes) {
+constexpr PlanOptions kPerDevice{false, false};
+
+TEST(PlannerProperty, PerDevicePlansFollowTheReferenceRule) {
   std::mt19937_64 rng = testing::seeded_rng();
   int pieces_that_cross = 0;
   for (int i = 0; i < kCases; ++i) {
     const PlanKey key = testing::random_plan_key(rng);
     SCOPED_TRACE(::testing::Message() << "case " << i << ": " << testing::describe(key));
-    const Plan plan = make_plan(key);
+    const Plan plan = make_plan(key, kPerDevice);
     ASSERT_NO_THROW(plan.validate());
     EXPECT_EQ(plan.transfers(), testing::reference_transfers(key));
     EXPECT_EQ(plan.stats().bytes_cross_process, testing::minimum_cross_process_bytes(key));
     EXPECT_EQ(plan.stats().bytes_total, bytes_needed(key));
-    for (const Transfer& t : plan.transfers()) {
-      if (source_holds(key, t.dst, t.box)) {
-        EXPECT_EQ(t.src, t.dst) << t.box.to_string();
-      }
-    }
-    EXPECT_EQ(plan, make_plan(key));
+    EXPECT_EQ(plan.stats().bytes_fan_out, 0u);
     pieces_that_cross += plan.stats().bytes_cross_process > 0;
   }
   // The generator must exercise the remote rule, not only local copies.
   EXPECT_GT(pieces_that_cross, kCases / 10);
+}
+
+// Element by element: every target device receives each element of its slice
+// exactly once, and a stage-1 source received every element of its box in
+// stage 0 (so no chains). Independent of validate().
+void expect_exact_cover_by_elements(const Plan& plan) {
+  const PlanKey& key = plan.key();
+  std::map<DeviceId, std::map<std::vector<int64_t>, int>> stage0;  // device -> element -> times received
+  std::map<DeviceId, std::map<std::vector<int64_t>, int>> all;
+  for (const Transfer& t : plan.transfers()) {
+    testing::for_each_index(t.box, [&](const std::vector<int64_t>& index) {
+      ++all[t.dst][index];
+      if (t.stage == 0) ++stage0[t.dst][index];
+    });
+  }
+  const std::vector<Box> slices = key.dst.index_domains(key.shape);
+  for (size_t logical = 0; logical < slices.size(); ++logical) {
+    const DeviceId device = key.dst.mesh().devices()[logical];
+    int64_t elements = 0;
+    testing::for_each_index(slices[logical], [&](const std::vector<int64_t>& index) {
+      ++elements;
+      EXPECT_EQ(all[device][index], 1) << "device " << device << " element " << ::testing::PrintToString(index);
+    });
+    EXPECT_EQ(static_cast<int64_t>(all[device].size()), elements) << "device " << device;
+  }
+  for (const Transfer& t : plan.transfers()) {
+    if (t.stage != 1) continue;
+    EXPECT_EQ(key.topology.process_of(t.src), key.topology.process_of(t.dst));
+    testing::for_each_index(t.box, [&](const std::vector<int64_t>& index) {
+      EXPECT_EQ(stage0[t.src][index], 1) << "stage-1 source " << t.src << " lacks " << ::testing::PrintToString(index);
+    });
+  }
+}
+
+// Stage-0 bytes that cross into each process, from the plan.
+std::vector<uint64_t> bytes_into_each_process(const Plan& plan) {
+  const PlanKey& key = plan.key();
+  std::vector<uint64_t> bytes(static_cast<size_t>(key.topology.num_processes()), 0);
+  for (const Transfer& t : plan.transfers()) {
+    const int home = key.topology.process_of(t.dst);
+    if (t.stage == 0 && key.topology.process_of(t.src) != home) {
+      bytes[static_cast<size_t>(home)] += dtype_byte_size(key.dtype, static_cast<uint64_t>(t.box.volume()));
+    }
+  }
+  return bytes;
+}
+
+// A stage-0 piece its target device holds comes from itself; one its process
+// holds comes from inside the process.
+void expect_local_preference(const Plan& plan) {
+  const PlanKey& key = plan.key();
+  for (const Transfer& t : plan.transfers()) {
+    if (t.stage != 0) continue;
+    if (source_holds(key, t.dst, t.box)) {
+      EXPECT_EQ(t.src, t.dst) << t.box.to_string();
+      continue;
+    }
+    for (DeviceId d : key.src.mesh().devices()) {
+      if (key.topology.process_of(d) == key.topology.process_of(t.dst) && source_holds(key, d, t.box)) {
+        EXPECT_EQ(key.topology.process_of(t.src), key.topology.process_of(t.dst)) << t.box.to_string();
+      }
+    }
+  }
+}
+
+void expect_balanced_senders(std::span<const PlanKey> keys, uint64_t max_send) {
+  const testing::SendBound bound = testing::sender_bound(keys);
+  if (!bound.known) return;
+  EXPECT_GE(max_send, bound.least_max_send);
+  EXPECT_LE(max_send, bound.least_max_send + bound.rounding);
+}
+
+// Everything the default plan promises, checked against brute force.
+void expect_minimal_balanced_plan(const PlanKey& key) {
+  const Plan plan = make_plan(key);
+  ASSERT_NO_THROW(plan.validate());
+  EXPECT_EQ(bytes_into_each_process(plan), testing::minimum_bytes_into_each_process(key));
+  EXPECT_EQ(plan.stats().bytes_total, bytes_needed(key));
+  expect_exact_cover_by_elements(plan);
+  expect_local_preference(plan);
+  expect_balanced_senders(std::span(&key, 1), plan.stats().max_process_send_bytes);
+  EXPECT_EQ(plan, make_plan(key));
+}
+
+TEST(PlannerProperty, EachElementCrossesIntoAProcessOnceFromBalancedSenders) {
+  std::mt19937_64 rng = testing::seeded_rng();
+  int fanned_out = 0, shared = 0, disjoint = 0, uneven = 0, scalars = 0, empty = 0;
+  for (int i = 0; i < kCases; ++i) {
+    const PlanKey key = testing::random_plan_key(rng);
+    SCOPED_TRACE(::testing::Message() << "case " << i << ": " << testing::describe(key));
+    expect_minimal_balanced_plan(key);
+    fanned_out += make_plan(key).stats().bytes_fan_out > 0;
+    shared += testing::sender_bound(std::span(&key, 1)).shared_bytes > 0;
+    const std::vector<DeviceId>& from = key.src.mesh().devices();
+    disjoint += std::none_of(from.begin(), from.end(), [&](DeviceId d) { return key.dst.mesh().logical_index_of(d).has_value(); });
+    uneven += key.src.uneven();
+    scalars += key.shape.empty();
+    empty += std::find(key.shape.begin(), key.shape.end(), 0) != key.shape.end();
+    if (HasFailure()) break;
+  }
+  // The generator must exercise fan-out, sender balancing and the odd layouts.
+  EXPECT_GT(fanned_out, kCases / 50);
+  EXPECT_GT(shared, kCases / 20);
+  EXPECT_GT(disjoint, kCases / 20);
+  EXPECT_GT(uneven, kCases / 5);
+  EXPECT_GT(scalars, kCases / 50);
+  EXPECT_GT(empty, kCases / 200);
+}
+
+TEST(PlannerProperty, ReplicatedTargetsOverDevicesOfAProcessFanOut) {
+  std::mt19937_64 rng = testing::seeded_rng();
+  int fanned_out = 0;
+  for (int i = 0; i < kCases / 2; ++i) {
+    const PlanKey key = testing::random_fan_out_key(rng);
+    SCOPED_TRACE(::testing::Message() << "case " << i << ": " << testing::describe(key));
+    expect_minimal_balanced_plan(key);
+    fanned_out += make_plan(key).stats().bytes_fan_out > 0;
+    if (HasFailure()) break;
+  }
+  EXPECT_GT(fanned_out, kCases / 8);
+}
+
+TEST(PlannerProperty, ReplicatedSourcesShareTheSendingEvenly) {
+  std::mt19937_64 rng = testing::seeded_rng();
+  for (int i = 0; i < kCases / 2; ++i) {
+    const PlanKey key = testing::random_shared_source_key(rng);
+    SCOPED_TRACE(::testing::Message() << "case " << i << ": " << testing::describe(key));
+    expect_minimal_balanced_plan(key);
+    // Every holder process holds everything and no taker holds anything: the
+    // even share of what crosses is the best any plan can do.
+    const Plan plan = make_plan(key);
+    const testing::SendBound bound = testing::sender_bound(std::span(&key, 1));
+    const uint64_t holders = static_cast<uint64_t>(key.src.mesh().axes()[0].size);
+    const uint64_t even = (plan.stats().bytes_cross_process + holders - 1) / holders;
+    EXPECT_EQ(bound.shared_bytes, plan.stats().bytes_cross_process);
+    EXPECT_GE(plan.stats().max_process_send_bytes, even);
+    EXPECT_LE(plan.stats().max_process_send_bytes, even + bound.rounding);
+    if (HasFailure()) break;
+  }
+}
+
+TEST(PlannerProperty, BatchesBalanceSendersOverAllTheirArrays) {
+  std::mt19937_64 rng = testing::seeded_rng();
+  for (int i = 0; i < kCases / 10; ++i) {
+    // Arrays of one job: the same topology for all.
+    std::vector<PlanKey> keys;
+    const PlanKey first = testing::random_plan_key(rng);
+    keys.push_back(first);
+    while (keys.size() < 4) {
+      PlanKey key = testing::random_plan_key(rng);
+      if (key.topology == first.topology) keys.push_back(std::move(key));
+    }
+    SCOPED_TRACE(::testing::Message() << "batch " << i << ": " << testing::describe(keys[0]));
+    const std::vector<Plan> plans = make_plans(keys);
+    ASSERT_EQ(plans.size(), keys.size());
+    std::vector<uint64_t> sent(static_cast<size_t>(first.topology.num_processes()), 0);
+    for (size_t k = 0; k < keys.size(); ++k) {
+      ASSERT_EQ(plans[k].key(), keys[k]);
+      ASSERT_NO_THROW(plans[k].validate());
+      EXPECT_EQ(bytes_into_each_process(plans[k]), testing::minimum_bytes_into_each_process(keys[k]));
+      for (const Transfer& t : plans[k].transfers()) {
+        const int from = first.topology.process_of(t.src);
+        if (t.stage == 0 && from != first.topology.process_of(t.dst)) {
+          sent[static_cast<size_t>(from)] += dtype_byte_size(keys[k].dtype, static_cast<uint64_t>(t.box.volume()));
+        }
+      }
+    }
+    expect_balanced_senders(keys, *std::max_element(sent.begin(), sent.end()));
+    EXPECT_EQ(plans, make_plans(keys));
+    if (HasFailure()) break;
+  }
 }
 
 // Breaks a correct plan in one random way; nullopt when the chosen way does
@@ -71,6 +242,10 @@ std::optional<std::vector<Transfer>> broken(const PlanKey& key, std::vector<Tran
       return transfers;
     }
     case 3:
+      if (t.stage == 1) {  // another target device may hold the box too: only itself surely does not
+        t.src = t.dst;
+        return transfers;
+      }
       for (DeviceId d : key.src.mesh().devices()) {
         if (!source_holds(key, d, t.box)) {
           t.src = d;

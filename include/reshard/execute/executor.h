@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "reshard/execute/sharded_array.h"
 #include "reshard/execute/transport.h"
@@ -34,11 +35,21 @@ struct ExecuteStats {
 // Fills `dst` (this process's shards of the plan's target layout) from `src`
 // (its shards of the source layout). Collective: every process of `transport`
 // calls it with the same plan and options, and they check that they agree.
-// Copies within the process run on `options.threads` threads while messages
-// to and from other processes flow in the order of schedule_messages.
+// Stage-0 copies within the process run on `options.threads` threads while
+// messages to and from other processes flow in the order of
+// schedule_messages; stage-1 copies (target device to target device of one
+// process) follow once the stage-0 bytes they read are in place.
 // On any failure here the transport is aborted, so that the other processes
 // stop with Error(kPeerFailed) instead of waiting, and the error is rethrown.
 ExecuteStats execute(const Plan& plan, const ShardedArray& src, ShardedArray& dst, Transport& transport,
                      const ExecuteOptions& options = {});
+
+// Many arrays as one operation: dst[i] is filled from src[i] by plans[i]
+// (all three the same length, else Error(kInvalidArgument)). Between each
+// pair of processes the pieces of all arrays travel in the same bounded
+// messages under one in-flight budget, and the processes check once, for the
+// whole batch, that they run the same plans.
+ExecuteStats execute(std::span<const Plan> plans, std::span<const ShardedArray> src, std::span<ShardedArray> dst,
+                     Transport& transport, const ExecuteOptions& options = {});
 
 }  // namespace reshard

@@ -1,7 +1,9 @@
-// The public operations: reshard, to and from host, change of memory kind.
+// The public operations: reshard (one array or many), to and from host, change of memory kind.
 #pragma once
 
 #include <optional>
+#include <span>
+#include <vector>
 
 #include "reshard/execute/executor.h"
 #include "reshard/execute/host_array.h"
@@ -22,13 +24,25 @@ namespace reshard {
 ShardedArray reshard_array(const ShardedArray& array, const NamedSharding& target, Transport& transport,
                      const ExecuteOptions& options = {});
 
-// Like reshard, into `target`'s already allocated shards (reusing buffers).
+// Many arrays in one operation (a whole model): result i is arrays[i] laid out
+// by targets[i], as reshard_array would give it, but the pieces of all arrays
+// travel together between each pair of processes, in the same bounded
+// messages, and the processes check agreement once for the batch. Throws
+// Error(kInvalidArgument) unless there are as many targets as arrays.
+std::vector<ShardedArray> reshard_arrays(std::span<const ShardedArray> arrays, std::span<const NamedSharding> targets,
+                                         Transport& transport, const ExecuteOptions& options = {});
+
+// Like reshard_array, into `target`'s already allocated shards (reusing buffers).
 ExecuteStats reshard_into(const ShardedArray& array, ShardedArray& target, Transport& transport,
                           const ExecuteOptions& options = {});
 
 // The whole array on every process's host. Each process receives only the
 // elements its own devices do not hold, each once.
 HostArray to_host(const ShardedArray& array, Transport& transport, const ExecuteOptions& options = {});
+
+// Every array whole on every process's host, in one operation.
+std::vector<HostArray> to_host(std::span<const ShardedArray> arrays, Transport& transport,
+                               const ExecuteOptions& options = {});
 
 // The whole array on process `root`'s host only; nullopt on the others, which
 // send root just the elements it lacks and receive nothing.

@@ -26,6 +26,26 @@ class Request {
   virtual bool test() = 0;
 };
 
+// What a transport has really moved: the payloads of isend/irecv, counted
+// as they complete (collectives' own metadata is not included).
+struct TransportCounters {
+  uint64_t bytes_sent = 0;
+  uint64_t bytes_received = 0;
+  uint64_t messages_sent = 0;
+  uint64_t messages_received = 0;
+};
+
+// Runs of bytes that one message gathers from (sends) or scatters into
+// (receives), in order: the message is their bytes concatenated.
+struct ConstByteRun {
+  const std::byte* data = nullptr;
+  size_t size = 0;
+};
+struct ByteRun {
+  std::byte* data = nullptr;
+  size_t size = 0;
+};
+
 // Message tags. Each collective operation takes a fresh tag space with
 // Transport::begin_operation(); tags inside it cannot collide with any other.
 using Tag = uint64_t;
@@ -53,12 +73,34 @@ class Transport {
   virtual std::unique_ptr<Request> irecv_owned(int peer, Tag tag, std::span<std::byte> data,
                                                std::shared_ptr<const void> owner);
 
+  // Like isend/irecv of the runs' bytes concatenated (a strided box, say),
+  // without packing them into one buffer first where the transport can (MPI:
+  // a derived datatype). The runs' memory must stay alive until wait()
+  // returns; the list itself is copied. The message must not share its
+  // (peer, tag) with another pending one. By default the runs are packed into
+  // (unpacked from) a staging buffer around isend_owned (irecv_owned), which
+  // keeps the staging buffer alive past a failure. `owner` keeps the runs'
+  // memory alive as for isend_owned; a transport handing the runs themselves
+  // to MPI does so only with an owner (null: it packs).
+  virtual std::unique_ptr<Request> isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs,
+                                                std::shared_ptr<const void> owner = nullptr);
+  virtual std::unique_ptr<Request> irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,
+                                                 std::shared_ptr<const void> owner = nullptr);
+
   // Collective: returns every process's `local` bytes, indexed by rank. The way
   // processes agree on small metadata (shapes, sizes, a failure flag).
   virtual std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> local) = 0;
 
   // Collective: returns once every process has entered it.
   virtual void barrier() = 0;
+
+  // Collective: whether every process passed the same `value` (all get the
+  // same answer). One reduction, not a message between every two processes:
+  // how processes check they run the same plans.
+  virtual bool all_equal(uint64_t value) = 0;
+
+  // What this process's transport has sent and received so far.
+  virtual TransportCounters counters() const = 0;
 
   // Collective (every process calls it in the same order): the base of a tag
   // range reserved for one operation; tags base..base+kTagsPerOperation-1.

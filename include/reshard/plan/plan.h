@@ -11,21 +11,28 @@
 
 namespace reshard {
 
-// Copy `box` (global coordinates) from source device `src` to target device `dst`.
+// Copy `box` (global coordinates) to target device `dst`. Stage 0: from source
+// device `src`, which holds the box in the source layout. Stage 1 (after all of
+// stage 0): a copy inside one process from `src`, a target-layout device of
+// `dst`'s process whose stage-0 transfers cover the box, so that an element
+// several devices of a process need crosses into that process once.
 struct Transfer {
   DeviceId src = 0;
   DeviceId dst = 0;
   Box box;
+  int stage = 0;
   bool operator==(const Transfer&) const = default;
 };
 
-// Byte counts of a plan (spec/cli.md `reshard plan --json`).
+// Byte counts of a plan (spec/cli.md `reshard plan --json`). The same-device,
+// same-process and cross-process counts split the stage-0 bytes only.
 struct PlanStats {
   uint64_t bytes_total = 0;
   uint64_t bytes_same_device = 0;
   uint64_t bytes_same_process = 0;   // different devices, one process
   uint64_t bytes_cross_process = 0;
   uint64_t max_process_send_bytes = 0;  // most cross-process bytes any one process sends
+  uint64_t bytes_fan_out = 0;           // stage-1 copies
   bool operator==(const PlanStats&) const = default;
 };
 
@@ -44,12 +51,15 @@ class Plan {
   Plan(PlanKey key, std::vector<Transfer> transfers);
 
   const PlanKey& key() const { return key_; }
+  // All stage-0 transfers first, then all stage-1 transfers.
   const std::vector<Transfer>& transfers() const { return transfers_; }
   const PlanStats& stats() const { return stats_; }
 
   // Thorough check (XLA IFRT style): every element of every target device's
-  // slice is covered by exactly one transfer, whose source holds it and whose
-  // target is that device; no transfer is empty or outside the array.
+  // slice is covered by exactly one transfer into that device; a stage-0
+  // source holds its box; a stage-1 source is a target device of the same
+  // process whose stage-0 transfers cover the box; stage 0 comes first; no
+  // transfer is empty or outside the array.
   // Throws Error(kInvalidPlan) describing the first violation.
   void validate() const;
 

@@ -1,25 +1,50 @@
 // The planner: which source replica sends which box to which target device.
 #pragma once
 
+#include <span>
+#include <vector>
+
 #include "reshard/plan/plan.h"
 
 namespace reshard {
 
-// The plan that builds every target device's slice of `key.shape` from the
-// source layout. Each target element is fetched exactly once, from a source
-// device holding it chosen in this order: the target device itself, the lowest
-// id of its own process, else the remote process that has sent the fewest
-// bytes so far (lowest process id on ties; its lowest device id). So the
-// cross-process bytes are the fewest possible, and every process, given the
-// same key, computes the same plan without talking.
+// How the planner may go beyond each target device fetching its own slice.
+// Both false is the per-device plan (each target device fetches every remote
+// piece itself, from the least-loaded holder of one plan): a baseline.
+struct PlanOptions {
+  // Stage 1: a remote piece that several devices of one process need crosses
+  // into the process once, to its lowest-id device needing it; the others
+  // copy it from there.
+  bool fan_out = true;
+  // A remote piece that several processes hold is split (along its outermost
+  // dimension longer than 1) over them so that the largest number of bytes any
+  // process sends, over all arrays of one make_plans call, is the smallest
+  // possible (to a row).
+  bool balance_senders = true;
+};
+
+// The plans that build every target device's slice of each key's array from
+// its source layout, as one operation. Each target element is fetched from a
+// source device holding it chosen in this order: the target device itself,
+// the lowest id of its own process, else a remote process (see PlanOptions;
+// the lowest device of that process holding it). With the default options,
+// for every process p the bytes that cross into p are the fewest possible:
+// the bytes of (the union of p's target slices) minus (the union of p's
+// source slices). Every process, given the same keys and options, computes the
+// same plans without talking.
 //
-// Transfers come in target mesh order, then box order (row-major by origin); a
-// transfer with src == dst is a copy within one device (or between its memory
-// kinds). Work grows with the pieces that move, not with devices squared: the
-// overlaps are found per dimension by interval search.
+// Stage-0 transfers come in target mesh order, then box order (row-major by
+// origin, a split piece's parts in order); stage-1 transfers follow in the
+// same order. A transfer with src == dst is a copy within one device (or
+// between its memory kinds). Work grows with the pieces that move, not with
+// devices squared: the overlaps are found per dimension by interval search.
 //
 // Throws the sharding errors of spec/sharding.md when a layout does not fit
-// the shape, and Error(kUnknownDevice) for a mesh device outside the topology.
-Plan make_plan(const PlanKey& key);
+// its shape (naming the key's index when there are several), and
+// Error(kUnknownDevice) for a mesh device outside the topology.
+std::vector<Plan> make_plans(std::span<const PlanKey> keys, const PlanOptions& options = {});
+
+// The batch of one.
+Plan make_plan(const PlanKey& key, const PlanOptions& options = {});
 
 }  // namespace reshard

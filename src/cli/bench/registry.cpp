@@ -7,6 +7,7 @@ namespace reshard::cli {
 BenchReport run_reshard_benchmark();  // src/cli/bench/reshard.cpp
 BenchReport run_io_benchmark();       // src/cli/bench/io.cpp
 BenchReport run_plan_benchmark();     // src/cli/bench/plan.cpp
+BenchReport run_export_benchmark();   // src/cli/bench/export.cpp
 #if RESHARD_WITH_MPI
 BenchReport run_reshard_mpi_benchmark();  // src/cli/bench/mpi/reshard_mpi.cpp
 #endif
@@ -18,6 +19,8 @@ std::vector<BenchmarkEntry> all_benchmarks() {
                      run_io_benchmark});
   entries.push_back({"plan", "plan time: 1 tensor over 4096 devices, a 1000-tensor model over 256, beside all-pairs",
                      run_plan_benchmark});
+  entries.push_back({"export", "merge-lora: 256 MiB merged at rank 8, in memory and as files, beside memcpy",
+                     run_export_benchmark});
 #if RESHARD_WITH_MPI
   // Under mpirun with several ranks, `reshard` measures a reshard across them.
   for (BenchmarkEntry& entry : entries) {

@@ -10,10 +10,12 @@
 #include <fmt/ranges.h>
 
 #include "cli/bench_report.h"
+#include "bench_model.h"
 #include "execute/copy_bytes.h"
 #include "reshard/execute/in_process_transport.h"
 #include "reshard/execute/operations.h"
 #include "reshard/layout/error.h"
+#include "reshard/plan/planner.h"
 
 namespace reshard::cli {
 namespace {
@@ -95,6 +97,100 @@ void fill(ShardedArray& array) {
   }
 }
 
+// Runs `body(rank)` on one thread per rank and waits for all.
+template <typename Body>
+void on_every_rank(int ranks, Body&& body) {
+  std::vector<std::jthread> threads;
+  for (int r = 0; r < ranks; ++r) threads.emplace_back([&, r] { body(r); });
+}
+
+// 32 MiB made replicated on all 16 devices of 4 processes (threads here):
+// the two-stage plan beside the per-device plan it replaces, bytes and time.
+void replicated_figures(BenchReport& report) {
+  constexpr int kProcesses = 4;
+  const Topology topology = Topology::uniform(16, kProcesses);
+  const Shape shape{32, 256, 1024};
+  std::vector<DeviceId> devices;
+  for (DeviceId d = 0; d < 16; ++d) devices.push_back(d);
+  const NamedSharding rows(Mesh({{"d", 16}}, devices), PartitionSpec({{}, {"d"}}));
+  const NamedSharding everywhere(Mesh({{"d", 16}}, devices), PartitionSpec());
+  const PlanKey key{shape, DType::kF32, rows, everywhere, topology};
+  const Plan two_stage = make_plan(key);
+  const Plan per_device = make_plan(key, PlanOptions{false, false});
+  InProcessGroup group(kProcesses);
+  std::vector<ShardedArray> sources, targets;
+  for (int r = 0; r < kProcesses; ++r) {
+    sources.push_back(ShardedArray::allocate(shape, DType::kF32, rows, topology, r));
+    fill(sources.back());
+    targets.push_back(ShardedArray::allocate(shape, DType::kF32, everywhere, topology, r));
+  }
+  ExecuteOptions options;
+  options.threads = 1;  // the four ranks share the cores
+  const auto run = [&](const Plan& plan) {
+    on_every_rank(kProcesses, [&](int r) {
+      execute(plan, sources[static_cast<size_t>(r)], targets[static_cast<size_t>(r)], group.transport(r), options);
+    });
+  };
+  run(two_stage);
+  run(per_device);
+  double two_stage_s = 1e9, per_device_s = 1e9;
+  for (int rep = 0; rep < kRepetitions; ++rep) {
+    two_stage_s = std::min(two_stage_s, seconds_of([&] { run(two_stage); }));
+    per_device_s = std::min(per_device_s, seconds_of([&] { run(per_device); }));
+  }
+  BenchFigure bytes;
+  bytes.name = "bytes between processes, 32 MiB made replicated on 16 devices of 4 processes (threads)";
+  bytes.unit = "MiB";
+  bytes.value = static_cast<double>(two_stage.stats().bytes_cross_process) / (1 << 20);
+  bytes.baseline_name = "per-device plan";
+  bytes.baseline = static_cast<double>(per_device.stats().bytes_cross_process) / (1 << 20);
+  bytes.ratio = bytes.value > 0 ? bytes.baseline / bytes.value : 0;
+  report.figures.push_back(bytes);
+  report.figures.push_back(time_figure("time, 32 MiB made replicated on 16 devices of 4 processes (threads)",
+                                       two_stage_s * 1e3, "per-device plan", per_device_s * 1e3, std::nullopt));
+}
+
+// A Llama-shaped model of about 1 GiB in 309 tensors on 8 devices of this
+// process, fully sharded to tensor parallel: all arrays in one operation,
+// beside one array at a time and beside memcpy of the same bytes.
+void model_figures(BenchReport& report) {
+  const Topology topology = Topology::uniform(8, 1);
+  InProcessGroup group(1);
+  Transport& transport = group.transport(0);
+  const std::vector<BenchTensor> model = llama_shaped_model(34, 1024, 3072, 48000);
+  std::vector<PlanKey> keys;
+  for (const BenchTensor& t : model) {
+    keys.push_back(PlanKey{t.shape, t.dtype, fsdp_layout(t, topology), tensor_parallel_layout(t, topology), topology});
+  }
+  const std::vector<Plan> plans = make_plans(keys);
+  const std::vector<ShardedArray> source = allocate_model(model, topology, 0, fsdp_layout);
+  std::vector<ShardedArray> target = allocate_model(model, topology, 0, tensor_parallel_layout);
+  // The baseline writes each target shard with memcpy from a source shard of the same size.
+  std::vector<Shard> from, to;
+  for (size_t i = 0; i < model.size(); ++i) {
+    from.insert(from.end(), source[i].shards().begin(), source[i].shards().end());
+    to.insert(to.end(), target[i].shards().begin(), target[i].shards().end());
+  }
+  ExecuteOptions options;
+  options.threads = kThreads;
+  const auto one_at_a_time = [&] {
+    for (size_t i = 0; i < plans.size(); ++i) execute(plans[i], source[i], target[i], transport, options);
+  };
+  execute(plans, source, target, transport, options);
+  double batched_s = 1e9, single_s = 1e9, memcpy_s = 1e9;
+  for (int rep = 0; rep < kRepetitions; ++rep) {
+    memcpy_s = std::min(memcpy_s, seconds_of([&] { copy_shards(from, to, kThreads, {}); }));
+    batched_s = std::min(batched_s, seconds_of([&] { execute(plans, source, target, transport, options); }));
+    single_s = std::min(single_s, seconds_of(one_at_a_time));
+  }
+  const double gib = static_cast<double>(model_bytes(model)) / kGiB;
+  const std::string name = fmt::format("model {:.2f} GiB in {} tensors, one operation, {} threads", gib,
+                                       model.size(), kThreads);
+  report.figures.push_back(throughput_figure(name, gib / batched_s, "one array at a time", gib / single_s, std::nullopt));
+  report.figures.push_back(throughput_figure(name, gib / batched_s, fmt::format("memcpy, {} threads", kThreads),
+                                             gib / memcpy_s, std::nullopt));
+}
+
 }  // namespace
 
 BenchReport run_reshard_benchmark() {
@@ -132,6 +228,8 @@ BenchReport run_reshard_benchmark() {
   report.figures.push_back(throughput_figure(fmt::format("reshard 1 GiB columns->rows, {} threads", kThreads),
                                              gib / back_best, fmt::format("memcpy 1 GiB, {} threads", kThreads),
                                              gib / memcpy_best, 0.9));
+  replicated_figures(report);
+  model_figures(report);
   return report;
 }
 

@@ -12,6 +12,7 @@ GroupState::GroupState(int size)
       bytes_sent_(static_cast<size_t>(size)),
       messages_sent_(static_cast<size_t>(size)),
       bytes_received_(static_cast<size_t>(size)),
+      messages_received_(static_cast<size_t>(size)),
       left_(static_cast<size_t>(size), false),
       silent_since_(static_cast<size_t>(size)) {}
 
@@ -209,6 +210,7 @@ void GroupState::count_delivery(const Operation& send, const Operation& recv) {
   bytes_sent_[static_cast<size_t>(send.rank)] += send.size;
   ++messages_sent_[static_cast<size_t>(send.rank)];
   bytes_received_[static_cast<size_t>(recv.rank)] += recv.size;
+  ++messages_received_[static_cast<size_t>(recv.rank)];
 }
 
 uint64_t GroupState::bytes_received(int rank) const {
@@ -224,6 +226,12 @@ uint64_t GroupState::bytes_sent(int rank) const {
 uint64_t GroupState::messages_sent(int rank) const {
   std::lock_guard lock(mutex_);
   return messages_sent_.at(static_cast<size_t>(rank));
+}
+
+TransportCounters GroupState::counters(int rank) const {
+  std::lock_guard lock(mutex_);
+  const auto r = static_cast<size_t>(rank);
+  return TransportCounters{bytes_sent_.at(r), bytes_received_.at(r), messages_sent_.at(r), messages_received_.at(r)};
 }
 
 }  // namespace reshard::in_process

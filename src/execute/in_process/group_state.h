@@ -66,6 +66,7 @@ class GroupState {
   uint64_t bytes_sent(int rank) const;
   uint64_t messages_sent(int rank) const;
   uint64_t bytes_received(int rank) const;
+  TransportCounters counters(int rank) const;
 
  private:
   using Key = std::tuple<int, int, Tag>;  // (source, destination, tag)
@@ -103,6 +104,7 @@ class GroupState {
   std::vector<uint64_t> bytes_sent_;
   std::vector<uint64_t> messages_sent_;
   std::vector<uint64_t> bytes_received_;
+  std::vector<uint64_t> messages_received_;
   std::vector<bool> left_;                                      // by rank
   std::vector<std::optional<Clock::time_point>> silent_since_;  // by rank
 };

@@ -1,5 +1,9 @@
 #include "reshard/execute/in_process_transport.h"
 
+#include <algorithm>
+#include <array>
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "group_state.h"
@@ -51,6 +55,18 @@ class InProcessTransport final : public Transport {
   }
 
   void barrier() override { all_gather({}); }
+
+  // One gathering in shared memory (no messages), compared here.
+  bool all_equal(uint64_t value) override {
+    std::array<std::byte, sizeof value> mine{};
+    std::memcpy(mine.data(), &value, sizeof value);
+    const auto all = all_gather(mine);
+    return std::all_of(all.begin(), all.end(), [&](const std::vector<std::byte>& theirs) {
+      return theirs.size() == mine.size() && std::memcmp(theirs.data(), mine.data(), mine.size()) == 0;
+    });
+  }
+
+  TransportCounters counters() const override { return group_->counters(rank_); }
 
   Tag begin_operation() override { return next_operation_++ * kTagsPerOperation; }
 

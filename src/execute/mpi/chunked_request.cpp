@@ -64,6 +64,7 @@ void ChunkedRequest::advance() {
   try {
     complete_finished_chunks();
     post_chunks();
+    if (done()) engine_.count_completed(message_.direction == Direction::kSend, message_.size);
   } catch (const Error& e) {
     error_ = e.with_context(fmt::format("rank {}: {}", engine_.rank(), describe()));
     orphan_posted();

@@ -15,10 +15,12 @@
 #include "chunked_request.h"
 #include "communicator.h"
 #include "mpi_error.h"
+#include "nonblocking_collective.h"
 #include "orphans.h"
 #include "progress_engine.h"
 #include "reshard/execute/mpi/mpi_session.h"
 #include "tag_map.h"
+#include "typed_request.h"
 #include "reshard/layout/error.h"
 
 namespace reshard {
@@ -33,6 +35,9 @@ int mpi_tag_ub() {
   check_mpi(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &value, &found), "reading MPI_TAG_UB");
   return found != 0 ? *static_cast<int*>(value) : 32767;
 }
+
+// The shortest average run worth a derived datatype.
+constexpr size_t kMinTypedRunBytes = 64;
 
 // The options with the session's timeout filled in where they leave it to it.
 MpiTransportOptions validated(MpiTransportOptions options) {
@@ -169,6 +174,40 @@ struct MpiTransport::State {
     engine.throw_if_aborted();
     return std::make_unique<mpi_detail::ChunkedRequest>(engine, message, chunk_bytes());
   }
+
+  // One message of a derived datatype over `runs`, or null when MPI's int
+  // counts cannot describe it (the caller then packs).
+  template <typename Run>
+  std::unique_ptr<Request> start_typed(bool is_send, int peer, Tag tag, std::span<const Run> runs,
+                                       std::shared_ptr<const void> owner) {
+    // Without an owner a failure could free the runs under MPI: pack instead.
+    if (!options.derived_datatypes || !owner) return nullptr;
+    check_peer(peer);
+    size_t bytes = 0;
+    std::vector<MPI_Aint> addresses;
+    std::vector<int> lengths;
+    addresses.reserve(runs.size());
+    lengths.reserve(runs.size());
+    for (const Run& run : runs) {
+      if (run.size > static_cast<size_t>(INT_MAX)) return nullptr;
+      bytes += run.size;
+      MPI_Aint address = 0;
+      check_mpi(MPI_Get_address(run.data, &address), "taking a run's address");
+      addresses.push_back(address);
+      lengths.push_back(static_cast<int>(run.size));
+    }
+    if (bytes > static_cast<size_t>(INT_MAX) || runs.size() > static_cast<size_t>(INT_MAX)) return nullptr;
+    // Runs this short cost MPI more to describe and walk than to pack.
+    if (runs.size() > bytes / kMinTypedRunBytes) return nullptr;
+    // One message either way: a typed message never exceeds one chunk, so it
+    // matches a plain request of the same bytes at the other end.
+    if (bytes > chunk_bytes()) return nullptr;
+    const MpiTagSlot slot = tags.map(tag);
+    auto guard = engine.lock();
+    engine.throw_if_aborted();
+    return std::make_unique<mpi_detail::TypedRequest>(engine, is_send, peer, tag, data[slot.communicator].get(),
+                                                      slot.tag, addresses, lengths, bytes, std::move(owner));
+  }
 };
 
 MpiTransport::MpiTransport(MPI_Comm parent, MpiTransportOptions options) {
@@ -201,6 +240,18 @@ std::unique_ptr<Request> MpiTransport::irecv_owned(int peer, Tag tag, std::span<
   return state_->start(mpi_detail::Direction::kReceive, peer, tag, data.data(), data.size(), std::move(owner));
 }
 
+std::unique_ptr<Request> MpiTransport::isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs,
+                                                    std::shared_ptr<const void> owner) {
+  if (auto request = state_->start_typed(true, peer, tag, runs, owner)) return request;
+  return Transport::isend_gather(peer, tag, runs, std::move(owner));
+}
+
+std::unique_ptr<Request> MpiTransport::irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,
+                                                     std::shared_ptr<const void> owner) {
+  if (auto request = state_->start_typed(false, peer, tag, runs, owner)) return request;
+  return Transport::irecv_scatter(peer, tag, runs, std::move(owner));
+}
+
 std::vector<std::vector<std::byte>> MpiTransport::all_gather(std::span<const std::byte> local) {
   // Collectives are called in the same order everywhere, so a counter gives
   // every rank the same fresh tag; one finishes before the next begins.
@@ -209,7 +260,13 @@ std::vector<std::vector<std::byte>> MpiTransport::all_gather(std::span<const std
   return mpi_detail::all_gather_bytes(state_->engine, state_->collective.get(), tag, state_->size, local);
 }
 
-void MpiTransport::barrier() { all_gather({}); }
+void MpiTransport::barrier() { mpi_detail::barrier(state_->engine, state_->collective.get()); }
+
+bool MpiTransport::all_equal(uint64_t value) {
+  return mpi_detail::all_equal(state_->engine, state_->collective.get(), value);
+}
+
+TransportCounters MpiTransport::counters() const { return state_->engine.counters(); }
 
 Tag MpiTransport::begin_operation() { return state_->next_operation++ * kTagsPerOperation; }
 

@@ -21,9 +21,9 @@ Orphans& Orphans::instance() {
   return orphans;
 }
 
-void Orphans::adopt(MPI_Request request, std::shared_ptr<const void> owner) {
+void Orphans::adopt(MPI_Request request, std::shared_ptr<const void> owner, bool cancellable) {
   const std::lock_guard guard(mutex_);
-  orphans_.push_back(Orphan{request, std::move(owner)});
+  orphans_.push_back(Orphan{request, std::move(owner), cancellable});
 }
 
 void Orphans::reap() noexcept {
@@ -46,7 +46,9 @@ void Orphans::cancel_all(std::chrono::milliseconds patience) noexcept {
   {
     const std::lock_guard guard(mutex_);
     if (orphans_.empty() || !mpi_running()) return;
-    for (Orphan& orphan : orphans_) MPI_Cancel(&orphan.request);
+    for (Orphan& orphan : orphans_) {
+      if (orphan.cancellable) MPI_Cancel(&orphan.request);
+    }
   }
   const auto deadline = std::chrono::steady_clock::now() + patience;
   while (size() > 0 && std::chrono::steady_clock::now() < deadline) {

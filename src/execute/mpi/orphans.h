@@ -24,7 +24,8 @@ class Orphans {
   static Orphans& instance();
 
   // Keeps `owner` alive until MPI completes `request` (never MPI_REQUEST_NULL).
-  void adopt(MPI_Request request, std::shared_ptr<const void> owner);
+  // A collective's request is not `cancellable` (MPI forbids MPI_Cancel on it).
+  void adopt(MPI_Request request, std::shared_ptr<const void> owner, bool cancellable = true);
 
   // Tests every orphan and lets go of those MPI has finished with. Cheap when
   // there are none; skipped if another thread is reaping.
@@ -33,7 +34,7 @@ class Orphans {
   // Orphans not yet completed.
   size_t size() const;
 
-  // Before MPI_Finalize: asks MPI to cancel what is left and reaps for at most
+  // Before MPI_Finalize: asks MPI to cancel what is left (but collectives) and reaps for at most
   // `patience` (a matched receive cannot be cancelled, and a send to a dead
   // peer may never complete).
   void cancel_all(std::chrono::milliseconds patience) noexcept;
@@ -45,6 +46,7 @@ class Orphans {
   struct Orphan {
     MPI_Request request;
     std::shared_ptr<const void> owner;
+    bool cancellable;
   };
   mutable std::mutex mutex_;
   std::vector<Orphan> orphans_;

@@ -15,6 +15,7 @@
 
 #include "failure_channel.h"
 #include "heartbeats.h"
+#include "reshard/execute/transport.h"
 
 namespace reshard::mpi_detail {
 
@@ -90,6 +91,16 @@ class ProgressEngine {
   void set_timeout(std::chrono::milliseconds timeout) { timeout_ms_.store(timeout.count()); }
   size_t peak_bytes_in_flight() const { return peak_in_flight_.load(); }
 
+  // Counts one completed request's payload (sent or received).
+  void count_completed(bool sent, size_t bytes) {
+    (sent ? bytes_sent_ : bytes_received_) += bytes;
+    ++(sent ? messages_sent_ : messages_received_);
+  }
+  TransportCounters counters() const {
+    return TransportCounters{bytes_sent_.load(), bytes_received_.load(), messages_sent_.load(),
+                             messages_received_.load()};
+  }
+
  private:
   std::mutex mutex_;
   int rank_;
@@ -101,6 +112,10 @@ class ProgressEngine {
   size_t in_flight_ = 0;
   std::atomic<size_t> peak_in_flight_{0};
   std::atomic<int64_t> timeout_ms_;
+  std::atomic<uint64_t> bytes_sent_{0};
+  std::atomic<uint64_t> bytes_received_{0};
+  std::atomic<uint64_t> messages_sent_{0};
+  std::atomic<uint64_t> messages_received_{0};
 };
 
 }  // namespace reshard::mpi_detail

@@ -1,7 +1,6 @@
 #include "cli/support/run_on_terminal.h"
 
 #include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -48,11 +47,8 @@ CommandResult run_reshard_on_terminal(const std::vector<std::string>& args) {
   const TempFolder scratch;
   const std::string err_path = (scratch / "stderr").string();
 
-  std::vector<std::string> argv_storage = {RESHARD_BINARY};
-  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& arg : argv_storage) argv.push_back(arg.data());
-  argv.push_back(nullptr);
+  std::vector<std::string> argv_storage;
+  std::vector<char*> argv = reshard_argv(args, argv_storage);
   // A colour-capable terminal, whatever the test runner's environment says.
   std::vector<std::string> env_storage = {"TERM=xterm-256color"};
   for (char** e = environ; *e != nullptr; ++e) {
@@ -83,12 +79,8 @@ CommandResult run_reshard_on_terminal(const std::vector<std::string>& args) {
   ::close(slave);  // the child holds it now; EOF (EIO) comes when the child is done
   const std::string out = read_all(master);
   ::close(master);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw std::runtime_error("waitpid failed");
-  }
   CommandResult result;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.exit_code = wait_for_exit(pid);
   result.out = without_carriage_returns(out);
   result.err = read_bytes(err_path);
   return result;

@@ -51,11 +51,8 @@ CommandResult run_reshard(const std::vector<std::string>& args, const RunLimits&
   const std::string out_path = (scratch / "stdout").string();
   const std::string err_path = (scratch / "stderr").string();
 
-  std::vector<std::string> argv_storage = {RESHARD_BINARY};
-  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& arg : argv_storage) argv.push_back(arg.data());
-  argv.push_back(nullptr);
+  std::vector<std::string> argv_storage;
+  std::vector<char*> argv = reshard_argv(args, argv_storage);
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -71,15 +68,28 @@ CommandResult run_reshard(const std::vector<std::string>& args, const RunLimits&
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) throw std::runtime_error(std::string("cannot run ") + RESHARD_BINARY);
 
+  CommandResult result;
+  result.exit_code = wait_for_exit(pid);
+  result.out = read_bytes(out_path);
+  result.err = read_bytes(err_path);
+  return result;
+}
+
+int wait_for_exit(pid_t pid) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) throw std::runtime_error("waitpid failed");
   }
-  CommandResult result;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  result.out = read_bytes(out_path);
-  result.err = read_bytes(err_path);
-  return result;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::vector<char*> reshard_argv(const std::vector<std::string>& args, std::vector<std::string>& storage) {
+  storage = {RESHARD_BINARY};
+  storage.insert(storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& arg : storage) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  return argv;
 }
 
 TempFolder::TempFolder() {

@@ -1,6 +1,8 @@
 // Runs the built `reshard` binary as a subprocess and captures what it says.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -25,6 +27,13 @@ struct RunLimits {
 
 // Runs RESHARD_BINARY with `args` (stdin from /dev/null) and waits for it.
 CommandResult run_reshard(const std::vector<std::string>& args, const RunLimits& limits = {});
+
+// Waits for the child `pid` to end: its exit status, or 128 + N when killed by signal N.
+int wait_for_exit(pid_t pid);
+
+// A null-terminated argv for RESHARD_BINARY `args`..., pointing into `storage`,
+// which must outlive it.
+std::vector<char*> reshard_argv(const std::vector<std::string>& args, std::vector<std::string>& storage);
 
 // A fresh folder under the system temp folder, removed with all in it.
 class TempFolder {

@@ -92,6 +92,33 @@ TEST_P(SeedScenarioMpi, ComesBackFromProcessZerosHost) {
   EXPECT_TRUE(testing::matches_reference(placed, kSalt));
 }
 
+class SeedReplicatedMpi : public testing::MpiTest {};
+
+TEST_F(SeedReplicatedMpi, BecomesReplicatedOnEveryDevice) {
+  // The seed's own request: `data,None,model` made replicated on all 16
+  // devices. Every rank checks every byte of its copies, and the transports
+  // count what really crossed processes: the plan's bytes.
+  Transport& t = testing::world_transport();
+  const Topology topology = Topology::uniform(16, t.size());
+  const NamedSharding source(seed_source_mesh(), PartitionSpec::parse("data,None,model"));
+  const NamedSharding replicated(seed_source_mesh(), PartitionSpec());
+  const TransportCounters before = t.counters();
+  const ShardedArray moved =
+      reshard_array(testing::reference_array(kShape, DType::kF32, source, topology, t.rank(), kSalt), replicated, t);
+  const TransportCounters after = t.counters();
+  EXPECT_TRUE(testing::matches_reference(moved, kSalt));
+  EXPECT_EQ(moved.shards().size(), static_cast<size_t>(16 / t.size()));
+  const Plan plan = make_plan(PlanKey{kShape, DType::kF32, source, replicated, topology});
+  const uint64_t sent = sum_over_ranks(t, after.bytes_sent - before.bytes_sent);
+  EXPECT_EQ(sent, plan.stats().bytes_cross_process);
+  EXPECT_EQ(sum_over_ranks(t, after.bytes_received - before.bytes_received), plan.stats().bytes_cross_process);
+  if (t.size() == 4) {
+    // Each process lacks 3 of the array's 4 MiB and receives them once,
+    // however many of its devices need them: 12 MiB in all, not 48.
+    EXPECT_EQ(sent, uint64_t{12} << 20);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Specs, SeedScenarioMpi,
                          // Sharded on both axes, across the minor dimension, and replicated (the
                          // in-process suite covers more specs; these keep the job short).

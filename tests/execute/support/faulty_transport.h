@@ -10,7 +10,7 @@
 namespace reshard::testing {
 
 // Forwards to `inner`, but on the send after `sends_before_fault` sends
-// (owned or not) calls `fault`, which by default throws Error(kTransport) as a
+// (owned, gathered or not) calls `fault`, which by default throws Error(kTransport) as a
 // failing process would.
 class FaultyTransport final : public Transport {
  public:
@@ -35,10 +35,21 @@ class FaultyTransport final : public Transport {
                                        std::shared_ptr<const void> owner) override {
     return inner_.irecv_owned(peer, tag, data, std::move(owner));
   }
+  std::unique_ptr<Request> isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs,
+                                        std::shared_ptr<const void> owner = nullptr) override {
+    count_send();
+    return inner_.isend_gather(peer, tag, runs, std::move(owner));
+  }
+  std::unique_ptr<Request> irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,
+                                         std::shared_ptr<const void> owner = nullptr) override {
+    return inner_.irecv_scatter(peer, tag, runs, std::move(owner));
+  }
   std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> local) override {
     return inner_.all_gather(local);
   }
   void barrier() override { inner_.barrier(); }
+  bool all_equal(uint64_t value) override { return inner_.all_equal(value); }
+  TransportCounters counters() const override { return inner_.counters(); }
   Tag begin_operation() override { return inner_.begin_operation(); }
   void abort(std::string_view reason) noexcept override { inner_.abort(reason); }
   void set_timeout(std::chrono::milliseconds timeout) override { inner_.set_timeout(timeout); }

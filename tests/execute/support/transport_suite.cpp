@@ -205,6 +205,76 @@ void a_slow_peer_is_waited_for(Transport& t) {
   t.barrier();
 }
 
+// Every rank gets the same verdict, true only when all passed the same value.
+void all_equal_agrees(Transport& t) {
+  EXPECT_TRUE(t.all_equal(42));
+  EXPECT_TRUE(t.all_equal(~uint64_t{0}));
+  // One rank differs (in the low bits, then in the high bit): all say so.
+  const bool last = t.rank() == t.size() - 1;
+  EXPECT_EQ(t.all_equal(last ? 43 : 42), t.size() == 1);
+  EXPECT_EQ(t.all_equal(last ? uint64_t{1} << 63 : 0), t.size() == 1);
+  // A rank's own value is the largest or the smallest: both are noticed.
+  EXPECT_EQ(t.all_equal(static_cast<uint64_t>(t.rank())), t.size() == 1);
+  t.barrier();
+  EXPECT_TRUE(t.all_equal(7));
+}
+
+// The counters grow by exactly the payloads that completed, each way.
+void counts_payload_bytes(Transport& t) {
+  t.barrier();
+  const TransportCounters before = t.counters();
+  const Tag base = t.begin_operation();
+  const size_t out_bytes = 1000 + static_cast<size_t>(t.rank()) * 17;
+  const size_t in_bytes = 1000 + static_cast<size_t>(previous_rank(t)) * 17;
+  const Bytes outgoing = pattern(t.rank(), next_rank(t), out_bytes);
+  Bytes incoming(in_bytes), empty_in;
+  std::vector<std::unique_ptr<Request>> requests;
+  requests.push_back(t.irecv(previous_rank(t), base, incoming));
+  requests.push_back(t.irecv(previous_rank(t), base + 1, empty_in));
+  requests.push_back(t.isend(next_rank(t), base, outgoing));
+  requests.push_back(t.isend(next_rank(t), base + 1, {}));
+  wait_all(requests);
+  t.barrier();
+  const TransportCounters after = t.counters();
+  EXPECT_EQ(after.bytes_sent - before.bytes_sent, out_bytes);
+  EXPECT_EQ(after.bytes_received - before.bytes_received, in_bytes);
+  EXPECT_EQ(after.messages_sent - before.messages_sent, 2u);
+  EXPECT_EQ(after.messages_received - before.messages_received, 2u);
+}
+
+// A message gathered from strided runs arrives scattered into other runs,
+// byte for byte in order, and mixes with a plain receive of the same bytes.
+void gather_and_scatter(Transport& t) {
+  const Tag base = t.begin_operation();
+  // Owned memory, as the exchange passes it: an MPI transport may then hand
+  // the runs to MPI (derived datatypes); the unowned send below is packed.
+  const auto source_owner = std::make_shared<const Bytes>(pattern(t.rank(), next_rank(t), 4096));
+  const Bytes& source = *source_owner;
+  std::vector<ConstByteRun> gather;
+  for (size_t offset = 0; offset < 4096; offset += 256) gather.push_back({source.data() + offset, 100});
+  const auto scattered_owner = std::make_shared<Bytes>(8192, std::byte{0});
+  Bytes& scattered = *scattered_owner;
+  Bytes plain(16 * 100);
+  std::vector<ByteRun> scatter;
+  for (size_t offset = 0; offset < 8192 && scatter.size() < 32; offset += 250) {
+    scatter.push_back({scattered.data() + offset, 50});
+  }
+  std::vector<std::unique_ptr<Request>> requests;
+  requests.push_back(t.irecv_scatter(previous_rank(t), base, scatter, scattered_owner));
+  requests.push_back(t.irecv(previous_rank(t), base + 1, plain));
+  requests.push_back(t.isend_gather(next_rank(t), base, gather, source_owner));
+  requests.push_back(t.isend_gather(next_rank(t), base + 1, gather));
+  wait_all(requests);
+  const Bytes sent = pattern(previous_rank(t), t.rank(), 4096);
+  Bytes expected;
+  for (size_t offset = 0; offset < 4096; offset += 256) expected.insert(expected.end(), sent.begin() + static_cast<std::ptrdiff_t>(offset), sent.begin() + static_cast<std::ptrdiff_t>(offset + 100));
+  EXPECT_EQ(plain, expected);
+  Bytes received;
+  for (const ByteRun& run : scatter) received.insert(received.end(), run.data, run.data + run.size);
+  EXPECT_EQ(received, expected);
+  EXPECT_EQ(scattered[50], std::byte{0});  // between the runs nothing is written
+}
+
 }  // namespace
 
 std::vector<TransportCase> transport_cases() {
@@ -223,6 +293,9 @@ std::vector<TransportCase> transport_cases() {
       {"OperationsDoNotCollide", operations_do_not_collide},
       {"TestPollsToCompletion", test_polls_to_completion},
       {"ASlowPeerIsWaitedFor", a_slow_peer_is_waited_for},
+      {"AllEqualAgrees", all_equal_agrees},
+      {"CountsPayloadBytes", counts_payload_bytes},
+      {"GatherAndScatter", gather_and_scatter},
   };
 }
 

@@ -125,6 +125,55 @@ PlanKey random_plan_key(std::mt19937_64& rng) {
   return PlanKey{std::move(shape), dtype, std::move(src), std::move(dst), Topology::uniform(num_devices, processes)};
 }
 
+PlanKey random_fan_out_key(std::mt19937_64& rng) {
+  static const int64_t kPerProcess[] = {2, 3, 4};
+  const int processes = static_cast<int>(uniform(rng, 1, 4));
+  const int64_t per_process = kPerProcess[uniform(rng, 0, 2)];
+  const int64_t num_devices = processes * per_process;
+  const size_t rank = static_cast<size_t>(uniform(rng, 0, 3));
+  const bool uneven = chance(rng, 0.4);
+  // Target: mesh (process, device) in id order; the spec names `process` (or
+  // nothing), never `device`, so each process's devices share their slice.
+  std::vector<DeviceId> ids(static_cast<size_t>(num_devices));
+  std::iota(ids.begin(), ids.end(), DeviceId{0});
+  std::vector<SpecEntry> entries(rank);
+  if (rank > 0 && chance(rng, 0.7)) entries[static_cast<size_t>(uniform(rng, 0, static_cast<int64_t>(rank) - 1))] = {"process"};
+  NamedSharding dst(Mesh({{"process", processes}, {"device", per_process}}, std::move(ids)), PartitionSpec(entries),
+                    MemoryKind::kDevice, uneven);
+  NamedSharding src = random_sharding(rng, num_devices, rank, uneven, {});
+  Shape shape = random_shape(rng, src, dst, rank, uneven);
+  return PlanKey{std::move(shape), DType::kF32, std::move(src), std::move(dst),
+                 Topology::uniform(num_devices, processes)};
+}
+
+PlanKey random_shared_source_key(std::mt19937_64& rng) {
+  const int holders = static_cast<int>(uniform(rng, 2, 4));
+  const int takers = static_cast<int>(uniform(rng, 1, 3));
+  const int64_t per_process = uniform(rng, 1, 2);
+  const int processes = holders + takers;
+  const int64_t num_devices = processes * per_process;
+  const size_t rank = static_cast<size_t>(uniform(rng, 1, 3));
+  // Source: the same random split on every holder process (a `copy` axis
+  // over processes, replicated); target: a random layout on the others.
+  const int64_t split = uniform(rng, 1, per_process);
+  std::vector<DeviceId> src_ids;
+  for (int p = 0; p < holders; ++p) {
+    for (int64_t d = 0; d < split; ++d) src_ids.push_back(p * per_process + d);
+  }
+  std::vector<SpecEntry> src_entries(rank);
+  src_entries[static_cast<size_t>(uniform(rng, 0, static_cast<int64_t>(rank) - 1))] = {"part"};
+  NamedSharding src(Mesh({{"copy", holders}, {"part", split}}, std::move(src_ids)), PartitionSpec(src_entries));
+  std::vector<DeviceId> others;
+  for (DeviceId d = holders * per_process; d < num_devices; ++d) others.push_back(d);
+  std::vector<MeshAxis> axes = random_axes(rng, static_cast<int64_t>(others.size()));
+  int64_t size = 1;
+  for (const MeshAxis& a : axes) size *= a.size;
+  NamedSharding dst(Mesh(axes, random_devices(rng, others, size)), random_spec(rng, axes, rank));
+  Shape shape = random_shape(rng, src, dst, rank, false);
+  return PlanKey{std::move(shape), DType::kI32, std::move(src), std::move(dst),
+                 Topology::uniform(num_devices, processes)};
+}
+
 std::string describe(const PlanKey& key) {
   return fmt::format("{}[{}]: {} -> {}, {} devices / {} processes", dtype_name(key.dtype), fmt::join(key.shape, ", "),
                      key.src.to_string(), key.dst.to_string(), key.topology.num_devices(),

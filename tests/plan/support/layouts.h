@@ -20,6 +20,16 @@ NamedSharding sharding(const std::string& mesh, const std::vector<DeviceId>& dev
 // replication, even or uneven, any memory kinds, and a whole-byte dtype.
 PlanKey random_plan_key(std::mt19937_64& rng);
 
+// A random key whose target replicates slices over several devices of each
+// process (a `device` mesh axis inside processes, as in the seed's
+// Mesh(devices.reshape(process_count, -1), ('process', 'device'))), from a
+// random source: the case where each element should cross into a process once.
+PlanKey random_fan_out_key(std::mt19937_64& rng);
+
+// A random key whose source replicates every slice over several processes
+// and whose target lives on other processes: the case where senders share.
+PlanKey random_shared_source_key(std::mt19937_64& rng);
+
 // "f32[4, 6]: NamedSharding(...) -> NamedSharding(...), 8 devices / 2 processes", for failure messages.
 std::string describe(const PlanKey& key);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace reshard::testing {
 namespace {
@@ -45,24 +46,6 @@ class RuleOfReplicas {
 };
 
 bool origin_less(const Box& a, const Box& b) { return a.origin() < b.origin(); }
-
-// Calls visit(index) for every index inside `box`.
-template <typename Visit>
-void for_each_index(const Box& box, Visit&& visit) {
-  if (box.empty()) return;
-  std::vector<int64_t> index = box.origin();
-  while (true) {
-    visit(index);
-    size_t d = box.rank();
-    while (d > 0) {
-      --d;
-      if (++index[d] < box.origin()[d] + box.shape()[d]) break;
-      index[d] = box.origin()[d];
-      if (d == 0) return;
-    }
-    if (box.rank() == 0) return;
-  }
-}
 
 bool holds(const Box& box, const std::vector<int64_t>& index) {
   for (size_t d = 0; d < box.rank(); ++d) {
@@ -110,6 +93,94 @@ uint64_t minimum_cross_process_bytes(const PlanKey& key) {
     });
   }
   return dtype_byte_size(key.dtype, elements);
+}
+
+std::vector<uint64_t> minimum_bytes_into_each_process(const PlanKey& key) {
+  const std::vector<Box> sources = key.src.index_domains(key.shape);
+  const std::vector<Box> targets = key.dst.index_domains(key.shape);
+  std::vector<uint64_t> bytes(static_cast<size_t>(key.topology.num_processes()), 0);
+  for (int p = 0; p < key.topology.num_processes(); ++p) {
+    std::set<std::vector<int64_t>> needed;
+    for (size_t t = 0; t < targets.size(); ++t) {
+      if (key.topology.process_of(key.dst.mesh().devices()[t]) != p) continue;
+      for_each_index(targets[t], [&](const std::vector<int64_t>& index) {
+        for (size_t s = 0; s < sources.size(); ++s) {
+          if (key.topology.process_of(key.src.mesh().devices()[s]) == p && holds(sources[s], index)) return;
+        }
+        needed.insert(index);
+      });
+    }
+    bytes[static_cast<size_t>(p)] = dtype_byte_size(key.dtype, needed.size());
+  }
+  return bytes;
+}
+
+SendBound sender_bound(std::span<const PlanKey> keys) {
+  std::map<int, uint64_t> fixed;                 // bytes only this process holds
+  std::map<std::set<int>, uint64_t> shared;      // bytes these processes all hold
+  uint64_t largest_row = 0;
+  for (const PlanKey& key : keys) {
+    const std::vector<Box> sources = key.src.index_domains(key.shape);
+    const std::vector<Box> targets = key.dst.index_domains(key.shape);
+    const uint64_t element = dtype_byte_size(key.dtype, 1);
+    for (int p = 0; p < key.topology.num_processes(); ++p) {
+      std::map<std::vector<int64_t>, std::set<int>> holders_of_needed;
+      for (size_t t = 0; t < targets.size(); ++t) {
+        if (key.topology.process_of(key.dst.mesh().devices()[t]) != p) continue;
+        for_each_index(targets[t], [&](const std::vector<int64_t>& index) {
+          std::set<int> holders;
+          for (size_t s = 0; s < sources.size(); ++s) {
+            if (holds(sources[s], index)) holders.insert(key.topology.process_of(key.src.mesh().devices()[s]));
+          }
+          if (!holders.contains(p)) holders_of_needed[index] = holders;
+        });
+      }
+      for (const auto& [index, holders] : holders_of_needed) {
+        if (holders.size() == 1) {
+          fixed[*holders.begin()] += element;
+        } else {
+          shared[holders] += element;
+        }
+      }
+    }
+    // The largest row of a shared piece: a target slice cut by a source slice.
+    for (const Box& target : targets) {
+      for (const Box& source : sources) {
+        const Box piece = target.intersect(source);
+        if (piece.empty()) continue;
+        size_t dim = 0;
+        while (dim < piece.rank() && piece.shape()[dim] <= 1) ++dim;
+        const int64_t rows = dim < piece.rank() ? piece.shape()[dim] : 1;
+        largest_row = std::max(largest_row, element * static_cast<uint64_t>(piece.volume() / rows));
+      }
+    }
+  }
+  SendBound bound;
+  for (const auto& [process, bytes] : fixed) bound.least_max_send = std::max(bound.least_max_send, bytes);
+  std::vector<int> involved;
+  for (const auto& [holders, bytes] : shared) {
+    bound.shared_bytes += bytes;
+    involved.insert(involved.end(), holders.begin(), holders.end());
+  }
+  std::sort(involved.begin(), involved.end());
+  involved.erase(std::unique(involved.begin(), involved.end()), involved.end());
+  if (involved.size() > 12) return bound;
+  bound.known = true;
+  bound.rounding = 2 * shared.size() * largest_row;
+  for (uint32_t subset = 1; subset < (1u << involved.size()); ++subset) {
+    std::set<int> members;
+    for (size_t i = 0; i < involved.size(); ++i) {
+      if (subset & (1u << i)) members.insert(involved[i]);
+    }
+    uint64_t load = 0;
+    for (int m : members) load += fixed.contains(m) ? fixed.at(m) : 0;
+    for (const auto& [holders, bytes] : shared) {
+      if (std::includes(members.begin(), members.end(), holders.begin(), holders.end())) load += bytes;
+    }
+    const uint64_t even = (load + members.size() - 1) / members.size();
+    bound.least_max_send = std::max(bound.least_max_send, even);
+  }
+  return bound;
 }
 
 }  // namespace reshard::testing

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <span>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -14,6 +15,8 @@
 
 #include "cli/bench_report.h"
 #include "cli/job.h"
+#include "../bench_model.h"
+#include "reshard/execute/mpi/mpi_transport.h"
 #include "reshard/execute/operations.h"
 #include "reshard/layout/error.h"
 #include "reshard/plan/planner.h"
@@ -22,6 +25,7 @@ namespace reshard::cli {
 namespace {
 
 constexpr int kRepetitions = 5;
+constexpr int kModelRepetitions = 3;  // each move is about 1 GiB
 constexpr int kDevicesPerProcess = 4;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
@@ -58,18 +62,25 @@ NamedSharding split_last(std::vector<DeviceId> order) {
   return NamedSharding(Mesh({{"d", n}}, std::move(order)), PartitionSpec({{}, {}, {"d"}}));
 }
 
-// Bytes the plan sends from each process to each other one: [from][to].
-std::vector<std::vector<uint64_t>> byte_matrix(const Plan& plan, size_t element_bytes) {
-  const Topology& topology = plan.key().topology;
-  const auto n = static_cast<size_t>(topology.num_processes());
-  std::vector<std::vector<uint64_t>> bytes(n, std::vector<uint64_t>(n, 0));
-  for (const Transfer& t : plan.transfers()) {
-    const auto from = static_cast<size_t>(topology.process_of(t.src));
-    const auto to = static_cast<size_t>(topology.process_of(t.dst));
-    if (from != to) bytes[from][to] += static_cast<uint64_t>(t.box.volume()) * element_bytes;
+using ByteMatrix = std::vector<std::vector<uint64_t>>;
+
+// Bytes the plans send from each process to each other one: [from][to].
+ByteMatrix byte_matrix(std::span<const Plan> plans) {
+  const auto n = static_cast<size_t>(plans.front().key().topology.num_processes());
+  ByteMatrix bytes(n, std::vector<uint64_t>(n, 0));
+  for (const Plan& plan : plans) {
+    const Topology& topology = plan.key().topology;
+    const uint64_t element_bytes = whole_element_bytes(plan.key().dtype);
+    for (const Transfer& t : plan.transfers()) {
+      const auto from = static_cast<size_t>(topology.process_of(t.src));
+      const auto to = static_cast<size_t>(topology.process_of(t.dst));
+      if (from != to) bytes[from][to] += static_cast<uint64_t>(t.box.volume()) * element_bytes;
+    }
   }
   return bytes;
 }
+
+ByteMatrix byte_matrix(const Plan& plan) { return byte_matrix(std::span<const Plan>(&plan, 1)); }
 
 // MPI counts are int: the baseline needs every pair under 2 GiB.
 std::vector<int> as_counts(const std::vector<uint64_t>& bytes) {
@@ -94,7 +105,7 @@ struct AlltoallvBaseline {
   std::vector<int> send_counts, send_offsets, receive_counts, receive_offsets;
   std::vector<std::byte> send, receive;
 
-  AlltoallvBaseline(const std::vector<std::vector<uint64_t>>& matrix, int rank) {
+  AlltoallvBaseline(const ByteMatrix& matrix, int rank) {
     const auto me = static_cast<size_t>(rank);
     std::vector<uint64_t> outgoing = matrix[me], incoming;
     for (const auto& row : matrix) incoming.push_back(row[me]);
@@ -155,11 +166,13 @@ struct Measured {
   uint64_t total_bytes = 0;
 };
 
-Measured measure(const ShardedArray& source, const NamedSharding& target_sharding, Transport& transport) {
+// With `other_seconds`, also the best time through `other_transport`.
+Measured measure(const ShardedArray& source, const NamedSharding& target_sharding, Transport& transport,
+                 Transport& other_transport, double* other_seconds = nullptr) {
   const Topology& topology = source.topology();
   ShardedArray target = ShardedArray::allocate(kShape, DType::kF32, target_sharding, topology, source.process());
   const Plan plan = make_plan(PlanKey{kShape, DType::kF32, source.sharding(), target_sharding, topology});
-  AlltoallvBaseline baseline(byte_matrix(plan, 4), source.process());
+  AlltoallvBaseline baseline(byte_matrix(plan), source.process());
   ExecuteOptions options;
   options.threads = 1;  // the processes already share the cores
   // Warm up both (page faults, plan cache, MPI connections), then interleave.
@@ -170,6 +183,10 @@ Measured measure(const ShardedArray& source, const NamedSharding& target_shardin
     m.alltoallv_seconds = std::min(m.alltoallv_seconds, job_seconds([&] { baseline.run(); }));
     m.reshard_seconds =
         std::min(m.reshard_seconds, job_seconds([&] { reshard_into(source, target, transport, options); }));
+    if (other_seconds != nullptr) {
+      *other_seconds =
+          std::min(*other_seconds, job_seconds([&] { reshard_into(source, target, other_transport, options); }));
+    }
   }
   m.cross_process_bytes = plan.stats().bytes_cross_process;
   m.total_bytes = plan.stats().bytes_total;
@@ -184,30 +201,163 @@ BenchFigure against_alltoallv(const std::string& what, const Measured& m, int pr
                            cross_gib / m.alltoallv_seconds, 0.9);
 }
 
+
+// The array made replicated on every device: the two-stage plan (each
+// missing byte crosses into a process once) beside the per-device plan (each
+// device fetches what it lacks itself), bytes and time.
+void replicated_figures(const Topology& topology, int rank, Transport& transport, BenchReport& report) {
+  // 64 MiB, split along its middle dimension over every device in order.
+  const Shape shape{32, 512, 1024};
+  const NamedSharding source_layout = split_middle(in_order(topology.num_devices()));
+  const NamedSharding everywhere(Mesh({{"r", topology.num_devices()}}, in_order(topology.num_devices())),
+                                 PartitionSpec());
+  const PlanKey key{shape, DType::kF32, source_layout, everywhere, topology};
+  const Plan two_stage = make_plan(key);
+  const Plan per_device = make_plan(key, PlanOptions{false, false});
+  ShardedArray source = ShardedArray::allocate(shape, DType::kF32, source_layout, topology, rank);
+  fill(source);
+  ShardedArray target = ShardedArray::allocate(shape, DType::kF32, everywhere, topology, rank);
+  ExecuteOptions options;
+  options.threads = 1;
+  execute(two_stage, source, target, transport, options);
+  execute(per_device, source, target, transport, options);
+  double two_stage_s = 1e9, per_device_s = 1e9;
+  for (int rep = 0; rep < kRepetitions; ++rep) {
+    two_stage_s = std::min(two_stage_s, job_seconds([&] { execute(two_stage, source, target, transport, options); }));
+    per_device_s =
+        std::min(per_device_s, job_seconds([&] { execute(per_device, source, target, transport, options); }));
+  }
+  BenchFigure bytes;
+  bytes.name = "bytes between processes, 64 MiB made replicated on every device";
+  bytes.unit = "MiB";
+  bytes.value = static_cast<double>(two_stage.stats().bytes_cross_process) / (1 << 20);
+  bytes.baseline_name = "per-device plan";
+  bytes.baseline = static_cast<double>(per_device.stats().bytes_cross_process) / (1 << 20);
+  bytes.ratio = bytes.value > 0 ? bytes.baseline / bytes.value : 0;
+  report.figures.push_back(bytes);
+  report.figures.push_back(time_figure("time, 64 MiB made replicated on every device", two_stage_s * 1e3,
+                                       "per-device plan", per_device_s * 1e3, std::nullopt));
+}
+
+// A Llama-shaped model of about 1 GiB in 309 tensors, fully sharded to
+// tensor parallel: all arrays in one operation, beside one array at a time
+// and beside MPI_Alltoallv of the same byte matrix.
+void model_figures(const Topology& topology, int rank, Transport& transport, Transport& typed,
+                   BenchReport& report) {
+  const std::vector<BenchTensor> model = llama_shaped_model(34, 1024, 3072, 48000);
+  std::vector<PlanKey> keys;
+  for (const BenchTensor& t : model) {
+    keys.push_back(PlanKey{t.shape, t.dtype, fsdp_layout(t, topology), tensor_parallel_layout(t, topology), topology});
+  }
+  const std::vector<Plan> plans = make_plans(keys);
+  const std::vector<ShardedArray> source = allocate_model(model, topology, rank, fsdp_layout);
+  std::vector<ShardedArray> target = allocate_model(model, topology, rank, tensor_parallel_layout);
+  const ByteMatrix matrix = byte_matrix(plans);
+  AlltoallvBaseline baseline(matrix, rank);
+  ExecuteOptions options;
+  options.threads = 1;
+  const auto one_at_a_time = [&] {
+    for (size_t i = 0; i < plans.size(); ++i) execute(plans[i], source[i], target[i], transport, options);
+  };
+  execute(plans, source, target, transport, options);
+  baseline.run();
+  double batched_s = 1e9, typed_s = 1e9, single_s = 1e9, alltoallv_s = 1e9;
+  for (int rep = 0; rep < kModelRepetitions; ++rep) {
+    alltoallv_s = std::min(alltoallv_s, job_seconds([&] { baseline.run(); }));
+    batched_s = std::min(batched_s, job_seconds([&] { execute(plans, source, target, transport, options); }));
+    typed_s = std::min(typed_s, job_seconds([&] { execute(plans, source, target, typed, options); }));
+    single_s = std::min(single_s, job_seconds(one_at_a_time));
+  }
+  uint64_t cross = 0, largest_sender = 0;
+  for (const auto& row : matrix) {
+    uint64_t sent = 0;
+    for (uint64_t b : row) sent += b;
+    cross += sent;
+    largest_sender = std::max(largest_sender, sent);
+  }
+  const double gib = static_cast<double>(cross) / kGiB;
+  const std::string name = fmt::format("model {:.2f} GiB in {} tensors, one operation, {}",
+                                       static_cast<double>(model_bytes(model)) / kGiB, model.size(),
+                                       on_cores(topology.num_processes()));
+  report.figures.push_back(throughput_figure(name, gib / batched_s, "one array at a time", gib / single_s, std::nullopt));
+  report.figures.push_back(
+      throughput_figure(name, gib / batched_s, "MPI_Alltoallv, same byte matrix", gib / alltoallv_s, 0.9));
+  report.figures.push_back(throughput_figure(name, gib / batched_s, "the same, strided pieces as MPI datatypes",
+                                             gib / typed_s, std::nullopt));
+  BenchFigure sender;
+  sender.name = "largest sender's bytes, whole model";
+  sender.unit = "MiB";
+  sender.value = static_cast<double>(largest_sender) / (1 << 20);
+  sender.baseline_name = "even share";
+  sender.baseline = static_cast<double>(cross) / topology.num_processes() / (1 << 20);
+  sender.ratio = sender.value > 0 ? sender.baseline / sender.value : 0;
+  report.figures.push_back(sender);
+}
+
+// A replicated array held by the first half of the processes, moved to the
+// second half: what the largest holder sends beside an even split (planned).
+BenchFigure replicated_holders_figure(const Topology& topology) {
+  const Shape shape{1024, 1024, 256};  // 1 GiB of f32
+  std::vector<DeviceId> first, second;
+  for (int p = 0; p < topology.num_processes(); ++p) {
+    for (DeviceId d : topology.devices_of(p)) (2 * p < topology.num_processes() ? first : second).push_back(d);
+  }
+  const auto count = [](const std::vector<DeviceId>& d) { return static_cast<int64_t>(d.size()); };
+  const NamedSharding from(Mesh({{"r", count(first)}}, first), PartitionSpec());
+  const NamedSharding to(Mesh({{"r", count(second)}}, second), PartitionSpec());
+  const PlanStats stats = make_plan(PlanKey{shape, DType::kF32, from, to, topology}).stats();
+  const int holders = topology.num_processes() / 2;
+  BenchFigure f;
+  f.name = fmt::format("largest sender's bytes, replicated 1 GiB from {} processes to {} others", holders,
+                       topology.num_processes() - holders);
+  f.unit = "MiB";
+  f.value = static_cast<double>(stats.max_process_send_bytes) / (1 << 20);
+  f.baseline_name = "even share";
+  f.baseline = static_cast<double>(stats.bytes_cross_process) / holders / (1 << 20);
+  f.ratio = f.value > 0 ? f.baseline / f.value : 0;
+  return f;
+}
+
 }  // namespace
 
 BenchReport run_reshard_mpi_benchmark() {
   const JobWorld world = job_world();
   Transport& transport = job_transport();
+  // The same job with strided messages described to MPI as derived datatypes
+  // rather than packed by reshard (the default), to measure both.
+  MpiTransportOptions typed_options;
+  typed_options.derived_datatypes = true;
+  MpiTransport typed(MPI_COMM_WORLD, typed_options);
   const int64_t devices = int64_t{kDevicesPerProcess} * world.size;
   const Topology topology = Topology::uniform(devices, world.size);
-  ShardedArray source = ShardedArray::allocate(kShape, DType::kF32, split_middle(in_order(devices)), topology,
-                                               world.rank);
-  fill(source);
-  const Measured reorder = measure(source, split_middle(processes_take_turns(world.size)), transport);
-  const Measured transpose = measure(source, split_last(processes_take_turns(world.size)), transport);
   BenchReport report;
   report.benchmark = "reshard";
-  report.figures.push_back(against_alltoallv("to another device order", reorder, world.size));
-  report.figures.push_back(against_alltoallv("to another split dimension", transpose, world.size));
-  BenchFigure bytes;
-  bytes.name = "bytes between processes, split dimension change";
-  bytes.unit = "GiB";
-  bytes.value = static_cast<double>(transpose.cross_process_bytes) / kGiB;
-  bytes.baseline_name = "replicate on every host, then slice";
-  bytes.baseline = static_cast<double>(replicate_bytes(source.sharding(), topology)) / kGiB;
-  bytes.ratio = bytes.value > 0 ? bytes.baseline / bytes.value : 0;  // how many times fewer
-  report.figures.push_back(bytes);
+  {
+    ShardedArray source = ShardedArray::allocate(kShape, DType::kF32, split_middle(in_order(devices)), topology,
+                                                 world.rank);
+    fill(source);
+    const Measured reorder = measure(source, split_middle(processes_take_turns(world.size)), transport, typed);
+    double typed_seconds = 1e9;
+    const Measured transpose =
+        measure(source, split_last(processes_take_turns(world.size)), transport, typed, &typed_seconds);
+    report.figures.push_back(against_alltoallv("to another device order", reorder, world.size));
+    report.figures.push_back(against_alltoallv("to another split dimension (packed by reshard)", transpose, world.size));
+    Measured as_types = transpose;
+    as_types.reshard_seconds = typed_seconds;
+    report.figures.push_back(
+        against_alltoallv("to another split dimension (MPI derived datatypes)", as_types, world.size));
+    BenchFigure bytes;
+    bytes.name = "bytes between processes, split dimension change";
+    bytes.unit = "GiB";
+    bytes.value = static_cast<double>(transpose.cross_process_bytes) / kGiB;
+    bytes.baseline_name = "replicate on every host, then slice";
+    bytes.baseline = static_cast<double>(replicate_bytes(source.sharding(), topology)) / kGiB;
+    bytes.ratio = bytes.value > 0 ? bytes.baseline / bytes.value : 0;  // how many times fewer
+    report.figures.push_back(bytes);
+  }
+  replicated_figures(topology, world.rank, transport, report);
+  model_figures(topology, world.rank, transport, typed, report);
+  if (world.size >= 2) report.figures.push_back(replicated_holders_figure(topology));
   return report;
 }
 

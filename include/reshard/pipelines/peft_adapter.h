@@ -1,0 +1,59 @@
+// PEFT LoRA adapter folders: the key names, the check that every key names a
+// module of the base model, and writing adapter_model.safetensors with
+// adapter_config.json (spec/hf-peft.md).
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "reshard/formats/hf_folder_writer.h"
+#include "reshard/formats/safetensors_layout.h"
+#include "reshard/pipelines/lora_config.h"
+
+namespace reshard {
+
+// "base_model.model.": what PEFT puts before the base model's module path.
+inline constexpr std::string_view kPeftKeyPrefix = "base_model.model.";
+
+// What one adapter tensor is.
+struct AdapterKey {
+  enum class Factor { kA, kB };
+  std::string module;  // the base model's module path, "model.layers.0.self_attn.q_proj"
+  Factor factor = Factor::kA;
+};
+
+// Parses "base_model.model.<module>.lora_A.weight" (or lora_B); nullopt for
+// any other name.
+std::optional<AdapterKey> parse_adapter_key(std::string_view key);
+
+// The adapter key of a module's factor.
+std::string adapter_key(std::string_view module, AdapterKey::Factor factor);
+
+// Checks that every key is a LoRA key whose module exists in the base model,
+// i.e. `base_has("<module>.weight")`. Otherwise Error(kMissingTensor) naming
+// the key, the module and `base_label`, with the likely fix when adding or
+// dropping a leading path part would make it match (the silent prefix mistake:
+// PEFT ignores such keys on load). A key that is not a LoRA key is
+// Error(kUnsupported) naming it.
+void check_adapter_keys(std::span<const std::string> keys, const std::function<bool(std::string_view)>& base_has,
+                        std::string_view base_label);
+
+// The sorted distinct last parts of the adapted modules ("q_proj", "v_proj"):
+// the config's target_modules.
+std::vector<std::string> target_modules_of(std::span<const std::string> keys);
+
+// Writes a PEFT adapter folder: adapter_model.safetensors (metadata
+// {"format": "pt"}) with `tensors`, produced by `produce`, and
+// adapter_config.json as lora_config_json writes it. The folder appears
+// complete or not at all; an existing non-empty one is refused unless
+// `replace`, which replaces those two files and keeps the others.
+void write_peft_adapter(const std::filesystem::path& folder, const LoraConfig& config,
+                        const std::vector<safetensors::TensorSpec>& tensors, const TensorProducer& produce,
+                        bool replace);
+
+}  // namespace reshard

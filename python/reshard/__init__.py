@@ -1,0 +1,47 @@
+"""reshard: move sharded tensors between device layouts, processes, hosts and files.
+
+The layout model is JAX's: ``Mesh``, ``PartitionSpec`` (``P``) and
+``NamedSharding`` give the same ``devices_indices_map``, shard shapes and
+replica ids as ``jax.sharding`` for the same layout, with devices as integer
+ids and a ``Topology`` saying which process owns each.
+"""
+
+from __future__ import annotations
+
+from . import _core
+from . import errors
+from . import hf, safetensors
+from ._core import Box, Mesh, NamedSharding, PartitionSpec, Plan, PlanStats, Topology, Transfer
+from ._dtypes import DTYPE_NAMES, dtype_name, numpy_dtype
+from .errors import ReshardError
+from ._plan import plan
+from .array import Shard, ShardedArray, from_host, reshard, to_host
+
+P = PartitionSpec
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Box",
+    "Shard",
+    "ShardedArray",
+    "from_host",
+    "reshard",
+    "to_host",
+    "DTYPE_NAMES",
+    "Mesh",
+    "NamedSharding",
+    "P",
+    "PartitionSpec",
+    "Plan",
+    "PlanStats",
+    "ReshardError",
+    "Topology",
+    "Transfer",
+    "dtype_name",
+    "errors",
+    "hf",
+    "numpy_dtype",
+    "plan",
+    "safetensors",
+]

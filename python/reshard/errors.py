@@ -1,0 +1,216 @@
+"""reshard's exceptions: one class per C++ error code, under ReshardError.
+
+Every error the C++ library raises arrives as the class registered here for its
+code, with the C++ message unchanged (it names the spec, axis, file or tensor at
+fault). Bad layouts and arguments are ``ValueError`` subclasses, I/O failures
+``OSError``, so code written for either catches reshard's too.
+"""
+
+from __future__ import annotations
+
+from . import _core
+
+
+class ReshardError(Exception):
+    """Base of every reshard error. ``code`` is the C++ ErrorCode's name."""
+
+    code: str = ""
+
+
+class LayoutError(ReshardError, ValueError):
+    """A mesh, partition spec or sharding that does not fit (spec/sharding.md)."""
+
+
+class InvalidArgumentError(ReshardError, ValueError):
+    """A value passed in makes no sense."""
+
+    code = "invalid_argument"
+
+
+class ParseError(ReshardError, ValueError):
+    """Text (a spec, a dtype, a memory kind, a size) could not be parsed."""
+
+    code = "parse"
+
+
+class SizeOverflowError(ReshardError, ValueError, OverflowError):
+    """A size or offset computed from input does not fit in 64 bits."""
+
+    code = "overflow"
+
+
+class IndivisibleError(LayoutError):
+    """A dimension is not divisible by the number of chunks its spec entry asks for."""
+
+    code = "indivisible"
+
+
+class DuplicateAxisError(LayoutError):
+    """A mesh axis is used twice in one partition spec."""
+
+    code = "duplicate_axis"
+
+
+class UnknownAxisError(LayoutError):
+    """A partition spec names an axis the mesh does not have."""
+
+    code = "unknown_axis"
+
+
+class RankError(LayoutError):
+    """A partition spec has more entries than the array has dimensions."""
+
+    code = "rank"
+
+
+class NestedTupleError(LayoutError):
+    """A partition spec entry is a tuple inside a tuple."""
+
+    code = "nested_tuple"
+
+
+class InvalidMeshError(LayoutError):
+    """A mesh with bad axes or devices (sizes, repeats, device count)."""
+
+    code = "invalid_mesh"
+
+
+class UnknownDeviceError(LayoutError):
+    """A device id the topology (or the array) does not have."""
+
+    code = "unknown_device"
+
+
+class InvalidPlanError(ReshardError, ValueError):
+    """A plan that does not build its target layout."""
+
+    code = "invalid_plan"
+
+
+class TransportError(ReshardError, RuntimeError):
+    """Moving bytes between processes failed."""
+
+    code = "transport"
+
+
+class TransportTimeoutError(ReshardError, TimeoutError):
+    """A wait between processes ran past the transport's timeout."""
+
+    code = "timeout"
+
+
+class PeerFailedError(ReshardError, RuntimeError):
+    """Another process of the job failed, so this one stopped."""
+
+    code = "peer_failed"
+
+
+class ReshardIOError(ReshardError, OSError):
+    """A file could not be opened, read, written or mapped."""
+
+    code = "io"
+
+
+class FormatError(ReshardError, ValueError):
+    """A file's contents break its format's rules (spec/safetensors.md)."""
+
+
+class HeaderTooSmallError(FormatError):
+    """The file is shorter than the 8-byte header length."""
+
+    code = "header_too_small"
+
+
+class HeaderTooLargeError(FormatError):
+    """The header length passes the format's limit."""
+
+    code = "header_too_large"
+
+
+class InvalidHeaderLengthError(FormatError):
+    """The header length points past the end of the file."""
+
+    code = "invalid_header_length"
+
+
+class InvalidHeaderUtf8Error(FormatError):
+    """The header is not valid UTF-8."""
+
+    code = "invalid_header_utf8"
+
+
+class InvalidHeaderJsonError(FormatError):
+    """The header is not the JSON the format asks for."""
+
+    code = "invalid_header_json"
+
+
+class InvalidOffsetError(FormatError):
+    """A tensor's data offsets are not contiguous with the others'."""
+
+    code = "invalid_offset"
+
+
+class ValidationOverflowError(FormatError):
+    """A tensor's size or offsets overflow."""
+
+    code = "validation_overflow"
+
+
+class InvalidTensorInfoError(FormatError):
+    """A tensor's byte size does not match its dtype and shape."""
+
+    code = "invalid_tensor_info"
+
+
+class IncompleteBufferError(FormatError):
+    """The data buffer's size does not match the tensors."""
+
+    code = "incomplete_buffer"
+
+
+class DuplicateTensorError(FormatError):
+    """Two tensors have the same name."""
+
+    code = "duplicate_tensor"
+
+
+class MissingTensorError(FormatError, KeyError):
+    """No tensor of that name (also a KeyError, as a dict lookup would raise)."""
+
+    code = "missing_tensor"
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class InvalidIndexError(FormatError):
+    """A Hugging Face index file that does not match its folder."""
+
+    code = "invalid_index"
+
+
+class UnsupportedError(ReshardError, ValueError):
+    """An operation reshard does not do for these values (e.g. sub-byte dtypes)."""
+
+    code = "unsupported"
+
+
+def _classes_by_code() -> dict[str, type[ReshardError]]:
+    classes: dict[str, type[ReshardError]] = {}
+    pending: list[type] = [ReshardError]
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if cls.__dict__.get("code"):
+            classes[cls.code] = cls
+    return classes
+
+
+_BY_CODE = _classes_by_code()
+_missing = set(_core._error_code_names()) - set(_BY_CODE)
+if _missing:  # a new C++ code without a class here: fail loudly at import
+    raise ImportError(f"reshard.errors has no class for error codes {sorted(_missing)}")
+_core._register_error_classes(_BY_CODE)
+
+__all__ = [name for name, value in dict(globals()).items() if isinstance(value, type) and issubclass(value, ReshardError)]

@@ -1,0 +1,46 @@
+// Shared by the binding files of reshard._core: one bind_* per layer, and the
+// conversions between Python values and layout types.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <nanobind/nanobind.h>
+
+#include "reshard/layout/box.h"
+#include "reshard/layout/sharding.h"
+
+namespace reshard::python {
+
+namespace nb = nanobind;
+
+void bind_errors(nb::module_& m);
+void bind_layout(nb::module_& m);
+// The layout layer's parts, which bind_layout calls in dependency order.
+void bind_dtypes(nb::module_& m);
+void bind_topology(nb::module_& m);
+void bind_box(nb::module_& m);
+void bind_mesh(nb::module_& m);
+void bind_partition_spec(nb::module_& m);
+void bind_named_sharding(nb::module_& m);
+void bind_plan(nb::module_& m);
+void bind_formats(nb::module_& m);
+void bind_hf_folder(nb::module_& m);
+void bind_execute(nb::module_& m);
+
+// A shape from any sequence of ints (a tuple, a list, a numpy shape).
+Shape shape_from_python(nb::handle sequence);
+nb::tuple shape_to_python(const Shape& shape);
+
+// JAX's index form of a slice: a tuple of Python slices, `slice(None)` for a
+// dimension the sharding does not split (num_chunks[d] == 1), as
+// jax.sharding.NamedSharding.devices_indices_map returns.
+nb::tuple box_to_index(const Box& box, const std::vector<int64_t>& num_chunks);
+
+// A hash equal for specs that compare equal (trailing Nones dropped).
+size_t spec_hash(const PartitionSpec& spec);
+
+// A tuple of slice(begin, end) per dimension: a box as numpy indexes it.
+nb::tuple box_to_slices(const Box& box);
+
+}  // namespace reshard::python

@@ -1,0 +1,13 @@
+// reshard._core: the compiled half of the Python package `reshard`. The
+// Python modules next to it give it Python's idiom (numpy dtypes, exception
+// classes); this file only wires the layers' bindings together.
+#include "bindings.h"
+
+NB_MODULE(_core, m) {
+  m.doc() = "reshard's C++ library: layouts, plans, safetensors files and sharded arrays";
+  reshard::python::bind_errors(m);
+  reshard::python::bind_layout(m);
+  reshard::python::bind_plan(m);
+  reshard::python::bind_formats(m);
+  reshard::python::bind_execute(m);
+}

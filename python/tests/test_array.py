@@ -1,0 +1,132 @@
+"""Sharded arrays in one process: shards are numpy views of the C++ buffers; reshard,
+to_host and from_host agree with numpy slicing and with jax.device_put bit for bit."""
+
+from __future__ import annotations
+
+import random
+
+import jax
+import ml_dtypes
+import numpy as np
+import pytest
+
+import reshard
+from jax_layouts import random_layout
+from reshard import P, errors
+from test_plan import same_shape_pair
+
+DTYPES = (np.float32, np.int8, np.int64, ml_dtypes.bfloat16, np.bool_, np.complex64)
+TOPOLOGY = reshard.Topology.uniform(64, 1)
+
+
+def random_values(rng: random.Random, shape, dtype) -> np.ndarray:
+    bits = np.random.default_rng(rng.randrange(2**32)).integers(0, 256, int(np.prod(shape)) * np.dtype(dtype).itemsize, np.uint8)
+    if np.dtype(dtype) == np.bool_:
+        return (bits % 2).astype(np.bool_).reshape(shape)
+    return bits.view(dtype).reshape(shape)
+
+
+def is_nan(values: np.ndarray) -> np.ndarray:
+    if values.dtype.kind in "fc" or values.dtype == ml_dtypes.bfloat16:
+        with np.errstate(invalid="ignore"):
+            return np.isnan(values.astype(np.complex128) if values.dtype.kind == "c" else values.astype(np.float64))
+    return np.zeros(values.shape, bool)
+
+
+def assert_shards_hold(array: reshard.ShardedArray, values: np.ndarray) -> None:
+    expected = array.sharding.devices_indices_map(values.shape)
+    assert [s.device for s in array.shards] == array.sharding.mesh.device_ids
+    for shard in array.shards:
+        assert shard.index == expected[shard.device]
+        assert shard.data.shape == values[shard.index].shape
+        assert shard.data.tobytes() == values[shard.index].tobytes()
+
+
+def test_random_reshards_agree_with_numpy_and_jax(rng):
+    jax_devices = {d.id: d for d in jax.devices("cpu")}
+    for _ in range(40):
+        a, b = same_shape_pair(rng)
+        values = random_values(rng, a.shape, rng.choice(DTYPES))
+        src = reshard.from_host(values, a.reshard(), TOPOLOGY)
+        assert_shards_hold(src, values)
+        moved = reshard.reshard(src, b.reshard())
+        assert moved.sharding == b.reshard() and moved.dtype == values.dtype and moved.shape == values.shape
+        assert_shards_hold(moved, values)
+        back = reshard.to_host(moved)
+        assert back.dtype == values.dtype and back.tobytes() == values.tobytes()
+        # jax.device_put between the same two layouts gives the same shards (in
+        # device memory: JAX on CPU cannot move between the two host kinds).
+        a.memory_kind = b.memory_kind = "device"
+        theirs = jax.device_put(jax.device_put(values, a.jax(jax_devices)), b.jax(jax_devices))
+        ours = {s.device: s.data for s in moved.shards}
+        for shard in theirs.addressable_shards:
+            expected, got = np.asarray(shard.data), ours[shard.device.id]
+            # XLA may quiet NaN payloads when it copies between devices; reshard
+            # keeps every bit (checked against numpy above), JAX every other bit.
+            nan = is_nan(expected)
+            assert is_nan(got).tolist() == nan.tolist()
+            assert expected[~nan].tobytes() == got[~nan].tobytes()
+
+
+def test_shards_share_the_buffers():
+    mesh = reshard.Mesh(np.arange(4).reshape(2, 2), ("x", "y"))
+    sharding = reshard.NamedSharding(mesh, P("x"))
+    values = np.arange(16, dtype=np.float32).reshape(4, 4)
+    array = reshard.from_host(values, sharding)
+    first = array.shards[0].data
+    assert first.flags.writeable
+    first[0, 0] = -1.0  # write through one view ...
+    assert array.shards[0].data[0, 0] == -1.0  # ... seen through another
+    assert np.shares_memory(first, array.shards[0].data)
+    assert reshard.to_host(array)[0, 0] == -1.0
+    assert values[0, 0] == 0.0  # from_host copied out of the caller's array
+    same = reshard.reshard(array, sharding)
+    assert same.shares_memory_with(array)  # nothing moves for an equal layout
+    other = reshard.reshard(array, reshard.NamedSharding(mesh, P("y")))
+    assert not other.shares_memory_with(array)
+
+
+def test_shards_outlive_their_array():
+    mesh = reshard.Mesh(np.arange(2), ("x",))
+    array = reshard.from_host(np.arange(8, dtype=np.int32), reshard.NamedSharding(mesh, P("x")))
+    data = array.shards[1].data
+    del array
+    np.testing.assert_array_equal(data, [4, 5, 6, 7])
+
+
+def test_from_shards_and_from_callback():
+    mesh = reshard.Mesh(np.array([[3, 1], [0, 2]]), ("x", "y"))
+    sharding = reshard.NamedSharding(mesh, P(None, ("y", "x")))
+    values = np.arange(24, dtype=np.int16).reshape(3, 8)
+    index = sharding.devices_indices_map(values.shape)
+    built = reshard.ShardedArray.from_shards(values.shape, np.int16, sharding, {d: values[i] for d, i in index.items()})
+    np.testing.assert_array_equal(reshard.to_host(built), values)
+    called = reshard.ShardedArray.from_callback(values.shape, "i16", sharding, lambda i: values[i])
+    np.testing.assert_array_equal(reshard.to_host(called), values)
+    assert called.shards[0].device == 3 and called.shards[0].index == index[3]
+    wrong = {d: values[i].T if d == 0 else values[i] for d, i in index.items()}
+    with pytest.raises(errors.InvalidArgumentError, match="device 0 has shape"):
+        reshard.ShardedArray.from_shards(values.shape, np.int16, sharding, wrong)
+    with pytest.raises(errors.InvalidArgumentError, match="no shard given"):
+        reshard.ShardedArray.from_shards(values.shape, np.int16, sharding, {3: values[index[3]]})
+
+
+def test_memory_kind_change_keeps_the_layout():
+    mesh = reshard.Mesh(np.arange(4), ("x",))
+    values = np.arange(8, dtype=np.float64)
+    array = reshard.from_host(values, reshard.NamedSharding(mesh, P("x")))
+    pinned = reshard.reshard(array, reshard.NamedSharding(mesh, P("x"), "pinned_host"))
+    assert pinned.sharding.memory_kind == "pinned_host"
+    for before, after in zip(array.shards, pinned.shards):
+        assert before.index == after.index and before.data.tobytes() == after.data.tobytes()
+
+
+def test_errors():
+    mesh = reshard.Mesh(np.arange(4), ("x",))
+    sharding = reshard.NamedSharding(mesh, P("x"))
+    with pytest.raises(errors.IndivisibleError):
+        reshard.from_host(np.zeros(6), sharding)
+    with pytest.raises(errors.UnsupportedError, match="one process"):
+        reshard.from_host(np.zeros(8), sharding, reshard.Topology.uniform(4, 2))
+    with pytest.raises(errors.UnknownDeviceError):
+        reshard.from_host(np.zeros(8), sharding, reshard.Topology.uniform(2, 1))

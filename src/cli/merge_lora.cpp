@@ -1,0 +1,96 @@
+// `reshard merge-lora BASE ADAPTER OUT`: a Hugging Face base model plus a PEFT
+// LoRA adapter to a merged Hugging Face model folder, tensor by tensor.
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "cli/commands.h"
+#include "cli/progress.h"
+#include "reshard/formats/model_files.h"
+#include "reshard/formats/tensor_stream.h"
+#include "reshard/layout/error.h"
+#include "reshard/layout/parse.h"
+#include "reshard/pipelines/merge_lora.h"
+
+namespace reshard::cli {
+namespace {
+
+struct MergeLoraCliOptions {
+  std::string base;
+  std::string adapter;
+  std::string out;
+  std::string max_shard_size = "5GB";
+  std::string dtype;
+  bool force = false;
+};
+
+std::optional<DType> parse_cast(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  const DType dtype = dtype_from_string(text);
+  if (!is_castable_float(dtype)) {
+    throw Error(ErrorCode::kParse, fmt::format("--dtype {}: must be f32, f16 or bf16", text));
+  }
+  return dtype;
+}
+
+void merge_lora(const MergeLoraCliOptions& cli) {
+  MergeLoraOptions options;
+  options.dtype = parse_cast(cli.dtype);
+  options.max_shard_size = parse_byte_size(cli.max_shard_size);
+  options.replace = cli.force;
+  // The total is only known once the base is open; the progress line counts output bytes.
+  const ModelFiles base = open_model_files(cli.base, safetensors::ReadMode::kPread);
+  uint64_t total = 0;
+  for (const TensorCatalog::Entry& entry : base.catalog.tensors()) {
+    total += dtype_byte_size(cast_dtype(entry.info->dtype, options.dtype), static_cast<uint64_t>(entry.info->elements()));
+  }
+  Progress progress("merging", total);
+  options.progress = [&progress](uint64_t bytes) { progress.advance(bytes); };
+  const MergeLoraSummary summary = merge_lora_folder(cli.base, cli.adapter, cli.out, options);
+  progress.finish();
+  std::cout << fmt::format("wrote {}: Hugging Face folder ({} file{}, {} tensors, {} merged with the adapter, {} bytes "
+                           "of tensor data{}{})\n",
+                           cli.out, summary.files, summary.files == 1 ? "" : "s", summary.tensors, summary.merged,
+                           summary.bytes, summary.copied.empty() ? "" : ", copied ",
+                           fmt::format("{}", fmt::join(summary.copied, ", ")));
+}
+
+}  // namespace
+
+void add_merge_lora_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "merge-lora",
+      "Merge a PEFT LoRA adapter into its base model: W += (B @ A) * scaling for every adapted weight\n"
+      "(scaling = lora_alpha / r, or lora_alpha / sqrt(r) with use_rslora; rank_pattern and alpha_pattern\n"
+      "override r and alpha per module; fan_in_fan_out transposes the delta), computed in f32 and rounded\n"
+      "back to the weight's dtype (round to nearest even). Every adapter key must name a module of the\n"
+      "base model (a wrong prefix is an error naming the key, where PEFT would silently ignore it).\n"
+      "Tensors are merged one block of rows at a time, so memory stays far below the model's size.\n"
+      "OUT is written as convert writes a folder (split at --max-shard-size, with an index when split),\n"
+      "with config.json and generation_config.json copied from BASE, and appears only when complete.\n"
+      "Examples:\n"
+      "  reshard merge-lora llama-7b/ my-adapter/ llama-7b-merged/\n"
+      "  reshard merge-lora llama-7b/ my-adapter/ merged/ --dtype bf16 --max-shard-size 2GB --force");
+  auto options = std::make_shared<MergeLoraCliOptions>();
+  cmd->add_option("BASE", options->base, "The base model: a Hugging Face folder or a .safetensors file")->required();
+  cmd->add_option("ADAPTER", options->adapter, "A PEFT LoRA adapter folder (adapter_model.safetensors, "
+                                               "adapter_config.json)")
+      ->required();
+  cmd->add_option("OUT", options->out, "The merged model folder to create")->required();
+  cmd->add_option("--max-shard-size", options->max_shard_size,
+                  "Largest file of the folder (5GB, 500MB, 1.5GiB or bytes); a larger tensor gets a file of its own")
+      ->capture_default_str();
+  cmd->add_option("--dtype", options->dtype,
+                  "Cast F32/F16/BF16 tensors to f32, f16 or bf16 after merging (round to nearest even); config.json's "
+                  "torch_dtype follows. Integer, bool and other tensors are copied unchanged");
+  cmd->add_flag("--force", options->force,
+                "Replace an existing OUT's weight files (model*.safetensors and the index); other files stay");
+  cmd->callback([options] { merge_lora(*options); });
+}
+
+}  // namespace reshard::cli

@@ -1,0 +1,208 @@
+#include "reshard/pipelines/strided_copy.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "reshard/layout/error.h"
+#include "reshard/layout/float_convert.h"
+
+namespace reshard {
+namespace {
+
+struct Axis {
+  int64_t size = 0;
+  int64_t src = 0;  // stride in bytes
+  int64_t dst = 0;
+};
+
+template <typename T>
+T load(const std::byte* p) {
+  T value;
+  std::memcpy(&value, p, sizeof(T));
+  return value;
+}
+
+template <typename T>
+void store(std::byte* p, T value) {
+  std::memcpy(p, &value, sizeof(T));
+}
+
+// Element conversions: Src and Dst are the stored types.
+template <typename T>
+struct Same {
+  using Src = T;
+  using Dst = T;
+  static T convert(T value) { return value; }
+};
+struct F32ToBF16 {
+  using Src = float;
+  using Dst = uint16_t;
+  static uint16_t convert(float v) { return f32_to_bf16(v); }
+};
+struct F32ToF16 {
+  using Src = float;
+  using Dst = uint16_t;
+  static uint16_t convert(float v) { return f32_to_f16(v); }
+};
+struct BF16ToF32 {
+  using Src = uint16_t;
+  using Dst = float;
+  static float convert(uint16_t v) { return bf16_to_f32(v); }
+};
+struct F16ToF32 {
+  using Src = uint16_t;
+  using Dst = float;
+  static float convert(uint16_t v) { return f16_to_f32(v); }
+};
+struct BF16ToF16 {
+  using Src = uint16_t;
+  using Dst = uint16_t;
+  static uint16_t convert(uint16_t v) { return f32_to_f16(bf16_to_f32(v)); }
+};
+struct F16ToBF16 {
+  using Src = uint16_t;
+  using Dst = uint16_t;
+  static uint16_t convert(uint16_t v) { return f32_to_bf16(f16_to_f32(v)); }
+};
+
+constexpr int64_t kTile = 32;
+
+template <typename C>
+void copy_line(const std::byte* src, std::byte* dst, const Axis& axis) {
+  using Src = typename C::Src;
+  using Dst = typename C::Dst;
+  if constexpr (std::is_same_v<C, Same<Src>>) {
+    if (axis.src == sizeof(Src) && axis.dst == sizeof(Dst)) {
+      std::memcpy(dst, src, static_cast<size_t>(axis.size) * sizeof(Src));
+      return;
+    }
+  }
+  for (int64_t i = 0; i < axis.size; ++i) {
+    store<Dst>(dst + i * axis.dst, C::convert(load<Src>(src + i * axis.src)));
+  }
+}
+
+// A transpose: `inner` is contiguous in dst, `across` in src. Tiles keep both
+// sides' lines in cache.
+template <typename C>
+void copy_tiles(const std::byte* src, std::byte* dst, const Axis& across, const Axis& inner) {
+  using Src = typename C::Src;
+  using Dst = typename C::Dst;
+  for (int64_t a0 = 0; a0 < across.size; a0 += kTile) {
+    const int64_t a1 = std::min(across.size, a0 + kTile);
+    for (int64_t b0 = 0; b0 < inner.size; b0 += kTile) {
+      const int64_t b1 = std::min(inner.size, b0 + kTile);
+      for (int64_t a = a0; a < a1; ++a) {
+        for (int64_t b = b0; b < b1; ++b) {
+          store<Dst>(dst + a * across.dst + b * inner.dst, C::convert(load<Src>(src + a * across.src + b * inner.src)));
+        }
+      }
+    }
+  }
+}
+
+// Walks `outer` with an odometer and calls `body` at each position.
+template <typename Body>
+void for_each_position(const std::vector<Axis>& outer, const std::byte* src, std::byte* dst, Body&& body) {
+  std::vector<int64_t> index(outer.size(), 0);
+  int64_t src_at = 0, dst_at = 0;
+  while (true) {
+    body(src + src_at, dst + dst_at);
+    size_t k = outer.size();
+    while (true) {
+      if (k == 0) return;
+      --k;
+      if (++index[k] < outer[k].size) {
+        src_at += outer[k].src;
+        dst_at += outer[k].dst;
+        break;
+      }
+      src_at -= outer[k].src * (outer[k].size - 1);
+      dst_at -= outer[k].dst * (outer[k].size - 1);
+      index[k] = 0;
+    }
+  }
+}
+
+template <typename C>
+void run(std::vector<Axis> axes, const std::byte* src, std::byte* dst) {
+  if (axes.empty()) {
+    store<typename C::Dst>(dst, C::convert(load<typename C::Src>(src)));
+    return;
+  }
+  const Axis inner = axes.back();
+  axes.pop_back();
+  constexpr auto dst_width = static_cast<int64_t>(sizeof(typename C::Dst));
+  constexpr auto src_width = static_cast<int64_t>(sizeof(typename C::Src));
+  if (inner.dst == dst_width && inner.src != src_width) {
+    const auto across = std::find_if(axes.begin(), axes.end(), [&](const Axis& a) { return a.src == src_width; });
+    if (across != axes.end()) {
+      const Axis tile_axis = *across;
+      axes.erase(across);
+      for_each_position(axes, src, dst, [&](const std::byte* s, std::byte* d) {
+        copy_tiles<C>(s, d, tile_axis, inner);
+      });
+      return;
+    }
+  }
+  for_each_position(axes, src, dst, [&](const std::byte* s, std::byte* d) { copy_line<C>(s, d, inner); });
+}
+
+// Drops unit axes and merges neighbours that step evenly on both sides.
+std::vector<Axis> simplify(const StridedCopy& copy, int64_t src_width, int64_t dst_width) {
+  std::vector<Axis> axes;
+  for (size_t i = 0; i < copy.shape.size(); ++i) {
+    if (copy.shape[i] == 1) continue;
+    const Axis axis{copy.shape[i], copy.src_strides[i] * src_width, copy.dst_strides[i] * dst_width};
+    if (!axes.empty() && axes.back().src == axis.src * axis.size && axes.back().dst == axis.dst * axis.size) {
+      axes.back() = {axes.back().size * axis.size, axis.src, axis.dst};
+    } else {
+      axes.push_back(axis);
+    }
+  }
+  return axes;
+}
+
+template <typename C>
+void dispatch(const StridedCopy& copy, const std::byte* src, std::byte* dst) {
+  constexpr auto src_width = static_cast<int64_t>(sizeof(typename C::Src));
+  constexpr auto dst_width = static_cast<int64_t>(sizeof(typename C::Dst));
+  run<C>(simplify(copy, src_width, dst_width), src + copy.src_offset * src_width, dst + copy.dst_offset * dst_width);
+}
+
+}  // namespace
+
+void run_strided_copy(const StridedCopy& copy, const std::byte* src, std::byte* dst) {
+  if (copy.src_strides.size() != copy.shape.size() || copy.dst_strides.size() != copy.shape.size()) {
+    throw Error(ErrorCode::kInvalidArgument, "strided copy: one stride per axis on each side");
+  }
+  if (std::any_of(copy.shape.begin(), copy.shape.end(), [](int64_t n) { return n == 0; })) return;
+  const DType from = copy.src_dtype, to = copy.dst_dtype;
+  if (from == to) {
+    switch (dtype_bits(from)) {
+      case 8: return dispatch<Same<uint8_t>>(copy, src, dst);
+      case 16: return dispatch<Same<uint16_t>>(copy, src, dst);
+      case 32: return dispatch<Same<uint32_t>>(copy, src, dst);
+      case 64: return dispatch<Same<uint64_t>>(copy, src, dst);
+      default: break;
+    }
+  } else if (from == DType::kF32 && to == DType::kBF16) {
+    return dispatch<F32ToBF16>(copy, src, dst);
+  } else if (from == DType::kF32 && to == DType::kF16) {
+    return dispatch<F32ToF16>(copy, src, dst);
+  } else if (from == DType::kBF16 && to == DType::kF32) {
+    return dispatch<BF16ToF32>(copy, src, dst);
+  } else if (from == DType::kF16 && to == DType::kF32) {
+    return dispatch<F16ToF32>(copy, src, dst);
+  } else if (from == DType::kBF16 && to == DType::kF16) {
+    return dispatch<BF16ToF16>(copy, src, dst);
+  } else if (from == DType::kF16 && to == DType::kBF16) {
+    return dispatch<F16ToBF16>(copy, src, dst);
+  }
+  throw Error(ErrorCode::kInvalidArgument,
+              fmt::format("strided copy: cannot copy {} to {}", dtype_name(from), dtype_name(to)));
+}
+
+}  // namespace reshard

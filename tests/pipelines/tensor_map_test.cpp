@@ -1,0 +1,205 @@
+// The map file: parsing, the checks against tensors, and the preset's shapes.
+#include "reshard/pipelines/tensor_map.h"
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "layout/support/expect_error.h"
+#include "reshard/layout/error.h"
+#include "reshard/pipelines/tensor_map_resolve.h"
+
+namespace reshard {
+namespace {
+
+using safetensors::TensorSpec;
+using testing::throws_error;
+
+TensorMap map_of(const std::string& rules) { return parse_tensor_map("{\"rules\": [" + rules + "]}", "test.json"); }
+
+TEST(TensorMapParse, ReadsRulesAndWritesThemBack) {
+  const TensorMap map = map_of(
+      R"j({"from": "w.stacked.{p}", "to": "layers.{layer}.{p}", "rearrange": "layer (h d) e -> e (h d)",
+          "sizes": {"d": 4}, "dtype": "bf16", "optional": true})j");
+  ASSERT_EQ(map.rules.size(), 1u);
+  const TensorMapRule& rule = map.rules[0];
+  EXPECT_EQ(rule.unstack_axis(), "layer");
+  EXPECT_EQ(rule.stack_axis(), std::nullopt);
+  EXPECT_EQ(rule.from_axes, (AxisGroups{{"layer"}, {"h", "d"}, {"e"}}));
+  EXPECT_EQ(rule.to_axes, (AxisGroups{{"e"}, {"h", "d"}}));
+  EXPECT_EQ(rule.dtype, DType::kBF16);
+  EXPECT_TRUE(rule.optional);
+  const TensorMap again = parse_tensor_map(tensor_map_json(map), "again");
+  EXPECT_EQ(tensor_map_json(again), tensor_map_json(map));
+}
+
+TEST(TensorMapParse, InverseSwapsSidesAndStacks) {
+  const TensorMap inverse = inverse_tensor_map(
+      map_of(R"j({"from": "w.stacked", "to": "layers.{layer}.w", "rearrange": "layer a b -> b a", "dtype": "f16"})j"));
+  const TensorMapRule& rule = inverse.rules[0];
+  EXPECT_EQ(rule.from, "layers.{layer}.w");
+  EXPECT_EQ(rule.stack_axis(), "layer");
+  EXPECT_EQ(rule.unstack_axis(), std::nullopt);
+  EXPECT_EQ(rule.dtype, std::nullopt);
+}
+
+TEST(TensorMapParse, RefusesMalformedRules) {
+  EXPECT_TRUE(throws_error([] { parse_tensor_map("{", "m.json"); }, ErrorCode::kParse, {"m.json", "JSON"}));
+  EXPECT_TRUE(throws_error([] { map_of(R"j({"from": "a", "to": "b", "rename": 1})j"); }, ErrorCode::kParse,
+                           {"rule 0", "unknown key 'rename'"}));
+  EXPECT_TRUE(throws_error([] { map_of(R"j({"from": "a", "to": "b{i}", "rearrange": "i x -> x"}, {"from": "c"})j"); },
+                           ErrorCode::kParse, {"rule 1", "'to'"}));
+  // Unstacking needs the index in the output name, or every layer would get one name.
+  EXPECT_TRUE(throws_error([] { map_of(R"j({"from": "a", "to": "b", "rearrange": "i x -> x"})j"); }, ErrorCode::kParse,
+                           {"rule 0", "{i}"}));
+  EXPECT_TRUE(throws_error([] { map_of(R"j({"from": "a", "to": "b.{i}", "rearrange": "i x -> y"})j"); },
+                           ErrorCode::kParse, {"at most one axis"}));
+  EXPECT_TRUE(throws_error([] { map_of(R"j({"from": "a", "to": "b.{i}", "rearrange": "(i x) -> x"})j"); },
+                           ErrorCode::kParse, {"dimension of its own"}));
+  EXPECT_TRUE(throws_error([] { map_of(R"j({"from": "a.{p}", "to": "b", "rearrange": "x -> x"})j"); },
+                           ErrorCode::kParse, {"same placeholders"}));
+  EXPECT_TRUE(throws_error([] { map_of(R"j({"from": "a", "to": "b", "rearrange": "x x -> x"})j"); }, ErrorCode::kParse,
+                           {"twice"}));
+  EXPECT_TRUE(throws_error([] { map_of(R"j({"from": "a", "to": "b", "dtype": "i32"})j"); }, ErrorCode::kParse,
+                           {"f32, f16 or bf16"}));
+  EXPECT_TRUE(throws_error([] { map_of(R"j({"from": "a{", "to": "b"})j"); }, ErrorCode::kParse, {"'{' without"}));
+}
+
+TEST(TensorMapResolve, NamesTheTensorAndRuleThatDoNotFit) {
+  const TensorMap split = map_of(R"j({"from": "q", "to": "out.q", "rearrange": "(h d) e -> e h d", "sizes": {"d": 3}})j");
+  const std::vector<TensorSpec> q = {{"q", DType::kF32, {8, 2}}};
+  EXPECT_TRUE(throws_error([&] { resolve_tensor_map(split, q); }, ErrorCode::kIndivisible,
+                           {"tensor 'q'", "rule 0", "does not factor"}));
+  const std::vector<TensorSpec> flat = {{"q", DType::kF32, {8}}};
+  EXPECT_TRUE(throws_error([&] { resolve_tensor_map(split, flat); }, ErrorCode::kRank, {"tensor 'q'", "rule 0"}));
+  const TensorMap two_unknown = map_of(R"j({"from": "q", "to": "q2", "rearrange": "(h d) -> h d"})j");
+  EXPECT_TRUE(throws_error([&] { resolve_tensor_map(two_unknown, flat); }, ErrorCode::kInvalidArgument,
+                           {"tensor 'q'", "give the sizes"}));
+
+  const TensorMap unused = map_of(R"j({"from": "q", "to": "q"}, {"from": "lm_head", "to": "lm_head"})j");
+  EXPECT_TRUE(throws_error([&] { resolve_tensor_map(unused, q); }, ErrorCode::kMissingTensor,
+                           {"rule 1 ('lm_head')", "matches no tensor"}));
+  ResolveOptions lenient;
+  lenient.allow_unused_rules = true;
+  EXPECT_EQ(resolve_tensor_map(unused, q, lenient).outputs.size(), 1u);
+
+  EXPECT_TRUE(throws_error([&] { map_of(R"j({"from": "a.{x}", "to": "out"})j"); }, ErrorCode::kParse));
+  const TensorMap collide = map_of(R"j({"from": "a", "to": "out"}, {"from": "b", "to": "out"})j");
+  const std::vector<TensorSpec> ab = {{"a", DType::kF32, {1}}, {"b", DType::kF32, {1}}};
+  EXPECT_TRUE(throws_error([&] { resolve_tensor_map(collide, ab); }, ErrorCode::kDuplicateTensor,
+                           {"'out'", "tensor 'a' (rule 0)", "tensor 'b' (rule 1)"}));
+
+  const TensorMap only_a = map_of(R"j({"from": "a", "to": "a"})j");
+  EXPECT_TRUE(throws_error([&] { resolve_tensor_map(only_a, ab); }, ErrorCode::kInvalidArgument,
+                           {"tensor 'b'", "no rule"}));
+  lenient.skip_unmatched = true;
+  EXPECT_EQ(resolve_tensor_map(only_a, ab, lenient).outputs.size(), 1u);
+}
+
+TEST(TensorMapResolve, StackingNeedsEveryIndex) {
+  const TensorMap stack = map_of(R"j({"from": "l.{layer}.w", "to": "w", "rearrange": "a -> layer a"})j");
+  const std::vector<TensorSpec> gap = {{"l.0.w", DType::kF32, {2}}, {"l.2.w", DType::kF32, {2}}};
+  EXPECT_TRUE(throws_error([&] { resolve_tensor_map(stack, gap); }, ErrorCode::kMissingTensor, {"index 1"}));
+  const std::vector<TensorSpec> uneven = {{"l.0.w", DType::kF32, {2}}, {"l.1.w", DType::kF32, {3}}};
+  EXPECT_TRUE(throws_error([&] { resolve_tensor_map(stack, uneven); }, ErrorCode::kInvalidArgument,
+                           {"cannot be stacked"}));
+  const std::vector<TensorSpec> good = {{"l.1.w", DType::kF32, {2}}, {"l.0.w", DType::kF32, {2}}};
+  const ResolvedMap resolved = resolve_tensor_map(stack, good);
+  ASSERT_EQ(resolved.outputs.size(), 1u);
+  EXPECT_EQ(resolved.outputs[0].out.shape, (Shape{2, 2}));
+  ASSERT_EQ(resolved.outputs[0].regions.size(), 2u);
+  EXPECT_EQ(resolved.outputs[0].regions[0].source, 1u);  // index 0 comes from "l.0.w"
+  EXPECT_EQ(resolved.outputs[0].regions[0].out_box, Box({0, 0}, {1, 2}));
+}
+
+TEST(TensorMapResolve, CastsOnlyFloatingTensors) {
+  const TensorMap map = map_of(R"j({"from": "{n}", "to": "{n}"})j");
+  const std::vector<TensorSpec> tensors = {{"f", DType::kF32, {2}}, {"i", DType::kI32, {2}}, {"b", DType::kBool, {2}}};
+  ResolveOptions options;
+  options.dtype = DType::kBF16;
+  const ResolvedMap resolved = resolve_tensor_map(map, tensors, options);
+  EXPECT_EQ(resolved.outputs[0].out.dtype, DType::kBF16);
+  EXPECT_EQ(resolved.outputs[1].out.dtype, DType::kI32);
+  EXPECT_EQ(resolved.outputs[2].out.dtype, DType::kBool);
+}
+
+// A small Levanter-style Llama with LoRA on q and o.
+std::vector<TensorSpec> levanter_tensors() {
+  const int64_t L = 2, E = 8, KV = 2, G = 2, D = 2, M = 12, V = 10, R = 3;
+  const std::string s = "transformer.layers.stacked.";
+  return {
+      {"embeddings.token_embeddings.weight", DType::kF32, {V, E}},
+      {s + "self_attn.q_proj.weight", DType::kF32, {L, KV, G, D, E}},
+      {s + "self_attn.k_proj.weight", DType::kF32, {L, KV, D, E}},
+      {s + "self_attn.v_proj.weight", DType::kF32, {L, KV, D, E}},
+      {s + "self_attn.o_proj.weight", DType::kF32, {L, E, KV * G, D}},
+      {s + "mlp.gate_proj.weight", DType::kF32, {L, M, E}},
+      {s + "mlp.up_proj.weight", DType::kF32, {L, M, E}},
+      {s + "mlp.down_proj.weight", DType::kF32, {L, E, M}},
+      {s + "input_layernorm.weight", DType::kF32, {L, E}},
+      {s + "post_attention_layernorm.weight", DType::kF32, {L, E}},
+      {"transformer.norm.weight", DType::kF32, {E}},
+      {"lm_head.weight", DType::kF32, {V, E}},
+      {s + "self_attn.q_proj.lora.lora_A.weight", DType::kF32, {L, R, E}},
+      {s + "self_attn.q_proj.lora.lora_B.weight", DType::kF32, {L, KV, G, D, R}},
+      {s + "self_attn.o_proj.lora.lora_A.weight", DType::kF32, {L, R, KV * G, D}},
+      {s + "self_attn.o_proj.lora.lora_B.weight", DType::kF32, {L, E, R}},
+  };
+}
+
+TEST(TensorMapPreset, LevanterLlamaGivesHuggingFaceNamesAndShapes) {
+  const std::optional<TensorMap> map = tensor_map_preset("levanter-llama");
+  ASSERT_TRUE(map);
+  const ResolvedMap resolved = resolve_tensor_map(*map, levanter_tensors());
+  const auto shape_of = [&](const std::string& name) {
+    const ResolvedTensor* tensor = resolved.find(name);
+    return tensor ? tensor->out.shape : Shape{-1};
+  };
+  EXPECT_EQ(shape_of("model.embed_tokens.weight"), (Shape{10, 8}));
+  EXPECT_EQ(shape_of("model.layers.1.self_attn.q_proj.weight"), (Shape{8, 8}));
+  EXPECT_EQ(shape_of("model.layers.0.self_attn.k_proj.weight"), (Shape{4, 8}));
+  EXPECT_EQ(shape_of("model.layers.0.self_attn.o_proj.weight"), (Shape{8, 8}));
+  EXPECT_EQ(shape_of("model.layers.1.mlp.down_proj.weight"), (Shape{8, 12}));
+  EXPECT_EQ(shape_of("model.layers.1.post_attention_layernorm.weight"), (Shape{8}));
+  EXPECT_EQ(shape_of("model.norm.weight"), (Shape{8}));
+  EXPECT_EQ(shape_of("base_model.model.model.layers.1.self_attn.q_proj.lora_A.weight"), (Shape{3, 8}));
+  EXPECT_EQ(shape_of("base_model.model.model.layers.1.self_attn.q_proj.lora_B.weight"), (Shape{8, 3}));
+  EXPECT_EQ(shape_of("base_model.model.model.layers.0.self_attn.o_proj.lora_A.weight"), (Shape{3, 8}));
+  EXPECT_EQ(resolved.outputs.size(), 3u + 9u * 2u + 4u * 2u);
+  // Source order, layers in index order.
+  EXPECT_EQ(resolved.outputs[0].out.name, "model.embed_tokens.weight");
+  EXPECT_EQ(resolved.outputs[1].out.name, "model.layers.0.self_attn.q_proj.weight");
+  EXPECT_EQ(resolved.outputs[2].out.name, "model.layers.1.self_attn.q_proj.weight");
+}
+
+TEST(TensorMapPreset, ImportNeedsTheHeadSizesFromConfig) {
+  const TensorMap map = *tensor_map_preset("levanter-llama");
+  const ResolvedMap exported = resolve_tensor_map(map, levanter_tensors());
+  const TensorMap back = inverse_tensor_map(map);
+  const std::vector<TensorSpec> hf = exported.output_specs();
+  EXPECT_TRUE(throws_error([&] { resolve_tensor_map(back, hf); }, ErrorCode::kInvalidArgument, {"give the sizes"}));
+  ResolveOptions options;
+  options.sizes = llama_axis_sizes_from_config(
+      R"j({"hidden_size": 8, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 12})j", "config");
+  EXPECT_EQ(options.sizes.at("head_dim"), 2);
+  EXPECT_EQ(options.sizes.at("q_per_group"), 2);
+  const ResolvedMap imported = resolve_tensor_map(back, hf, options);
+  const std::vector<TensorSpec> original = levanter_tensors();
+  ASSERT_EQ(imported.outputs.size(), original.size());
+  for (const TensorSpec& spec : original) {
+    const ResolvedTensor* tensor = imported.find(spec.name);
+    ASSERT_NE(tensor, nullptr) << spec.name;
+    EXPECT_EQ(tensor->out, spec);
+  }
+}
+
+TEST(TensorMapPreset, UnknownNamesAreNotPresets) {
+  EXPECT_FALSE(tensor_map_preset("levanter-gpt"));
+  EXPECT_EQ(tensor_map_preset_names(), std::vector<std::string>{"levanter-llama"});
+  EXPECT_NE(tensor_map_help().find("levanter-llama"), std::string::npos);
+  EXPECT_TRUE(throws_error([] { load_tensor_map("/nonexistent/map.json"); }, ErrorCode::kIo, {"map.json"}));
+}
+
+}  // namespace
+}  // namespace reshard
