@@ -1,10 +1,10 @@
-#include "reshard/cli/app.h"
+#include "cli/app.h"
 
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
-#include "reshard/cli/commands.h"
+#include "cli/commands.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::cli {

@@ -4,9 +4,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "reshard/cli/benchmarks.h"
-#include "reshard/cli/commands.h"
-#include "reshard/cli/job.h"
+#include "cli/benchmarks.h"
+#include "cli/commands.h"
+#include "cli/job.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::cli {
@@ -47,6 +47,7 @@ void add_bench_command(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
   cmd->add_option("benchmark", *which, "reshard, plan, io, checkpoint, export or all")->capture_default_str();
   cmd->add_flag("--json", *json, "Print one JSON document on stdout");
+  add_timeout_option(*cmd);
   cmd->callback([which, json] {
     // Under mpirun every rank runs the benchmarks together; rank 0 reports.
     const bool reports = job_world().rank == 0;

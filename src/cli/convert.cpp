@@ -12,10 +12,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "reshard/cli/commands.h"
-#include "reshard/cli/job.h"
-#include "reshard/cli/layout_options.h"
-#include "reshard/cli/progress.h"
+#include "cli/commands.h"
+#include "cli/job.h"
+#include "cli/layout_options.h"
+#include "cli/progress.h"
 #include "reshard/execute/transport.h"
 #include "reshard/layout/error.h"
 #include "reshard/layout/parse.h"
@@ -178,6 +178,7 @@ void add_convert_command(CLI::App& app) {
   cmd->add_option("--rules", flags->rules, "A rules file: tensor-name patterns to specs (see above)");
   cmd->add_option("--best-effort", flags->best_effort,
                   "Shard each tensor's last dimension divisible by this axis's size over it; replicate the rest");
+  add_timeout_option(*cmd);
   cmd->callback([flags, max_shard] {
     flags->max_shard_size_given = max_shard->count() > 0;
     convert(*flags);

@@ -10,9 +10,9 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "reshard/cli/commands.h"
-#include "reshard/cli/progress.h"
-#include "reshard/cli/sha256.h"
+#include "cli/commands.h"
+#include "cli/progress.h"
+#include "cli/sha256.h"
 #include "reshard/formats/checkpoint_reader.h"
 #include "reshard/formats/checksum.h"
 #include "reshard/formats/model_files.h"

@@ -1,8 +1,11 @@
-#include "reshard/cli/job.h"
+#include "cli/job.h"
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <memory>
+
+#include <CLI/CLI.hpp>
 
 #include "reshard/execute/in_process_transport.h"
 #if RESHARD_WITH_MPI
@@ -22,6 +25,7 @@ struct Job {
 #endif
   std::unique_ptr<InProcessGroup> alone;  // the transport of a one-process job
   bool started = false;
+  std::chrono::milliseconds timeout = InProcessGroup::kDefaultTimeout;
   JobWorld world;
 };
 
@@ -36,7 +40,7 @@ Job& started_job() {
   j.started = true;
 #if RESHARD_WITH_MPI
   if (launched_by_mpi()) {
-    j.session = std::make_unique<MpiSession>();
+    j.session = std::make_unique<MpiSession>(MpiSessionOptions{j.timeout});
     j.world = JobWorld{MpiSession::world_rank(), MpiSession::world_size()};
   }
 #endif
@@ -51,12 +55,39 @@ Transport& job_transport() {
   Job& j = started_job();
 #if RESHARD_WITH_MPI
   if (j.session) {
-    if (!j.mpi_transport) j.mpi_transport = std::make_unique<MpiTransport>();
+    if (!j.mpi_transport) {
+      MpiTransportOptions options;
+      options.timeout = j.timeout;
+      j.mpi_transport = std::make_unique<MpiTransport>(MPI_COMM_WORLD, options);
+    }
     return *j.mpi_transport;
   }
 #endif
-  if (!j.alone) j.alone = std::make_unique<InProcessGroup>(1);
+  if (!j.alone) j.alone = std::make_unique<InProcessGroup>(1, j.timeout);
   return j.alone->transport(0);
+}
+
+std::chrono::milliseconds job_timeout() { return job().timeout; }
+
+void set_job_timeout(std::chrono::milliseconds timeout) {
+  Job& j = job();
+  j.timeout = timeout;
+#if RESHARD_WITH_MPI
+  if (j.mpi_transport) j.mpi_transport->set_timeout(timeout);
+#endif
+  if (j.alone) j.alone->transport(0).set_timeout(timeout);
+}
+
+void add_timeout_option(CLI::App& command) {
+  command
+      .add_option_function<double>(
+          "--timeout",
+          [](double seconds) {
+            set_job_timeout(std::chrono::milliseconds(static_cast<int64_t>(std::ceil(seconds * 1000))));
+          },
+          "Seconds a peer may stay silent (dead, hung, unreachable) before the job fails naming it; a peer "
+          "that is alive but slow is waited for (default 60)")
+      ->check(CLI::Range(0.001, 1e9));
 }
 
 int finish_job(int exit_code) {

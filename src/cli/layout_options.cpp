@@ -1,4 +1,4 @@
-#include "reshard/cli/layout_options.h"
+#include "cli/layout_options.h"
 
 #include <algorithm>
 

@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "reshard/cli/commands.h"
-#include "reshard/cli/progress.h"
+#include "cli/commands.h"
+#include "cli/progress.h"
 #include "reshard/formats/model_files.h"
 #include "reshard/formats/tensor_stream.h"
 #include "reshard/layout/error.h"

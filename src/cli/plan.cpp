@@ -6,9 +6,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "reshard/cli/commands.h"
-#include "reshard/cli/job.h"
-#include "reshard/cli/layout_options.h"
+#include "cli/commands.h"
+#include "cli/job.h"
+#include "cli/layout_options.h"
 #include "reshard/layout/error.h"
 #include "reshard/layout/parse.h"
 #include "reshard/plan/planner.h"

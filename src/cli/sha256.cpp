@@ -1,4 +1,4 @@
-#include "reshard/cli/sha256.h"
+#include "cli/sha256.h"
 
 #include <openssl/evp.h>
 

@@ -1,4 +1,4 @@
-#include "reshard/cli/sharding_picture.h"
+#include "cli/sharding_picture.h"
 
 #include <algorithm>
 #include <cmath>

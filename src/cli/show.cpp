@@ -10,10 +10,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "reshard/cli/commands.h"
-#include "reshard/cli/job.h"
-#include "reshard/cli/layout_options.h"
-#include "reshard/cli/sharding_picture.h"
+#include "cli/commands.h"
+#include "cli/job.h"
+#include "cli/layout_options.h"
+#include "cli/sharding_picture.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::cli {

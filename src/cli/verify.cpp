@@ -7,8 +7,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "reshard/cli/commands.h"
-#include "reshard/cli/progress.h"
+#include "cli/commands.h"
+#include "cli/progress.h"
 #include "reshard/formats/checkpoint_reader.h"
 #include "reshard/formats/model_files.h"
 #include "reshard/formats/tensor_stream.h"

@@ -2,7 +2,11 @@
 
 #include <new>
 
+#include <fmt/format.h>
+
 #include <sys/mman.h>
+
+#include "reshard/layout/error.h"
 
 namespace reshard {
 namespace {
@@ -29,14 +33,30 @@ Buffer Buffer::allocate(size_t size) {
     // Advice only: without huge pages the buffer works the same, more slowly.
     (void)madvise(raw, size - size % kHugePage, MADV_HUGEPAGE);
   }
-  return Buffer(std::shared_ptr<std::byte[]>(raw, AlignedDelete{alignment}), size);
+  std::shared_ptr<std::byte[]> owner(raw, AlignedDelete{alignment});
+  return Buffer(std::move(owner), raw, size, true);
 }
 
-Buffer Buffer::borrow(std::span<const std::byte> bytes) {
-  // The aliasing constructor with no owner: a non-owning pointer. The const_cast
-  // is safe by the documented contract that nothing writes through a borrow.
-  return Buffer(std::shared_ptr<std::byte[]>(std::shared_ptr<std::byte[]>(), const_cast<std::byte*>(bytes.data())),
-                bytes.size());
+Buffer Buffer::adopt(std::span<std::byte> bytes, std::shared_ptr<const void> owner) {
+  return Buffer(std::move(owner), bytes.data(), bytes.size(), true);
+}
+
+Buffer Buffer::adopt_read_only(std::span<const std::byte> bytes, std::shared_ptr<const void> owner) {
+  // Stored without const so that one pointer serves both kinds; data() hands
+  // it out writable only when `writable_` says so.
+  return Buffer(std::move(owner), const_cast<std::byte*>(bytes.data()), bytes.size(), false);
+}
+
+Buffer Buffer::borrow(std::span<const std::byte> bytes) { return adopt_read_only(bytes, nullptr); }
+
+std::byte* Buffer::data() {
+  if (!writable_) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("a read-only buffer of {} bytes cannot be written (it was adopted or borrowed "
+                            "read-only; copy it into Buffer::allocate to change it)",
+                            size_));
+  }
+  return data_;
 }
 
 }  // namespace reshard

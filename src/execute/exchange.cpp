@@ -1,5 +1,8 @@
 #include "exchange.h"
 
+#include <algorithm>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "box_copy.h"
@@ -28,6 +31,20 @@ std::byte* Exchange::dst_data(const MessagePiece& piece) const {
   return moves_[piece.array].dst->mutable_shard(transfer_of(piece).dst).buffer.data();
 }
 
+std::shared_ptr<const void> Exchange::owner_of(const Message& m, bool sending) const {
+  std::vector<std::shared_ptr<const void>> owners;
+  for (const MessagePiece& piece : m.pieces) {
+    const Transfer& t = transfer_of(piece);
+    const ArrayMove& move = moves_[piece.array];
+    const std::shared_ptr<const void>& owner =
+        sending ? move.src->shard(t.src).buffer.owner() : move.dst->shard(t.dst).buffer.owner();
+    if (std::find(owners.begin(), owners.end(), owner) == owners.end()) owners.push_back(owner);
+  }
+  if (owners.size() == 1) return owners.front();
+  // Pieces of several shards: one owner that keeps them all.
+  return std::make_shared<const std::vector<std::shared_ptr<const void>>>(std::move(owners));
+}
+
 BoxCopy Exchange::send_copy(const MessagePiece& piece) const {
   const Transfer& t = transfer_of(piece);
   const ShardedArray& src = *moves_[piece.array].src;
@@ -48,9 +65,13 @@ void Exchange::post_sends() {
     for (const MessagePiece& piece : m.pieces) send_copy(piece).src_runs(src_data(piece), piece.begin, piece.end, runs);
     Pending pending{&m, nullptr};
     const Tag tag = base_ + m.index;
-    // One run goes straight from the shard; several are gathered by the transport.
-    pending.request = runs.size() == 1 ? transport_.isend(m.dst_process, tag, {runs[0].data, runs[0].size})
-                                       : transport_.isend_gather(m.dst_process, tag, runs);
+    // The request shares the shards' owner: if the exchange fails, a transport
+    // still holding the bytes keeps them alive. One run goes straight from the
+    // shard; several are gathered by the transport.
+    std::shared_ptr<const void> owner = owner_of(m, /*sending=*/true);
+    pending.request = runs.size() == 1
+                          ? transport_.isend_owned(m.dst_process, tag, {runs[0].data, runs[0].size}, std::move(owner))
+                          : transport_.isend_gather(m.dst_process, tag, runs, std::move(owner));
     send_bytes_in_flight_ += m.bytes;
     sends_.push_back(std::move(pending));
   }
@@ -64,8 +85,10 @@ void Exchange::post_receives() {
     for (const MessagePiece& piece : m.pieces) receive_copy(piece).dst_runs(dst_data(piece), piece.begin, piece.end, runs);
     Pending pending{&m, nullptr};
     const Tag tag = base_ + m.index;
-    pending.request = runs.size() == 1 ? transport_.irecv(m.src_process, tag, {runs[0].data, runs[0].size})
-                                       : transport_.irecv_scatter(m.src_process, tag, runs);
+    std::shared_ptr<const void> owner = owner_of(m, /*sending=*/false);
+    pending.request = runs.size() == 1
+                          ? transport_.irecv_owned(m.src_process, tag, {runs[0].data, runs[0].size}, std::move(owner))
+                          : transport_.irecv_scatter(m.src_process, tag, runs, std::move(owner));
     receive_bytes_in_flight_ += m.bytes;
     receives_.push_back(std::move(pending));
   }
@@ -89,6 +112,9 @@ void Exchange::finish_oldest(ExecuteStats& stats) {
     stats.bytes_received += bytes;
     ++stats.messages_received;
   }
+  // The request goes first: a staging buffer of the transport's (gather,
+  // scatter) goes back to its cache only once nothing else holds it.
+  oldest.request.reset();
   queue.pop_front();
 }
 

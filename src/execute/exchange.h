@@ -41,6 +41,8 @@ class Exchange {
   const Transfer& transfer_of(const MessagePiece& piece) const;
   const std::byte* src_data(const MessagePiece& piece) const;
   std::byte* dst_data(const MessagePiece& piece) const;
+  // What keeps the memory of the message's pieces alive (their shards' owners).
+  std::shared_ptr<const void> owner_of(const Message& m, bool sending) const;
   BoxCopy send_copy(const MessagePiece& piece) const;
   BoxCopy receive_copy(const MessagePiece& piece) const;
 

@@ -39,6 +39,7 @@ void check_inputs(const ArrayMove& move, const Transport& transport) {
   }
   check_array(*move.src, key.src, key, "source");
   check_array(*move.dst, key.dst, key, "target");
+  move.dst->check_writable();
 }
 
 // FNV-1a over everything the message schedule depends on.

@@ -134,6 +134,16 @@ std::span<const std::byte> ShardedArray::element(DeviceId device, std::span<cons
   return s.buffer.bytes().subspan(offset * element_bytes_, element_bytes_);
 }
 
+void ShardedArray::check_writable() const {
+  for (const Shard& s : shards_) {
+    if (!s.buffer.writable()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("process {}: the shard of device {} is read-only and cannot be a destination",
+                              process_, s.device));
+    }
+  }
+}
+
 ShardedArray ShardedArray::in_topology(Topology topology) const {
   return ShardedArray(shape_, dtype_, sharding_, std::move(topology), process_, shards_);
 }

@@ -1,4 +1,4 @@
-// Transport's default gather and scatter: pack into, or unpack from, one staging buffer.
+// Transport's defaults: owned calls forward to the plain ones; gather and scatter pack into, or unpack from, one staging buffer.
 #include "reshard/execute/transport.h"
 
 #include <cstring>
@@ -29,7 +29,8 @@ class StagedRequest final : public Request {
       : staging_(std::move(staging)), scatter_to_(std::move(scatter_to)) {}
   ~StagedRequest() override {
     inner.reset();
-    // A request that failed may leave its buffer to the transport: not reused.
+    // A request that failed may leave its buffer (a share of its owner) to
+    // the transport: not reused, freed once the transport lets go.
     if (done_) StagingCache::for_process().give_back(std::move(staging_));
   }
   StagedRequest(const StagedRequest&) = delete;
@@ -67,7 +68,22 @@ class StagedRequest final : public Request {
 
 }  // namespace
 
-std::unique_ptr<Request> Transport::isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs) {
+// A transport that never touches a span after its request ends has no use
+// for the owner: the plain calls are already safe.
+std::unique_ptr<Request> Transport::isend_owned(int peer, Tag tag, std::span<const std::byte> data,
+                                                std::shared_ptr<const void> /*owner*/) {
+  return isend(peer, tag, data);
+}
+
+std::unique_ptr<Request> Transport::irecv_owned(int peer, Tag tag, std::span<std::byte> data,
+                                                std::shared_ptr<const void> /*owner*/) {
+  return irecv(peer, tag, data);
+}
+
+// The runs are copied into (out of) the staging buffer, which is all the
+// transport touches: its owner, not the runs', goes with the request.
+std::unique_ptr<Request> Transport::isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs,
+                                                 std::shared_ptr<const void> /*owner*/) {
   auto request = std::make_unique<StagedRequest>(StagingCache::for_process().take(total_bytes(runs)),
                                                  std::vector<ByteRun>{});
   std::byte* out = request->staging().data();
@@ -75,14 +91,16 @@ std::unique_ptr<Request> Transport::isend_gather(int peer, Tag tag, std::span<co
     if (run.size > 0) std::memcpy(out, run.data, run.size);
     out += run.size;
   }
-  request->inner = isend(peer, tag, request->staging().bytes());
+  const Buffer& staging = request->staging();
+  request->inner = isend_owned(peer, tag, staging.bytes(), staging.owner());
   return request;
 }
 
-std::unique_ptr<Request> Transport::irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs) {
+std::unique_ptr<Request> Transport::irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,
+                                                  std::shared_ptr<const void> /*owner*/) {
   auto request = std::make_unique<StagedRequest>(StagingCache::for_process().take(total_bytes(runs)),
                                                  std::vector<ByteRun>(runs.begin(), runs.end()));
-  request->inner = irecv(peer, tag, request->staging().bytes());
+  request->inner = irecv_owned(peer, tag, request->staging().bytes(), request->staging().owner());
   return request;
 }
 

@@ -1,8 +1,11 @@
 // A failing process must make the others stop with an error, soon, never hang.
+#include <algorithm>
 #include <chrono>
+#include <thread>
 
 #include <gtest/gtest.h>
 
+#include "execute/support/faulty_transport.h"
 #include "execute/support/rank_threads.h"
 #include "execute/support/reference_arrays.h"
 #include "reshard/execute/operations.h"
@@ -14,35 +17,7 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-// Forwards to another transport, but throws on the send after `sends_before_fault`.
-class FaultyTransport final : public Transport {
- public:
-  FaultyTransport(Transport& inner, int sends_before_fault) : inner_(inner), sends_left_(sends_before_fault) {}
-
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
-  std::unique_ptr<Request> isend(int peer, Tag tag, std::span<const std::byte> data) override {
-    if (sends_left_-- == 0) throw Error(ErrorCode::kTransport, "injected fault mid-transfer");
-    return inner_.isend(peer, tag, data);
-  }
-  std::unique_ptr<Request> irecv(int peer, Tag tag, std::span<std::byte> data) override {
-    return inner_.irecv(peer, tag, data);
-  }
-  std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> local) override {
-    return inner_.all_gather(local);
-  }
-  void barrier() override { inner_.barrier(); }
-  bool all_equal(uint64_t value) override { return inner_.all_equal(value); }
-  TransportCounters counters() const override { return inner_.counters(); }
-  Tag begin_operation() override { return inner_.begin_operation(); }
-  void abort(std::string_view reason) noexcept override { inner_.abort(reason); }
-  void set_timeout(std::chrono::milliseconds timeout) override { inner_.set_timeout(timeout); }
-  std::chrono::milliseconds timeout() const override { return inner_.timeout(); }
-
- private:
-  Transport& inner_;
-  int sends_left_;
-};
+using testing::FaultyTransport;
 
 class Failures : public ::testing::Test {
  protected:
@@ -85,13 +60,14 @@ TEST_F(Failures, OneRankFailingMidTransferStopsTheOthersQuickly) {
   }
 }
 
-TEST_F(Failures, ARankThatNeverTurnsUpIsATimeoutNotAHang) {
+TEST_F(Failures, ARankThatLeavesWithoutTakingPartIsNamedAtOnce) {
   std::vector<ErrorCode> codes(2, ErrorCode::kInvalidArgument);
+  std::string message;
   const auto start = Clock::now();
   EXPECT_THROW(testing::run_ranks(
                    2,
                    [&](Transport& t) {
-                     if (t.rank() == 1) return;  // skips the collective operation
+                     if (t.rank() == 1) return;  // skips the collective operation: run_ranks has it leave
                      const Topology two = Topology::uniform(2, 2);
                      const NamedSharding src(Mesh({{"x", 2}}, {0, 1}), PartitionSpec({{"x"}}));
                      const NamedSharding dst(Mesh({{"x", 2}}, {1, 0}), PartitionSpec({{"x"}}));
@@ -99,13 +75,103 @@ TEST_F(Failures, ARankThatNeverTurnsUpIsATimeoutNotAHang) {
                        reshard_array(testing::reference_array({4, 4}, DType::kF32, src, two, 0, 1), dst, t);
                      } catch (const Error& e) {
                        codes[0] = e.code();
+                       message = e.what();
                        throw;
                      }
                    },
-                   300ms),
+                   30s),
                Error);
-  EXPECT_EQ(codes[0], ErrorCode::kTimeout);
-  EXPECT_LT(Clock::now() - start, 5s);
+  EXPECT_EQ(codes[0], ErrorCode::kPeerFailed) << message;
+  EXPECT_NE(message.find("process 1 left the job"), std::string::npos) << message;
+  EXPECT_LT(Clock::now() - start, 5s) << "waited out the 30 s bound for a rank known to be gone";
+}
+
+TEST_F(Failures, ASilentRankIsReportedWithinTheBoundNamingIt) {
+  // Rank 1 stops answering as a hung host would, mid-reshard: the others must
+  // give up on it after the bound (300 ms here), not wait forever.
+  InProcessGroup group(4, 300ms);
+  std::vector<ErrorCode> codes(4, ErrorCode::kInvalidArgument);
+  std::vector<std::string> messages(4);
+  std::vector<Clock::duration> waited(4);
+  ExecuteOptions options;
+  options.chunk_bytes = 512;
+  options.max_bytes_in_flight = 1024;
+  EXPECT_THROW(testing::run_ranks(group,
+                                  [&](Transport& t) {
+                                    const auto r = static_cast<size_t>(t.rank());
+                                    const ShardedArray a =
+                                        testing::reference_array(shape_, DType::kF32, rows_, topology_, t.rank(), 5);
+                                    // Hung, not failed: it tells nobody, for longer than the bound.
+                                    FaultyTransport hangs(t, t.rank() == 1 ? 2 : 1 << 30, [&] {
+                                      group.go_silent(1);
+                                      std::this_thread::sleep_for(1500ms);
+                                    });
+                                    const auto start = Clock::now();
+                                    try {
+                                      reshard_array(a, columns_, hangs, options);
+                                    } catch (const Error& e) {
+                                      waited[r] = Clock::now() - start;
+                                      codes[r] = e.code();
+                                      messages[r] = e.what();
+                                      throw;
+                                    }
+                                  }),
+               Error);
+  for (int r : {0, 2, 3}) {
+    const auto i = static_cast<size_t>(r);
+    // Rank 1's silence, or a peer that reported it first.
+    EXPECT_TRUE(codes[i] == ErrorCode::kTimeout || codes[i] == ErrorCode::kPeerFailed) << messages[i];
+    EXPECT_NE(messages[i].find("process 1"), std::string::npos) << messages[i];
+    EXPECT_LT(waited[i], 1400ms) << "rank " << r << " waited past the bound: " << messages[i];
+  }
+  const bool someone_timed_out = std::count(codes.begin(), codes.end(), ErrorCode::kTimeout) > 0;
+  EXPECT_TRUE(someone_timed_out) << messages[0];
+}
+
+TEST_F(Failures, ARankSlowerThanTheBoundIsWaitedFor) {
+  // The bound is 200 ms; rank 3 turns up 1 s late, alive all along.
+  testing::run_ranks(
+      4,
+      [&](Transport& t) {
+        const ShardedArray a = testing::reference_array(shape_, DType::kF32, rows_, topology_, t.rank(), 5);
+        if (t.rank() == 3) std::this_thread::sleep_for(1s);
+        const ShardedArray b = reshard_array(a, columns_, t);
+        EXPECT_TRUE(testing::matches_reference(b, 5));
+      },
+      200ms);
+}
+
+TEST_F(Failures, SurvivorsOfAFailureRunFurtherOperationsCleanly) {
+  // Rank 2 fails mid-exchange; every rank catches the error, and the job
+  // carries on with a new group: nothing from the failed exchange may touch
+  // the new one's buffers (the sanitizer build checks), and the results are right.
+  ExecuteOptions options;
+  options.chunk_bytes = 512;
+  options.max_bytes_in_flight = 1024;
+  std::vector<std::string> messages(4);
+  {
+    InProcessGroup failing(4, 30s);
+    testing::run_ranks(failing, [&](Transport& t) {
+      const ShardedArray a = testing::reference_array(shape_, DType::kF32, rows_, topology_, t.rank(), 5);
+      FaultyTransport faulty(t, t.rank() == 2 ? 3 : 1 << 30);
+      try {
+        reshard_array(a, columns_, faulty, options);
+        ADD_FAILURE() << "rank " << t.rank() << ": the exchange did not fail";
+      } catch (const Error& e) {
+        messages[static_cast<size_t>(t.rank())] = e.what();
+      }
+    });
+  }
+  for (int r : {0, 1, 3}) {
+    EXPECT_NE(messages[static_cast<size_t>(r)].find("process 2 failed"), std::string::npos)
+        << messages[static_cast<size_t>(r)];
+  }
+  testing::run_ranks(4, [&](Transport& t) {
+    for (const uint64_t salt : {uint64_t{7}, uint64_t{8}}) {
+      const ShardedArray a = testing::reference_array(shape_, DType::kF32, rows_, topology_, t.rank(), salt);
+      EXPECT_TRUE(testing::matches_reference(reshard_array(a, columns_, t, options), salt));
+    }
+  });
 }
 
 TEST_F(Failures, ProcessesRunningDifferentPlansFailInsteadOfMixingMessages) {

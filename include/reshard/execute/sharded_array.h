@@ -67,6 +67,10 @@ class ShardedArray {
   // must hold it; else Error(kInvalidArgument)).
   std::span<const std::byte> element(DeviceId device, std::span<const int64_t> global_index) const;
 
+  // Throws Error(kInvalidArgument) naming the first read-only shard, if any:
+  // what an operation writing into this array checks before it starts.
+  void check_writable() const;
+
   // The same array seen in another topology that has every device of this
   // one's mesh with the same owners (as the host-transfer plans use). The
   // shards are shared, not copied.

@@ -11,12 +11,16 @@
 
 namespace reshard {
 
-// A pending send or receive. Its buffer must stay alive until wait() returns.
+// A pending send or receive. Destroying it before it is done withdraws it: the
+// transport never touches the caller's span after that (it keeps the memory
+// of an owned request alive instead, or moved the bytes through its own).
 class Request {
  public:
   virtual ~Request() = default;
-  // Blocks until done; throws Error(kTimeout) past the transport's timeout and
-  // Error(kPeerFailed) if the peer is gone.
+  // Blocks (sleeping, not spinning) until done, for as long as the peer is
+  // alive however slow it is; throws Error(kPeerFailed) if the peer announced
+  // a failure or left, and Error(kTimeout) naming it if it has been silent
+  // for longer than the transport's timeout (dead, or its host unreachable).
   virtual void wait() = 0;
   // Non-blocking: true once done (and from then on).
   virtual bool test() = 0;
@@ -54,18 +58,34 @@ class Transport {
   virtual int rank() const = 0;
   virtual int size() const = 0;
 
-  // Starts a non-blocking send or receive of exactly `data.size()` bytes.
+  // Starts a non-blocking send or receive of exactly `data.size()` bytes. The
+  // span is used only while the request lives (a transport that could still
+  // touch it later moves the bytes through a copy of its own).
   virtual std::unique_ptr<Request> isend(int peer, Tag tag, std::span<const std::byte> data) = 0;
   virtual std::unique_ptr<Request> irecv(int peer, Tag tag, std::span<std::byte> data) = 0;
+
+  // The same for memory that `owner` keeps alive (Buffer::owner()): the
+  // transport holds a share of it until it is certain never to touch the
+  // memory again, which may be after the request ends (a failed transfer
+  // still in MPI's hands), so it can skip the copy. Null: as above.
+  virtual std::unique_ptr<Request> isend_owned(int peer, Tag tag, std::span<const std::byte> data,
+                                               std::shared_ptr<const void> owner);
+  virtual std::unique_ptr<Request> irecv_owned(int peer, Tag tag, std::span<std::byte> data,
+                                               std::shared_ptr<const void> owner);
 
   // Like isend/irecv of the runs' bytes concatenated (a strided box, say),
   // without packing them into one buffer first where the transport can (MPI:
   // a derived datatype). The runs' memory must stay alive until wait()
   // returns; the list itself is copied. The message must not share its
   // (peer, tag) with another pending one. By default the runs are packed into
-  // (unpacked from) a staging buffer around isend (irecv).
-  virtual std::unique_ptr<Request> isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs);
-  virtual std::unique_ptr<Request> irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs);
+  // (unpacked from) a staging buffer around isend_owned (irecv_owned), which
+  // keeps the staging buffer alive past a failure. `owner` keeps the runs'
+  // memory alive as for isend_owned; a transport handing the runs themselves
+  // to MPI does so only with an owner (null: it packs).
+  virtual std::unique_ptr<Request> isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs,
+                                                std::shared_ptr<const void> owner = nullptr);
+  virtual std::unique_ptr<Request> irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,
+                                                 std::shared_ptr<const void> owner = nullptr);
 
   // Collective: returns every process's `local` bytes, indexed by rank. The way
   // processes agree on small metadata (shapes, sizes, a failure flag).
@@ -93,7 +113,10 @@ class Transport {
   // when an operation fails part-way here; never throws.
   virtual void abort(std::string_view reason) noexcept = 0;
 
-  // How long any wait may block before it fails instead of hanging.
+  // The liveness bound: how long a peer may stay silent (dead, hung host,
+  // lost network) before waits on it fail with Error(kTimeout) naming it. A
+  // peer that is alive but slow is waited for however long it takes.
+  // Throws Error(kInvalidArgument) unless positive.
   virtual void set_timeout(std::chrono::milliseconds timeout) = 0;
   virtual std::chrono::milliseconds timeout() const = 0;
 

@@ -1,4 +1,4 @@
-#include "reshard/cli/bench_report.h"
+#include "cli/bench_report.h"
 
 namespace reshard::cli {
 

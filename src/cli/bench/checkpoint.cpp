@@ -17,8 +17,8 @@
 
 #include <fmt/format.h>
 
-#include "reshard/cli/bench_report.h"
-#include "reshard/cli/job.h"
+#include "cli/bench_report.h"
+#include "cli/job.h"
 #include "reshard/execute/transport.h"
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/checkpoint_restore.h"

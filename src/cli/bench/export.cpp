@@ -1,6 +1,6 @@
 // `reshard bench export`: the export figures of the issue. merge-lora's come
 // from src/cli/bench/merge_lora.cpp; the sharded export's join them here.
-#include "reshard/cli/bench_report.h"
+#include "cli/bench_report.h"
 
 namespace reshard::cli {
 

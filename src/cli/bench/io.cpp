@@ -22,7 +22,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "reshard/cli/bench_report.h"
+#include "cli/bench_report.h"
 #include "reshard/formats/safetensors_reader.h"
 #include "reshard/formats/safetensors_writer.h"
 #include "reshard/layout/error.h"

@@ -16,7 +16,7 @@
 
 #include <fmt/format.h>
 
-#include "reshard/cli/bench_report.h"
+#include "cli/bench_report.h"
 #include "reshard/formats/hf_folder_writer.h"
 #include "reshard/formats/safetensors_layout.h"
 #include "reshard/layout/error.h"

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "reshard/cli/bench_report.h"
+#include "cli/bench_report.h"
 #include "reshard/layout/error.h"
 #include "reshard/plan/plan_cache.h"
 #include "reshard/plan/planner.h"

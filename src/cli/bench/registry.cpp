@@ -1,6 +1,6 @@
-#include "reshard/cli/benchmarks.h"
+#include "cli/benchmarks.h"
 
-#include "reshard/cli/job.h"
+#include "cli/job.h"
 
 namespace reshard::cli {
 

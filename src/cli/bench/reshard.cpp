@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "reshard/cli/bench_report.h"
+#include "cli/bench_report.h"
 #include "bench_model.h"
 #include "execute/copy_bytes.h"
 #include "reshard/execute/in_process_transport.h"

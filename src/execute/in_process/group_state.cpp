@@ -7,14 +7,14 @@
 
 namespace reshard::in_process {
 
-using Clock = std::chrono::steady_clock;
-
 GroupState::GroupState(int size)
     : size_(size),
       bytes_sent_(static_cast<size_t>(size)),
       messages_sent_(static_cast<size_t>(size)),
       bytes_received_(static_cast<size_t>(size)),
-      messages_received_(static_cast<size_t>(size)) {}
+      messages_received_(static_cast<size_t>(size)),
+      left_(static_cast<size_t>(size), false),
+      silent_since_(static_cast<size_t>(size)) {}
 
 GroupState::Key GroupState::key_of(const Operation& op) {
   return op.is_send ? Key{op.rank, op.peer, op.tag} : Key{op.peer, op.rank, op.tag};
@@ -60,7 +60,7 @@ void GroupState::post(const std::shared_ptr<Operation>& op) {
 
 void GroupState::wait(Operation& op, std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
-  const auto deadline = Clock::now() + timeout;
+  const int peers[] = {op.peer};
   while (true) {
     switch (op.phase) {
       case Operation::Phase::kDone:
@@ -70,22 +70,25 @@ void GroupState::wait(Operation& op, std::chrono::milliseconds timeout) {
         changed_.wait(lock);
         break;
       case Operation::Phase::kPosted:
-        if (failure_ || Clock::now() >= deadline) {
+        if (auto error = peer_gone(op.rank, peers, timeout, describe(op))) {
           withdraw(op);
-          finish_with(op, failure_ ? failure_error() : timeout_error(op, timeout));
+          finish_with(op, std::move(*error));
           throw *op.error;
         }
-        changed_.wait_until(lock, deadline);
+        sleep_on(lock, peers, timeout);
         break;
     }
   }
 }
 
-bool GroupState::test(Operation& op) {
+bool GroupState::test(Operation& op, std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
-  if (op.phase == Operation::Phase::kPosted && failure_) {
-    withdraw(op);
-    finish_with(op, failure_error());
+  const int peers[] = {op.peer};
+  if (op.phase == Operation::Phase::kPosted) {
+    if (auto error = peer_gone(op.rank, peers, timeout, describe(op))) {
+      withdraw(op);
+      finish_with(op, std::move(*error));
+    }
   }
   if (op.phase != Operation::Phase::kDone) return false;
   if (op.error) throw *op.error;
@@ -118,17 +121,21 @@ std::vector<std::vector<std::byte>> GroupState::all_gather(int rank, uint64_t ge
   if (failure_) throw failure_error();
   Gathering& gathering = gatherings_[generation];  // map nodes stay put while others are added
   gathering.parts.resize(static_cast<size_t>(size_));
+  gathering.present.resize(static_cast<size_t>(size_), false);
   gathering.parts[static_cast<size_t>(rank)].assign(local.begin(), local.end());
+  gathering.present[static_cast<size_t>(rank)] = true;
   ++gathering.arrived;
   changed_.notify_all();
-  const bool complete = changed_.wait_for(lock, timeout, [&] { return gathering.arrived == size_ || failure_; });
-  if (gathering.arrived < size_) {
-    if (failure_) throw failure_error();
-    throw Error(ErrorCode::kTimeout,
-                fmt::format("process {}: all_gather {} timed out after {} ms with {} of {} processes arrived", rank,
-                            generation, timeout.count(), gathering.arrived, size_));
+  while (gathering.arrived < size_) {
+    std::vector<int> missing;
+    for (int r = 0; r < size_; ++r) {
+      if (!gathering.present[static_cast<size_t>(r)]) missing.push_back(r);
+    }
+    if (auto error = peer_gone(rank, missing, timeout, fmt::format("gathering metadata (all_gather {})", generation))) {
+      throw *error;
+    }
+    sleep_on(lock, missing, timeout);
   }
-  (void)complete;
   std::vector<std::vector<std::byte>> parts = gathering.parts;
   if (++gathering.left == size_) gatherings_.erase(generation);
   return parts;
@@ -140,15 +147,62 @@ void GroupState::mark_failed(int rank, std::string_view reason) {
   changed_.notify_all();
 }
 
-Error GroupState::failure_error() const {
-  return Error(ErrorCode::kPeerFailed, fmt::format("process {} failed: {}", failure_->first, failure_->second));
+void GroupState::leave(int rank) {
+  std::lock_guard lock(mutex_);
+  left_.at(static_cast<size_t>(rank)) = true;
+  changed_.notify_all();
 }
 
-Error GroupState::timeout_error(const Operation& op, std::chrono::milliseconds timeout) const {
-  return Error(ErrorCode::kTimeout,
-               fmt::format("process {}: {} {} process {} (tag {}, {} bytes) did not complete within {} ms",
-                           op.rank, op.is_send ? "send" : "receive", op.is_send ? "to" : "from", op.peer, op.tag,
-                           op.size, timeout.count()));
+void GroupState::go_silent(int rank) {
+  std::lock_guard lock(mutex_);
+  silent_since_.at(static_cast<size_t>(rank)) = Clock::now();
+  changed_.notify_all();
+}
+
+std::optional<Error> GroupState::peer_gone(int rank, std::span<const int> peers, std::chrono::milliseconds timeout,
+                                           const std::string& what) const {
+  if (failure_) return failure_error();
+  const auto now = Clock::now();
+  for (int peer : peers) {
+    const auto p = static_cast<size_t>(peer);
+    if (left_[p]) {
+      return Error(ErrorCode::kPeerFailed,
+                   fmt::format("process {} left the job while process {} was {}", peer, rank, what));
+    }
+    if (silent_since_[p] && now - *silent_since_[p] >= timeout) {
+      const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(now - *silent_since_[p]);
+      return Error(ErrorCode::kTimeout,
+                   fmt::format("process {}: process {} has been silent for {} ms (timeout {} ms) while {}: has it "
+                               "died or hung?",
+                               rank, peer, silent.count(), timeout.count(), what));
+    }
+  }
+  return std::nullopt;
+}
+
+void GroupState::sleep_on(std::unique_lock<std::mutex>& lock, std::span<const int> peers,
+                          std::chrono::milliseconds timeout) {
+  std::optional<Clock::time_point> deadline;
+  for (int peer : peers) {
+    if (const auto& since = silent_since_[static_cast<size_t>(peer)]) {
+      const Clock::time_point at = *since + timeout;
+      if (!deadline || at < *deadline) deadline = at;
+    }
+  }
+  if (deadline) {
+    changed_.wait_until(lock, *deadline);
+  } else {
+    changed_.wait(lock);
+  }
+}
+
+std::string GroupState::describe(const Operation& op) {
+  return fmt::format("{} {} bytes {} process {} (tag {})", op.is_send ? "sending" : "receiving", op.size,
+                     op.is_send ? "to" : "from", op.peer, op.tag);
+}
+
+Error GroupState::failure_error() const {
+  return Error(ErrorCode::kPeerFailed, fmt::format("process {} failed: {}", failure_->first, failure_->second));
 }
 
 void GroupState::count_delivery(const Operation& send, const Operation& recv) {

@@ -43,11 +43,13 @@ class GroupState {
   // Matches `op` against the other side's oldest unmatched operation with the
   // same (source, destination, tag), copying outside the lock; else queues it.
   void post(const std::shared_ptr<Operation>& op);
-  // Blocks until `op` is done. A posted op is withdrawn before throwing
-  // Error(kPeerFailed) or Error(kTimeout); its error is kept for later waits.
+  // Blocks until `op` is done, however long its peer takes while it is alive.
+  // A posted op is withdrawn before throwing Error(kPeerFailed) (a rank
+  // failed, or the peer left) or Error(kTimeout) (the peer has been silent
+  // for longer than `timeout`); its error is kept for later waits.
   void wait(Operation& op, std::chrono::milliseconds timeout);
   // Whether `op` is done; throws as wait() does if it failed.
-  bool test(Operation& op);
+  bool test(Operation& op, std::chrono::milliseconds timeout);
   // Withdraws a posted op, or waits for a copy in progress (a request's end).
   void release(Operation& op) noexcept;
 
@@ -57,6 +59,10 @@ class GroupState {
                                                  std::chrono::milliseconds timeout);
 
   void mark_failed(int rank, std::string_view reason);
+  // `rank` has stopped taking part: waits on it fail at once.
+  void leave(int rank);
+  // `rank` stops answering as a hung host would: waits on it time out.
+  void go_silent(int rank);
   uint64_t bytes_sent(int rank) const;
   uint64_t messages_sent(int rank) const;
   uint64_t bytes_received(int rank) const;
@@ -67,14 +73,23 @@ class GroupState {
   using Queue = std::map<Key, std::deque<std::shared_ptr<Operation>>>;
   struct Gathering {
     std::vector<std::vector<std::byte>> parts;
+    std::vector<bool> present;  // by rank: deposited its part
     int arrived = 0;
     int left = 0;
   };
+  using Clock = std::chrono::steady_clock;
 
   static Key key_of(const Operation& op);
   static void deliver(Operation& send, Operation& recv);
   Error failure_error() const;
-  Error timeout_error(const Operation& op, std::chrono::milliseconds timeout) const;
+  // Why waiting on `peers` is hopeless, if it is: a failure, a peer that
+  // left, or one silent for longer than `timeout`. `what` says what `rank` waits on.
+  std::optional<Error> peer_gone(int rank, std::span<const int> peers, std::chrono::milliseconds timeout,
+                                 const std::string& what) const;
+  // Sleeps until something changes, or until the first of `peers` that is
+  // silent has been silent for `timeout`.
+  void sleep_on(std::unique_lock<std::mutex>& lock, std::span<const int> peers, std::chrono::milliseconds timeout);
+  static std::string describe(const Operation& op);
   void withdraw(Operation& op);
   void finish_with(Operation& op, Error error);
   void count_delivery(const Operation& send, const Operation& recv);
@@ -90,6 +105,8 @@ class GroupState {
   std::vector<uint64_t> messages_sent_;
   std::vector<uint64_t> bytes_received_;
   std::vector<uint64_t> messages_received_;
+  std::vector<bool> left_;                                      // by rank
+  std::vector<std::optional<Clock::time_point>> silent_since_;  // by rank
 };
 
 }  // namespace reshard::in_process

@@ -22,7 +22,7 @@ class InProcessRequest final : public Request {
   InProcessRequest& operator=(const InProcessRequest&) = delete;
 
   void wait() override { group_->wait(*op_, timeout_); }
-  bool test() override { return group_->test(*op_); }
+  bool test() override { return group_->test(*op_, timeout_); }
 
  private:
   std::shared_ptr<GroupState> group_;
@@ -72,7 +72,12 @@ class InProcessTransport final : public Transport {
 
   void abort(std::string_view reason) noexcept override { group_->mark_failed(rank_, reason); }
 
-  void set_timeout(std::chrono::milliseconds timeout) override { timeout_ = timeout; }
+  void set_timeout(std::chrono::milliseconds timeout) override {
+    if (timeout.count() <= 0) {
+      throw Error(ErrorCode::kInvalidArgument, fmt::format("timeout {} ms must be positive", timeout.count()));
+    }
+    timeout_ = timeout;
+  }
   std::chrono::milliseconds timeout() const override { return timeout_; }
 
  private:
@@ -109,6 +114,10 @@ InProcessGroup::InProcessGroup(int size, std::chrono::milliseconds timeout) {
   if (size < 1) {
     throw Error(ErrorCode::kInvalidArgument, fmt::format("an in-process group needs at least 1 rank, not {}", size));
   }
+  if (timeout.count() <= 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("an in-process group's timeout must be positive, not {} ms", timeout.count()));
+  }
   state_ = std::make_shared<in_process::GroupState>(size);
   for (int rank = 0; rank < size; ++rank) {
     transports_.push_back(std::make_unique<in_process::InProcessTransport>(state_, rank, timeout));
@@ -120,13 +129,19 @@ InProcessGroup::~InProcessGroup() = default;
 int InProcessGroup::size() const { return state_->size(); }
 
 Transport& InProcessGroup::transport(int rank) {
-  if (rank < 0 || rank >= size()) {
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("rank {} is not in a group of {}", rank, size()));
-  }
-  return *transports_[static_cast<size_t>(rank)];
+  return *transports_[static_cast<size_t>(checked_rank(rank))];
 }
 
 void InProcessGroup::mark_failed(int rank, std::string_view reason) { state_->mark_failed(rank, reason); }
+void InProcessGroup::leave(int rank) { state_->leave(checked_rank(rank)); }
+void InProcessGroup::go_silent(int rank) { state_->go_silent(checked_rank(rank)); }
+
+int InProcessGroup::checked_rank(int rank) const {
+  if (rank < 0 || rank >= size()) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("rank {} is not in a group of {}", rank, size()));
+  }
+  return rank;
+}
 
 uint64_t InProcessGroup::bytes_sent(int rank) const { return state_->bytes_sent(rank); }
 uint64_t InProcessGroup::messages_sent(int rank) const { return state_->messages_sent(rank); }

@@ -8,13 +8,15 @@
 #include <fmt/ranges.h>
 
 #include "mpi_error.h"
+#include "orphans.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::mpi_detail {
 namespace {
 
 // One all-gather in progress. Lives on the heap: if the wait fails, MPI may
-// still write into the receive buffers, so they are kept until the job ends.
+// still read or write its buffers, so its pending requests go to Orphans,
+// each keeping the Gather alive until MPI is done with it.
 struct Gather {
   std::vector<std::vector<std::byte>> parts;
   std::vector<MPI_Request> sends;
@@ -24,16 +26,18 @@ struct Gather {
   explicit Gather(size_t size)
       : parts(size), sends(size, MPI_REQUEST_NULL), receives(size, MPI_REQUEST_NULL), matched(size, false) {}
 
-  // Frees whatever is still pending; the buffers stay with the Gather.
-  ~Gather() {
-    for (MPI_Request& r : sends) {
-      if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
-    }
-    for (MPI_Request& r : receives) {
-      if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+};
+
+// Leaves the gather's pending requests to Orphans, sharing the gather.
+void orphan_pending(const std::shared_ptr<Gather>& gather) noexcept {
+  for (auto* requests : {&gather->sends, &gather->receives}) {
+    for (MPI_Request& r : *requests) {
+      if (r == MPI_REQUEST_NULL) continue;
+      Orphans::instance().adopt(r, gather);
+      r = MPI_REQUEST_NULL;
     }
   }
-};
+}
 
 // Posts the receive of `peer`'s part once its message has arrived.
 bool try_match(Gather& gather, MPI_Comm comm, int tag, int peer) {
@@ -89,6 +93,19 @@ std::string missing_ranks(const Gather& gather, int self) {
   return fmt::format("gathering metadata, waiting for rank(s) {} to receive ours", fmt::join(not_receiving, ", "));
 }
 
+// The ranks a gather still needs something from.
+std::vector<int> awaited(const Gather& gather, int self) {
+  std::vector<int> peers;
+  for (int peer = 0; peer < static_cast<int>(gather.parts.size()); ++peer) {
+    const auto p = static_cast<size_t>(peer);
+    if (peer != self && (!gather.matched[p] || gather.receives[p] != MPI_REQUEST_NULL ||
+                         gather.sends[p] != MPI_REQUEST_NULL)) {
+      peers.push_back(peer);
+    }
+  }
+  return peers;
+}
+
 }  // namespace
 
 std::vector<std::vector<std::byte>> all_gather_bytes(ProgressEngine& engine, MPI_Comm comm, int tag, int size,
@@ -99,21 +116,24 @@ std::vector<std::vector<std::byte>> all_gather_bytes(ProgressEngine& engine, MPI
   }
   const int self = engine.rank();
   auto gather = std::make_shared<Gather>(static_cast<size_t>(size));
-  gather->parts[static_cast<size_t>(self)].assign(local.begin(), local.end());
-  {
-    auto guard = engine.lock();
-    for (int peer = 0; peer < size; ++peer) {
-      if (peer == self) continue;
-      // MPI_Isend does not write its buffer; the const_cast is for MPI-2 signatures.
-      check_mpi(MPI_Isend(const_cast<std::byte*>(local.data()), static_cast<int>(local.size()), MPI_BYTE, peer,
-                          tag, comm, &gather->sends[static_cast<size_t>(peer)]),
-                fmt::format("rank {}: sending metadata to rank {}", self, peer));
-    }
-  }
+  // Sent from the gather's copy, which outlives a failed wait; not from the caller's.
+  std::vector<std::byte>& mine = gather->parts[static_cast<size_t>(self)];
+  mine.assign(local.begin(), local.end());
   try {
-    engine.wait([&] { return gather_step(*gather, comm, tag, self); }, [&] { return missing_ranks(*gather, self); });
+    {
+      auto guard = engine.lock();
+      for (int peer = 0; peer < size; ++peer) {
+        if (peer == self) continue;
+        check_mpi(MPI_Isend(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, peer, tag, comm,
+                            &gather->sends[static_cast<size_t>(peer)]),
+                  fmt::format("rank {}: sending metadata to rank {}", self, peer));
+      }
+    }
+    engine.wait(WaitFor{[&] { return gather_step(*gather, comm, tag, self); },
+                        [&] { return missing_ranks(*gather, self); }, [&] { return awaited(*gather, self); }});
   } catch (...) {
-    engine.keep_alive(gather);
+    auto guard = engine.lock();
+    orphan_pending(gather);
     throw;
   }
   return std::move(gather->parts);

@@ -1,45 +1,50 @@
 #include "chunked_request.h"
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
-#include <chrono>
-#include <thread>
 
 #include <fmt/format.h>
 
 #include "mpi_error.h"
+#include "orphans.h"
 
 namespace reshard::mpi_detail {
-namespace {
-
-// How long a cancelled request waits for chunks already on the move.
-constexpr auto kCancelGrace = std::chrono::milliseconds(100);
-
-}  // namespace
 
 ChunkedRequest::ChunkedRequest(ProgressEngine& engine, ChunkedMessage message, size_t chunk_bytes)
-    : engine_(engine), message_(message), chunk_bytes_(chunk_bytes) {
+    : engine_(engine), message_(std::move(message)), chunk_bytes_(chunk_bytes) {
+  if (!message_.owner && message_.size > 0) {
+    // Nothing keeps the caller's bytes alive past this request, but MPI may
+    // hold a chunk past it: move the bytes through memory of our own.
+    auto copy = std::make_shared_for_overwrite<std::byte[]>(message_.size);
+    if (message_.direction == Direction::kSend) {
+      std::memcpy(copy.get(), message_.data, message_.size);
+    } else {
+      caller_data_ = message_.data;
+    }
+    message_.data = copy.get();
+    message_.owner = std::move(copy);
+  }
   engine_.add(this);
   advance();
 }
 
 ChunkedRequest::~ChunkedRequest() {
   auto guard = engine_.lock();
-  cancel_posted();
+  orphan_posted();
   engine_.remove(this);
 }
 
 void ChunkedRequest::wait() {
   uint64_t seen = completions_;
-  engine_.wait(
-      [&] {
-        throw_if_failed();
-        if (done()) return WaitStep::kDone;
-        const bool progressed = completions_ != seen;
-        seen = completions_;
-        return progressed ? WaitStep::kProgressed : WaitStep::kIdle;
-      },
-      [&] { return describe(); });
+  engine_.wait(WaitFor{[&] {
+                         throw_if_failed();
+                         if (done()) return WaitStep::kDone;
+                         const bool progressed = completions_ != seen;
+                         seen = completions_;
+                         return progressed ? WaitStep::kProgressed : WaitStep::kIdle;
+                       },
+                       [&] { return describe(); }, [&] { return std::vector<int>{message_.peer}; }});
 }
 
 bool ChunkedRequest::test() {
@@ -49,6 +54,8 @@ bool ChunkedRequest::test() {
   throw_if_failed();
   if (done()) return true;
   engine_.throw_if_peer_failed();
+  engine_.throw_if_peer_gone({message_.peer}, std::chrono::steady_clock::duration::zero(),
+                             [&] { return describe(); });
   return false;
 }
 
@@ -60,7 +67,7 @@ void ChunkedRequest::advance() {
     if (done()) engine_.count_completed(message_.direction == Direction::kSend, message_.size);
   } catch (const Error& e) {
     error_ = e.with_context(fmt::format("rank {}: {}", engine_.rank(), describe()));
-    cancel_posted();
+    orphan_posted();
   }
 }
 
@@ -74,6 +81,7 @@ void ChunkedRequest::complete_finished_chunks() {
     }
     check_mpi(code, fmt::format("bytes {}..{}", chunk.offset, chunk.offset + chunk.size));
     if (finished == 0) continue;
+    if (caller_data_ != nullptr) std::memcpy(caller_data_ + chunk.offset, message_.data + chunk.offset, chunk.size);
     ++completions_;
   }
   std::erase_if(posted_, [](const PostedChunk& chunk) { return chunk.request == MPI_REQUEST_NULL; });
@@ -134,27 +142,30 @@ std::optional<MPI_Message> ChunkedRequest::match_arrived_chunk(const PostedChunk
   // nor be matched by a later receive.
   auto stray = std::make_shared<std::vector<std::byte>>(static_cast<size_t>(std::max(count, 0)));
   MPI_Request drain = MPI_REQUEST_NULL;
-  if (MPI_Imrecv(stray->data(), count, MPI_BYTE, &message, &drain) == MPI_SUCCESS) MPI_Request_free(&drain);
-  engine_.keep_alive_locked(stray);
+  if (MPI_Imrecv(stray->data(), count, MPI_BYTE, &message, &drain) == MPI_SUCCESS) {
+    Orphans::instance().adopt(drain, std::move(stray));
+  }
   throw Error(ErrorCode::kTransport,
               fmt::format("bytes {}..{}: the sender sent {} bytes where {} were expected (do both sides agree on "
                           "the message size?)",
                           chunk.offset, chunk.offset + chunk.size, count, chunk.size));
 }
 
-void ChunkedRequest::cancel_posted() noexcept {
+void ChunkedRequest::orphan_posted() noexcept {
   // Posted chunks are matched (receives are posted only for messages that
-  // arrived) and moving bytes of a buffer the caller is about to free. Give
-  // them a moment to finish; past that they are abandoned to MPI, which is
-  // safe only because a failed job is about to end.
-  const auto deadline = std::chrono::steady_clock::now() + kCancelGrace;
+  // arrived) and moving bytes the request is about to let go of: MPI may
+  // still read or write them, so they stay alive until it is done.
   for (PostedChunk& chunk : posted_) {
+    if (chunk.request == MPI_REQUEST_NULL) continue;  // completed, budget given back
     int finished = 0;
-    while (chunk.request != MPI_REQUEST_NULL && std::chrono::steady_clock::now() < deadline) {
-      if (MPI_Test(&chunk.request, &finished, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
-      if (finished == 0) std::this_thread::yield();
+    if (MPI_Test(&chunk.request, &finished, MPI_STATUS_IGNORE) == MPI_SUCCESS && finished == 0) {
+      try {
+        Orphans::instance().adopt(chunk.request, message_.owner);
+      } catch (...) {
+        // Out of memory for the list: keep the bytes forever rather than free them under MPI.
+        new std::shared_ptr<const void>(message_.owner);
+      }
     }
-    if (chunk.request != MPI_REQUEST_NULL) MPI_Request_free(&chunk.request);
     engine_.give_back_budget(chunk.size);
   }
   posted_.clear();

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,10 @@ struct ChunkedMessage {
   int mpi_tag = 0;
   std::byte* data = nullptr;  // read-only for sends
   size_t size = 0;
+  // Keeps `data` alive while MPI may touch it; null when the caller keeps it
+  // alive only while the request lives (the request then moves the bytes
+  // through a copy of its own, which MPI may keep after a failure).
+  std::shared_ptr<const void> owner;
 };
 
 // Chunks go in order on one (communicator, peer, tag): MPI never lets
@@ -37,6 +42,10 @@ struct ChunkedMessage {
 // posted as earlier ones complete, within the engine's bytes-in-flight budget;
 // a request always keeps one chunk posted, so every request keeps moving
 // whatever the others hold.
+//
+// A request that ends (or fails) while chunks are still in MPI's hands
+// leaves them to Orphans with a share of the message's memory, so that
+// memory goes back only once MPI is done with it, whatever failed.
 class ChunkedRequest final : public Request {
  public:
   // Registers with the engine and posts the first chunks; the engine's lock
@@ -76,13 +85,15 @@ class ChunkedRequest final : public Request {
   // path overruns the buffer instead of reporting truncation. A message of
   // the wrong size throws Error(kTransport).
   std::optional<MPI_Message> match_arrived_chunk(const PostedChunk& chunk);
-  void cancel_posted() noexcept;
+  // Hands posted chunks MPI has not finished to Orphans.
+  void orphan_posted() noexcept;
   void throw_if_failed() const;
   // "receiving 4096 bytes from rank 2 (tag 7)"
   std::string describe() const;
 
   ProgressEngine& engine_;
   ChunkedMessage message_;
+  std::byte* caller_data_ = nullptr;  // where a received copy goes, when the request copies
   size_t chunk_bytes_;
   size_t next_offset_ = 0;
   bool posted_any_ = false;

@@ -7,7 +7,13 @@ namespace reshard::mpi_detail {
 
 // MPI_Comm_dup of the parent with MPI_ERRORS_RETURN, so that MPI errors on it
 // come back as codes to turn into typed errors instead of aborting the job.
-// Freed on destruction while MPI is still running. Collective to create.
+// Collective to create.
+//
+// Not freed on destruction but retired, and freed only by free_retired()
+// before MPI_Finalize: peers may still have messages on their way to it (a
+// heartbeat, the rest of a failed transfer), and once freed, MPI may give
+// its context id to a new communicator, into which those stale messages
+// would then be delivered. A few communicators per transport are kept.
 class Communicator {
  public:
   // Throws Error(kTransport) if MPI fails.
@@ -19,6 +25,8 @@ class Communicator {
   Communicator& operator=(const Communicator&) = delete;
 
   MPI_Comm get() const { return comm_; }
+  // Frees every retired communicator; MpiSession calls it before MPI_Finalize.
+  static void free_retired() noexcept;
   int rank() const;
   int size() const;
 

@@ -1,7 +1,7 @@
 #include "failure_channel.h"
 
-#include <thread>
 
+#include "orphans.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::mpi_detail {
@@ -15,35 +15,33 @@ constexpr auto kPollInterval = std::chrono::milliseconds(1);
 
 FailureChannel::~FailureChannel() {
   for (MPI_Request& request : sends_) {
-    if (request != MPI_REQUEST_NULL) MPI_Request_free(&request);
+    if (request != MPI_REQUEST_NULL) Orphans::instance().adopt(request, outgoing_);
   }
 }
 
-void FailureChannel::announce(std::string_view message, std::chrono::milliseconds patience,
-                              std::chrono::milliseconds linger) noexcept {
+void FailureChannel::post(std::string_view message) noexcept {
   if (!sends_.empty() || size_ == 1) return;  // announced already, or nobody to tell
   try {
-    outgoing_ = std::string(message.substr(0, kMaxMessageBytes));
+    outgoing_ = std::make_shared<const std::string>(message.substr(0, kMaxMessageBytes));
     for (int peer = 0; peer < size_; ++peer) {
       if (peer == rank_) continue;
       MPI_Request request = MPI_REQUEST_NULL;
-      if (MPI_Isend(outgoing_.data(), static_cast<int>(outgoing_.size()), MPI_BYTE, peer, kFailureTag, comm_,
+      if (MPI_Isend(outgoing_->data(), static_cast<int>(outgoing_->size()), MPI_BYTE, peer, kFailureTag, comm_,
                     &request) == MPI_SUCCESS) {
         sends_.push_back(request);
       }
     }
-    const auto deadline = std::chrono::steady_clock::now() + patience;
-    int done = 0;
-    while (done == 0 && std::chrono::steady_clock::now() < deadline) {
-      if (MPI_Testall(static_cast<int>(sends_.size()), sends_.data(), &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS) {
-        return;
-      }
-      std::this_thread::yield();
-    }
-    std::this_thread::sleep_for(linger);
   } catch (...) {
     // Announcing is a courtesy on the way out; never let it mask the failure.
   }
+}
+
+bool FailureChannel::posted_all_out() noexcept {
+  int done = 0;
+  if (MPI_Testall(static_cast<int>(sends_.size()), sends_.data(), &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS) {
+    return true;  // nothing more will come of them
+  }
+  return done != 0;
 }
 
 const std::optional<PeerFailure>& FailureChannel::poll() {

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,16 +23,16 @@ struct PeerFailure {
 class FailureChannel {
  public:
   FailureChannel(MPI_Comm comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {}
+  // Notices still on their way are left to Orphans, with their text.
   ~FailureChannel();
   FailureChannel(const FailureChannel&) = delete;
   FailureChannel& operator=(const FailureChannel&) = delete;
 
-  // Sends `message` to every peer, waits at most `patience` until the sends
-  // are out, then lingers `linger` so that the peers, which poll for notices
-  // every millisecond while they wait, can report it before the job is torn
-  // down. Best effort: errors are swallowed, the job is ending anyway.
-  void announce(std::string_view message, std::chrono::milliseconds patience,
-                std::chrono::milliseconds linger) noexcept;
+  // Starts sending `message` to every peer (once; later calls do nothing).
+  // Best effort: errors are swallowed, this rank is failing anyway.
+  void post(std::string_view message) noexcept;
+  // Whether every notice post() started has left.
+  bool posted_all_out() noexcept;
 
   // Reads a notice if one has arrived (checking at most once a millisecond,
   // probing costs time); returns the first failure ever seen.
@@ -42,7 +43,7 @@ class FailureChannel {
   int rank_;
   int size_;
   std::optional<PeerFailure> failure_;
-  std::string outgoing_;
+  std::shared_ptr<const std::string> outgoing_;  // shared with sends still in MPI's hands
   std::vector<MPI_Request> sends_;
   std::chrono::steady_clock::time_point next_poll_{};
 };

@@ -2,10 +2,17 @@
 
 #include <mpi.h>
 
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <iostream>
 
+#include <fmt/format.h>
+
+#include "communicator.h"
 #include "mpi_error.h"
+#include "orphans.h"
+#include "reshard/layout/error.h"
 
 namespace reshard {
 namespace {
@@ -14,6 +21,8 @@ namespace {
 // (PMI), Slurm's srun with PMI-2 or PMIx, MVAPICH.
 constexpr const char* kLauncherVariables[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK",
                                               "MV2_COMM_WORLD_SIZE"};
+
+std::atomic<int64_t> g_peer_timeout_ms{60'000};
 
 bool mpi_initialized() {
   int initialized = 0;
@@ -37,7 +46,12 @@ bool launched_by_mpi() {
   return false;
 }
 
-MpiSession::MpiSession() {
+MpiSession::MpiSession(MpiSessionOptions options) {
+  if (options.peer_timeout.count() <= 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("MPI session: peer_timeout {} ms must be positive", options.peer_timeout.count()));
+  }
+  g_peer_timeout_ms.store(options.peer_timeout.count());
   if (mpi_initialized()) {
     mpi_detail::check_mpi(MPI_Query_thread(&thread_level_), "querying MPI's thread level");
     return;
@@ -48,7 +62,16 @@ MpiSession::MpiSession() {
 }
 
 MpiSession::~MpiSession() {
-  if (owns_ && !mpi_finalized()) MPI_Finalize();
+  if (!owns_ || mpi_finalized()) return;
+  // What failed transfers left behind: MPI may still complete some of it.
+  mpi_detail::Orphans::instance().cancel_all(std::chrono::milliseconds(100));
+  mpi_detail::Communicator::free_retired();
+  MPI_Finalize();
+  mpi_detail::Orphans::instance().forget_all();
+}
+
+std::chrono::milliseconds MpiSession::peer_timeout() {
+  return std::chrono::milliseconds(g_peer_timeout_ms.load());
 }
 
 int MpiSession::world_rank() {

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <condition_variable>
+#include <mutex>
+#include <stop_token>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -12,7 +16,9 @@
 #include "communicator.h"
 #include "mpi_error.h"
 #include "nonblocking_collective.h"
+#include "orphans.h"
 #include "progress_engine.h"
+#include "reshard/execute/mpi/mpi_session.h"
 #include "tag_map.h"
 #include "typed_request.h"
 #include "reshard/layout/error.h"
@@ -33,15 +39,20 @@ int mpi_tag_ub() {
 // The shortest average run worth a derived datatype.
 constexpr size_t kMinTypedRunBytes = 64;
 
-void validate(const MpiTransportOptions& options) {
+// The options with the session's timeout filled in where they leave it to it.
+MpiTransportOptions validated(MpiTransportOptions options) {
+  if (options.timeout.count() == 0) options.timeout = MpiSession::peer_timeout();
   if (options.chunk_bytes == 0 || options.max_bytes_in_flight == 0 || options.concurrent_operations == 0 ||
-      options.timeout.count() <= 0) {
+      options.timeout.count() < 0 || options.max_message_bytes == 0 ||
+      options.max_message_bytes > static_cast<size_t>(INT_MAX)) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("MPI transport options: chunk_bytes ({}), max_bytes_in_flight ({}), "
-                            "concurrent_operations ({}) and timeout ({} ms) must all be positive",
+                            "concurrent_operations ({}) and timeout ({} ms) must all be positive, and "
+                            "max_message_bytes ({}) between 1 and INT_MAX",
                             options.chunk_bytes, options.max_bytes_in_flight, options.concurrent_operations,
-                            options.timeout.count()));
+                            options.timeout.count(), options.max_message_bytes));
   }
+  return options;
 }
 
 void require_mpi_initialized() {
@@ -54,14 +65,42 @@ void require_mpi_initialized() {
   }
 }
 
+// Takes every message that arrived on `comm` and was never received (a failed
+// operation's, or beats and notices not read) off the wire, so that its
+// senders' requests can complete and MPI holds no stray message for it.
+void drain_unreceived(MPI_Comm comm) noexcept {
+  try {
+    while (true) {
+      int arrived = 0;
+      MPI_Message message = MPI_MESSAGE_NULL;
+      MPI_Status status;
+      if (MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &arrived, &message, &status) != MPI_SUCCESS ||
+          arrived == 0) {
+        return;
+      }
+      int count = 0;
+      MPI_Get_count(&status, MPI_BYTE, &count);
+      auto sink = std::make_shared<std::vector<std::byte>>(static_cast<size_t>(std::max(count, 0)));
+      MPI_Request request = MPI_REQUEST_NULL;
+      if (MPI_Imrecv(sink->data(), count, MPI_BYTE, &message, &request) == MPI_SUCCESS) {
+        mpi_detail::Orphans::instance().adopt(request, std::move(sink));
+      }
+    }
+  } catch (...) {
+    // Out of memory on the way out: the rest stays with MPI.
+  }
+}
+
 }  // namespace
 
-// The communicators (failure notices, collectives, and the tag ring's data
-// communicators), the tag map and the progress engine. Members are destroyed
-// in reverse, so the engine goes before the communicators it uses.
+// The communicators (failure notices, heartbeats, collectives, and the tag
+// ring's data communicators), the tag map, the progress engine and the
+// heartbeat thread. Members are destroyed in reverse: the thread stops
+// first, and the engine goes before the communicators it uses.
 struct MpiTransport::State {
   MpiTransportOptions options;
   mpi_detail::Communicator control;
+  mpi_detail::Communicator heartbeat_comm;
   mpi_detail::Communicator collective;
   std::vector<mpi_detail::Communicator> data;
   int rank = 0;
@@ -71,16 +110,52 @@ struct MpiTransport::State {
   mpi_detail::ProgressEngine engine;
   std::atomic<uint64_t> next_operation{0};
   uint64_t next_collective = 0;
+  std::mutex beat_mutex;
+  std::condition_variable_any beat_wakeup;
+  std::jthread beating;
 
   State(MPI_Comm parent, MpiTransportOptions opts)
-      : options(opts), control(parent), collective(parent), rank(control.rank()), size(control.size()),
-        tag_ub(mpi_tag_ub()), tags(tag_ub, options.concurrent_operations),
-        engine(rank, size, control.get(), options.max_bytes_in_flight, options.timeout) {
+      : options(opts), control(parent), heartbeat_comm(parent), collective(parent), rank(control.rank()),
+        size(control.size()), tag_ub(mpi_tag_ub()), tags(tag_ub, options.concurrent_operations),
+        engine(rank, size, control.get(), heartbeat_comm.get(), options.max_bytes_in_flight, options.timeout) {
     data.reserve(tags.num_communicators());
     for (size_t i = 0; i < tags.num_communicators(); ++i) data.emplace_back(parent);
+    // The thread makes MPI calls beside the caller's: only MPI_THREAD_MULTIPLE
+    // allows that. Without it, ranks beat only while they wait in this
+    // transport, so a rank busy elsewhere for longer than the timeout looks dead.
+    int level = MPI_THREAD_SINGLE;
+    check_mpi(MPI_Query_thread(&level), "querying MPI's thread level");
+    if (size > 1 && level == MPI_THREAD_MULTIPLE) {
+      beating = std::jthread([this](std::stop_token stop) { beat_until(stop); });
+    }
   }
 
-  size_t chunk_bytes() const { return std::min(options.chunk_bytes, static_cast<size_t>(INT_MAX)); }
+  ~State() {
+    if (beating.joinable()) {
+      beating.request_stop();
+      beating.join();
+    }
+    engine.say_goodbye();
+    auto guard = engine.lock();
+    for (const auto& comm : data) drain_unreceived(comm.get());
+    for (MPI_Comm comm : {collective.get(), control.get(), heartbeat_comm.get()}) drain_unreceived(comm);
+  }
+
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+
+  // A thread of its own, so that this rank beats while it is busy elsewhere.
+  void beat_until(const std::stop_token& stop) {
+    std::unique_lock guard(beat_mutex);
+    while (!stop.stop_requested()) {
+      guard.unlock();
+      engine.heartbeat();
+      guard.lock();
+      beat_wakeup.wait_for(guard, stop, mpi_detail::Heartbeats::kBeatPeriod, [] { return false; });
+    }
+  }
+
+  size_t chunk_bytes() const { return std::min(options.chunk_bytes, options.max_message_bytes); }
 
   void check_peer(int peer) const {
     if (peer < 0 || peer >= size) {
@@ -90,11 +165,11 @@ struct MpiTransport::State {
   }
 
   std::unique_ptr<Request> start(mpi_detail::Direction direction, int peer, Tag tag, std::byte* data_ptr,
-                                 size_t bytes) {
+                                 size_t bytes, std::shared_ptr<const void> owner) {
     check_peer(peer);
     const MpiTagSlot slot = tags.map(tag);
-    mpi_detail::ChunkedMessage message{direction, peer, tag, data[slot.communicator].get(), slot.tag, data_ptr,
-                                       bytes};
+    mpi_detail::ChunkedMessage message{direction, peer,  tag,   data[slot.communicator].get(), slot.tag, data_ptr,
+                                       bytes,     std::move(owner)};
     auto guard = engine.lock();
     engine.throw_if_aborted();
     return std::make_unique<mpi_detail::ChunkedRequest>(engine, message, chunk_bytes());
@@ -103,8 +178,10 @@ struct MpiTransport::State {
   // One message of a derived datatype over `runs`, or null when MPI's int
   // counts cannot describe it (the caller then packs).
   template <typename Run>
-  std::unique_ptr<Request> start_typed(bool is_send, int peer, Tag tag, std::span<const Run> runs) {
-    if (!options.derived_datatypes) return nullptr;
+  std::unique_ptr<Request> start_typed(bool is_send, int peer, Tag tag, std::span<const Run> runs,
+                                       std::shared_ptr<const void> owner) {
+    // Without an owner a failure could free the runs under MPI: pack instead.
+    if (!options.derived_datatypes || !owner) return nullptr;
     check_peer(peer);
     size_t bytes = 0;
     std::vector<MPI_Aint> addresses;
@@ -129,14 +206,13 @@ struct MpiTransport::State {
     auto guard = engine.lock();
     engine.throw_if_aborted();
     return std::make_unique<mpi_detail::TypedRequest>(engine, is_send, peer, tag, data[slot.communicator].get(),
-                                                      slot.tag, addresses, lengths, bytes);
+                                                      slot.tag, addresses, lengths, bytes, std::move(owner));
   }
 };
 
 MpiTransport::MpiTransport(MPI_Comm parent, MpiTransportOptions options) {
-  validate(options);
   require_mpi_initialized();
-  state_ = std::make_unique<State>(parent, options);
+  state_ = std::make_unique<State>(parent, validated(options));
 }
 
 MpiTransport::~MpiTransport() = default;
@@ -145,22 +221,35 @@ int MpiTransport::rank() const { return state_->rank; }
 int MpiTransport::size() const { return state_->size; }
 
 std::unique_ptr<Request> MpiTransport::isend(int peer, Tag tag, std::span<const std::byte> data) {
-  // The buffer is only read; ChunkedMessage holds one pointer for both ways.
-  return state_->start(mpi_detail::Direction::kSend, peer, tag, const_cast<std::byte*>(data.data()), data.size());
+  return isend_owned(peer, tag, data, nullptr);
 }
 
 std::unique_ptr<Request> MpiTransport::irecv(int peer, Tag tag, std::span<std::byte> data) {
-  return state_->start(mpi_detail::Direction::kReceive, peer, tag, data.data(), data.size());
+  return irecv_owned(peer, tag, data, nullptr);
 }
 
-std::unique_ptr<Request> MpiTransport::isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs) {
-  if (auto request = state_->start_typed(true, peer, tag, runs)) return request;
-  return Transport::isend_gather(peer, tag, runs);
+std::unique_ptr<Request> MpiTransport::isend_owned(int peer, Tag tag, std::span<const std::byte> data,
+                                                   std::shared_ptr<const void> owner) {
+  // The buffer is only read; ChunkedMessage holds one pointer for both ways.
+  return state_->start(mpi_detail::Direction::kSend, peer, tag, const_cast<std::byte*>(data.data()), data.size(),
+                       std::move(owner));
 }
 
-std::unique_ptr<Request> MpiTransport::irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs) {
-  if (auto request = state_->start_typed(false, peer, tag, runs)) return request;
-  return Transport::irecv_scatter(peer, tag, runs);
+std::unique_ptr<Request> MpiTransport::irecv_owned(int peer, Tag tag, std::span<std::byte> data,
+                                                   std::shared_ptr<const void> owner) {
+  return state_->start(mpi_detail::Direction::kReceive, peer, tag, data.data(), data.size(), std::move(owner));
+}
+
+std::unique_ptr<Request> MpiTransport::isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs,
+                                                    std::shared_ptr<const void> owner) {
+  if (auto request = state_->start_typed(true, peer, tag, runs, owner)) return request;
+  return Transport::isend_gather(peer, tag, runs, std::move(owner));
+}
+
+std::unique_ptr<Request> MpiTransport::irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,
+                                                     std::shared_ptr<const void> owner) {
+  if (auto request = state_->start_typed(false, peer, tag, runs, owner)) return request;
+  return Transport::irecv_scatter(peer, tag, runs, std::move(owner));
 }
 
 std::vector<std::vector<std::byte>> MpiTransport::all_gather(std::span<const std::byte> local) {

@@ -1,4 +1,4 @@
-// Barrier and agreement on MPI's own non-blocking collectives, polled so that deadlines hold.
+// Barrier and agreement on MPI's own non-blocking collectives, polled so that liveness rules hold.
 #pragma once
 
 #include <mpi.h>
@@ -10,9 +10,10 @@
 namespace reshard::mpi_detail {
 
 // MPI_Ibarrier on `comm`, waited on through `engine` (which keeps every other
-// request moving, reads failure notices and throws Error(kTimeout) when
-// nothing completes for the timeout). Every rank calls the collectives of one
-// communicator in the same order.
+// request moving, reads failure notices and heartbeats, and throws
+// Error(kTimeout) only once a peer has been silent for the timeout: slow
+// peers are waited for). Every rank calls the collectives of one communicator
+// in the same order.
 void barrier(ProgressEngine& engine, MPI_Comm comm);
 
 // Whether every rank passed the same `value`: one MPI_Iallreduce (MAX of the

@@ -6,20 +6,32 @@
 #include <fmt/format.h>
 
 #include "chunked_request.h"
+#include "orphans.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::mpi_detail {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 constexpr auto kAnnouncePatience = std::chrono::milliseconds(1000);
 constexpr auto kAnnounceLinger = std::chrono::milliseconds(250);
+// How long a wait on a peer that said goodbye goes on without progress
+// before it fails: messages it sent just before may still be on the way.
+constexpr auto kGoodbyeGrace = std::chrono::milliseconds(1000);
+// Idle looks sleep 10 us, doubling up to 1 ms: short waits stay fast, long
+// ones cost next to no CPU.
+constexpr auto kFirstSleep = std::chrono::microseconds(10);
+constexpr auto kLongestSleep = std::chrono::microseconds(1000);
+
+int64_t as_ms(Clock::duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
 
 }  // namespace
 
-ProgressEngine::ProgressEngine(int rank, int size, MPI_Comm control, size_t max_bytes_in_flight,
-                               std::chrono::milliseconds timeout)
-    : rank_(rank), failures_(control, rank, size), max_in_flight_(max_bytes_in_flight),
-      timeout_ms_(timeout.count()) {}
+ProgressEngine::ProgressEngine(int rank, int size, MPI_Comm control, MPI_Comm heartbeat,
+                               size_t max_bytes_in_flight, std::chrono::milliseconds timeout)
+    : rank_(rank), failures_(control, rank, size), heartbeats_(heartbeat, rank, size),
+      max_in_flight_(max_bytes_in_flight), timeout_ms_(timeout.count()) {}
 
 void ProgressEngine::add(ChunkedRequest* request) {
   // The latest pending request on the same channel posts first.
@@ -42,6 +54,11 @@ void ProgressEngine::remove(ChunkedRequest* request) {
 void ProgressEngine::progress() {
   for (ChunkedRequest* request : requests_) request->advance();
   failures_.poll();
+  // Waiting ranks beat too (rate-limited), in case there is no heartbeat thread.
+  const auto now = Clock::now();
+  heartbeats_.listen(now);
+  heartbeats_.beat(now);
+  Orphans::instance().reap();
 }
 
 void ProgressEngine::throw_if_aborted() const {
@@ -58,6 +75,24 @@ void ProgressEngine::throw_if_peer_failed() {
   }
 }
 
+void ProgressEngine::throw_if_peer_gone(const std::vector<int>& peers, Clock::duration idle,
+                                        const std::function<std::string()>& describe) {
+  const auto now = Clock::now();
+  for (int peer : peers) {
+    const auto silent = heartbeats_.silent_for(peer, now);
+    if (silent > timeout()) {
+      throw Error(ErrorCode::kTimeout,
+                  fmt::format("rank {}: rank {} has been silent for {} ms (timeout {} ms) while {}: has it died, "
+                              "hung, or lost its network?",
+                              rank_, peer, as_ms(silent), timeout().count(), describe()));
+    }
+    if (heartbeats_.left(peer) && idle > std::min<Clock::duration>(kGoodbyeGrace, timeout())) {
+      throw Error(ErrorCode::kPeerFailed,
+                  fmt::format("rank {}: rank {} closed its transport while {}", rank_, peer, describe()));
+    }
+  }
+}
+
 bool ProgressEngine::take_budget(size_t bytes, bool always) {
   if (!always && in_flight_ + bytes > max_in_flight_) return false;
   in_flight_ += bytes;
@@ -67,42 +102,69 @@ bool ProgressEngine::take_budget(size_t bytes, bool always) {
 
 void ProgressEngine::give_back_budget(size_t bytes) { in_flight_ -= std::min(bytes, in_flight_); }
 
-void ProgressEngine::wait(const std::function<WaitStep()>& step,
-                          const std::function<std::string()>& waiting_for) {
-  auto last_progress = std::chrono::steady_clock::now();
+void ProgressEngine::wait(const WaitFor& what) {
+  auto last_progress = Clock::now();
+  auto sleep = kFirstSleep;
   while (true) {
     {
       auto guard = lock();
       throw_if_aborted();
       progress();
-      const WaitStep result = step();
+      const WaitStep result = what.step();
       if (result == WaitStep::kDone) return;
       throw_if_peer_failed();
-      const auto now = std::chrono::steady_clock::now();
+      const auto now = Clock::now();
       if (result == WaitStep::kProgressed) {
         last_progress = now;
-      } else if (now - last_progress > timeout()) {
-        throw Error(ErrorCode::kTimeout,
-                    fmt::format("rank {}: no progress for {} ms while {} (has that rank failed or stopped?)",
-                                rank_, timeout().count(), waiting_for()));
+        sleep = kFirstSleep;
+        continue;
       }
+      throw_if_peer_gone(what.peers(), now - last_progress, what.describe);
     }
-    // Give the core away between looks: ranks often outnumber cores.
-    std::this_thread::yield();
+    std::this_thread::sleep_for(sleep);
+    sleep = std::min(sleep * 2, kLongestSleep);
   }
 }
 
-void ProgressEngine::keep_alive(std::shared_ptr<void> resource) {
-  auto guard = lock();
-  keep_alive_locked(std::move(resource));
+void ProgressEngine::heartbeat() {
+  {
+    auto guard = lock();
+    const auto now = Clock::now();
+    heartbeats_.listen(now);
+    heartbeats_.beat(now);
+    failures_.poll();
+  }
+  Orphans::instance().reap();
+}
+
+void ProgressEngine::say_goodbye() noexcept {
+  try {
+    auto guard = lock();
+    heartbeats_.say_goodbye();
+  } catch (...) {
+    // Locking failed on the way out: peers will notice the silence instead.
+  }
 }
 
 void ProgressEngine::abort(std::string_view reason) noexcept {
   try {
-    auto guard = lock();
-    if (aborted_) return;
-    aborted_ = std::string(reason);
-    failures_.announce(reason, kAnnouncePatience, kAnnounceLinger);
+    {
+      auto guard = lock();
+      if (aborted_) return;
+      aborted_ = std::string(reason);
+      failures_.post(reason);
+    }
+    const auto deadline = Clock::now() + kAnnouncePatience;
+    while (Clock::now() < deadline) {
+      {
+        auto guard = lock();
+        if (failures_.posted_all_out()) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    // Peers poll for notices every millisecond while they wait: give them
+    // the time to report it before a caller tears the job down.
+    std::this_thread::sleep_for(kAnnounceLinger);
   } catch (...) {
     // Locking or copying failed: nothing more can be done on the way out.
   }

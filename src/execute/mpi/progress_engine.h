@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "failure_channel.h"
+#include "heartbeats.h"
 #include "reshard/execute/transport.h"
 
 namespace reshard::mpi_detail {
@@ -23,24 +24,37 @@ class ChunkedRequest;
 // What one look at a wait's condition found.
 enum class WaitStep { kDone, kProgressed, kIdle };
 
+// What a wait is waiting for: the step that advances it, what it waits on
+// (for messages) and the peers it needs.
+struct WaitFor {
+  std::function<WaitStep()> step;
+  std::function<std::string()> describe;
+  std::function<std::vector<int>()> peers;
+};
+
 // MPI makes progress only inside MPI calls, and a chunked request posts its
 // next chunks only when someone looks at it. So every wait, whatever it waits
 // for, advances every pending request of the transport: a rank waiting on
 // one transfer still feeds the others its peers may be waiting on. One lock
 // serialises all MPI calls of the transport.
+//
+// Waiting is separate from liveness: a wait lasts as long as the peers it
+// needs are alive (Heartbeats), however slow they are, and sleeps with a
+// backoff between looks instead of spinning: ranks often outnumber cores.
 class ProgressEngine {
  public:
-  ProgressEngine(int rank, int size, MPI_Comm control, size_t max_bytes_in_flight,
+  // `control` carries failure notices, `heartbeat` the beats.
+  ProgressEngine(int rank, int size, MPI_Comm control, MPI_Comm heartbeat, size_t max_bytes_in_flight,
                  std::chrono::milliseconds timeout);
 
-  // Every call below except the accessors needs the lock held.
+  // Every call below except the accessors and abort needs the lock held.
   std::unique_lock<std::mutex> lock() { return std::unique_lock<std::mutex>(mutex_); }
 
   void add(ChunkedRequest* request);
   void remove(ChunkedRequest* request);
 
   // One round: every pending request completes and posts what it can, and
-  // failure notices from peers are read.
+  // failure notices and heartbeats from peers are read.
   void progress();
 
   // Throws Error(kPeerFailed) naming the failed rank once a peer has announced
@@ -48,23 +62,28 @@ class ProgressEngine {
   void throw_if_peer_failed();
   // Throws Error(kPeerFailed) if this rank aborted: nothing works after that.
   void throw_if_aborted() const;
+  // Throws Error(kTimeout) if one of `peers` has been silent for longer than
+  // the timeout, and Error(kPeerFailed) if one closed its transport and the
+  // wait has been idle for `idle` past a grace period.
+  void throw_if_peer_gone(const std::vector<int>& peers, std::chrono::steady_clock::duration idle,
+                          const std::function<std::string()>& describe);
 
   // Takes `bytes` of the in-flight budget if they fit, or unconditionally when
   // `always` (a request's first posted chunk). Returns whether taken.
   bool take_budget(size_t bytes, bool always);
   void give_back_budget(size_t bytes);
 
-  // Repeats lock + progress + `step` until `step` says done. Throws
-  // Error(kTimeout) once `step` has not progressed for the timeout, with
-  // `waiting_for()` saying what was awaited (and so which peer is missing).
-  void wait(const std::function<WaitStep()>& step, const std::function<std::string()>& waiting_for);
+  // Repeats lock + progress + `step` until it says done, sleeping between
+  // idle looks. Throws as throw_if_peer_failed and throw_if_peer_gone do.
+  void wait(const WaitFor& what);
 
-  // Keeps `resource` (buffers MPI may still write after a failed wait) alive
-  // as long as the engine. Takes the lock.
-  void keep_alive(std::shared_ptr<void> resource);
-  void keep_alive_locked(std::shared_ptr<void> resource) { kept_alive_.push_back(std::move(resource)); }
+  // The heartbeat thread's round: beats, reads beats, reaps orphans.
+  void heartbeat();
+  // Tells the peers this rank is closing the transport.
+  void say_goodbye() noexcept;
 
-  // Marks this rank failed and tells the peers (bounded in time).
+  // Marks this rank failed and tells the peers (bounded in time; the lock is
+  // taken only briefly, so heartbeats go on meanwhile). Takes the lock.
   void abort(std::string_view reason) noexcept;
 
   int rank() const { return rank_; }
@@ -86,8 +105,8 @@ class ProgressEngine {
   std::mutex mutex_;
   int rank_;
   std::vector<ChunkedRequest*> requests_;
-  std::vector<std::shared_ptr<void>> kept_alive_;
   FailureChannel failures_;
+  Heartbeats heartbeats_;
   std::optional<std::string> aborted_;  // this rank's own failure
   size_t max_in_flight_;
   size_t in_flight_ = 0;

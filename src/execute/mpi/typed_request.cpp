@@ -1,23 +1,26 @@
 #include "typed_request.h"
 
-#include <chrono>
-#include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "mpi_error.h"
+#include "orphans.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::mpi_detail {
-namespace {
-
-constexpr auto kCancelGrace = std::chrono::milliseconds(100);
-
-}  // namespace
 
 TypedRequest::TypedRequest(ProgressEngine& engine, bool is_send, int peer, Tag tag, MPI_Comm comm, int mpi_tag,
-                           const std::vector<MPI_Aint>& addresses, const std::vector<int>& lengths, size_t bytes)
-    : engine_(engine), is_send_(is_send), peer_(peer), tag_(tag), comm_(comm), mpi_tag_(mpi_tag), bytes_(bytes) {
+                           const std::vector<MPI_Aint>& addresses, const std::vector<int>& lengths, size_t bytes,
+                           std::shared_ptr<const void> owner)
+    : engine_(engine),
+      is_send_(is_send),
+      peer_(peer),
+      tag_(tag),
+      comm_(comm),
+      mpi_tag_(mpi_tag),
+      bytes_(bytes),
+      owner_(std::move(owner)) {
   check_mpi(MPI_Type_create_hindexed(static_cast<int>(lengths.size()), lengths.data(), addresses.data(), MPI_BYTE,
                                      &type_),
             "describing a gathered message");
@@ -30,15 +33,15 @@ TypedRequest::TypedRequest(ProgressEngine& engine, bool is_send, int peer, Tag t
 
 TypedRequest::~TypedRequest() {
   auto guard = engine_.lock();
-  // A request still moving bytes of buffers the caller is about to free gets a
-  // moment to finish; past that it is abandoned to MPI (a failed job ends).
-  const auto deadline = std::chrono::steady_clock::now() + kCancelGrace;
-  int finished = 0;
-  while (request_ != MPI_REQUEST_NULL && std::chrono::steady_clock::now() < deadline) {
-    if (MPI_Test(&request_, &finished, MPI_STATUS_IGNORE) != MPI_SUCCESS) break;
-    if (finished == 0) std::this_thread::yield();
+  // A message still in MPI's hands (a send its peer has not taken, a matched
+  // receive still arriving) goes to Orphans with a share of the runs' owner,
+  // so their memory outlives it. Freeing the datatype does not affect it.
+  if (request_ != MPI_REQUEST_NULL) {
+    int finished = 0;
+    if (MPI_Test(&request_, &finished, MPI_STATUS_IGNORE) == MPI_SUCCESS && finished == 0) {
+      Orphans::instance().adopt(request_, owner_);
+    }
   }
-  if (request_ != MPI_REQUEST_NULL) MPI_Request_free(&request_);
   if (type_ != MPI_DATATYPE_NULL) MPI_Type_free(&type_);
 }
 
@@ -69,7 +72,8 @@ bool TypedRequest::advance() {
 }
 
 void TypedRequest::wait() {
-  engine_.wait([&] { return advance() ? WaitStep::kDone : WaitStep::kIdle; }, [&] { return describe(); });
+  engine_.wait(WaitFor{[&] { return advance() ? WaitStep::kDone : WaitStep::kIdle; }, [&] { return describe(); },
+                       [&] { return std::vector<int>{peer_}; }});
 }
 
 bool TypedRequest::test() {
@@ -78,6 +82,7 @@ bool TypedRequest::test() {
   engine_.progress();
   if (advance()) return true;
   engine_.throw_if_peer_failed();
+  engine_.throw_if_peer_gone({peer_}, std::chrono::steady_clock::duration::zero(), [&] { return describe(); });
   return false;
 }
 

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,13 +17,16 @@ namespace reshard::mpi_detail {
 // (MPI_BOTTOM), so MPI moves the bytes between the runs and its own buffers
 // with no packing pass of ours. A receive is posted only once a message of
 // the expected size has arrived (MPI_Improbe, MPI_Imrecv), as ChunkedRequest
-// does. Each request drives itself when waited on or tested.
+// does. Each request drives itself when waited on or tested. `owner` keeps
+// the runs' memory alive; a request destroyed before MPI is done with it
+// leaves its MPI request to Orphans with a share of it.
 class TypedRequest final : public Request {
  public:
   // Under the engine's lock. `bytes` (the runs' total) and the number of runs
   // are at most INT_MAX; runs are at most INT_MAX bytes each.
   TypedRequest(ProgressEngine& engine, bool is_send, int peer, Tag tag, MPI_Comm comm, int mpi_tag,
-               const std::vector<MPI_Aint>& addresses, const std::vector<int>& lengths, size_t bytes);
+               const std::vector<MPI_Aint>& addresses, const std::vector<int>& lengths, size_t bytes,
+               std::shared_ptr<const void> owner);
   ~TypedRequest() override;
   TypedRequest(const TypedRequest&) = delete;
   TypedRequest& operator=(const TypedRequest&) = delete;
@@ -42,6 +46,7 @@ class TypedRequest final : public Request {
   MPI_Comm comm_;
   int mpi_tag_;
   size_t bytes_;
+  std::shared_ptr<const void> owner_;
   MPI_Datatype type_ = MPI_DATATYPE_NULL;
   MPI_Request request_ = MPI_REQUEST_NULL;
   bool posted_ = false;

@@ -43,6 +43,7 @@ void run_ranks(InProcessGroup& group, const RankBody& body) {
       threads.emplace_back([&, rank] {
         try {
           body(group.transport(rank));
+          group.leave(rank);  // what is left to wait on it for would never come
         } catch (...) {
           {
             const std::lock_guard lock(mutex);

@@ -1,6 +1,8 @@
 // MpiSession: MPI's lifetime as an RAII object, and how to tell an MPI launch.
 #pragma once
 
+#include <chrono>
+
 namespace reshard {
 
 // Whether an MPI launcher (mpirun/mpiexec of Open MPI or MPICH, srun with PMI
@@ -8,13 +10,21 @@ namespace reshard {
 // program initialise MPI only when it runs as part of an MPI job.
 bool launched_by_mpi();
 
+struct MpiSessionOptions {
+  // The liveness bound of every MpiTransport that leaves its own at zero: a
+  // peer silent for this long is taken for dead (see MpiTransportOptions).
+  std::chrono::milliseconds peer_timeout{std::chrono::seconds(60)};
+};
+
 // Initialises MPI for its lifetime (MPI_Init_thread, asking for
 // MPI_THREAD_MULTIPLE) and finalises it at the end. If MPI is already
-// initialised, the session leaves it to whoever initialised it.
+// initialised, the session leaves it to whoever initialised it. Memory that
+// a failed transfer left in MPI's hands is released after MPI_Finalize.
 class MpiSession {
  public:
-  // Throws Error(kTransport) if MPI fails to initialise.
-  MpiSession();
+  // Throws Error(kTransport) if MPI fails to initialise, and
+  // Error(kInvalidArgument) unless options.peer_timeout is positive.
+  explicit MpiSession(MpiSessionOptions options = {});
   ~MpiSession();
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
@@ -27,6 +37,10 @@ class MpiSession {
   // This process's rank in MPI_COMM_WORLD, and the world's size.
   static int world_rank();
   static int world_size();
+
+  // The liveness bound transports take by default: the latest session's
+  // peer_timeout, 60 s without one.
+  static std::chrono::milliseconds peer_timeout();
 
   // Ends every process of the job with `exit_code` (MPI_Abort on the world).
   // The only clean way out once a rank has failed: without ULFM, MPI cannot

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <climits>
 #include <cstddef>
 #include <memory>
 #include <string_view>
@@ -13,16 +14,23 @@
 namespace reshard {
 
 struct MpiTransportOptions {
-  // The largest single MPI message; larger transfers are split (MPI counts are
-  // int, so chunks never exceed INT_MAX bytes whatever this says).
+  // The largest single MPI message; larger transfers are split. Chunks never
+  // exceed max_message_bytes, whatever this says.
   size_t chunk_bytes = size_t{8} << 20;
+  // The most bytes one MPI call may carry: MPI counts are int, so INT_MAX
+  // (the most allowed); lower it for an MPI or network with a smaller limit.
+  size_t max_message_bytes = static_cast<size_t>(INT_MAX);
   // Bytes posted to MPI and not yet complete, over all pending requests. Each
   // request may always keep one chunk posted, so that no request can starve
   // another into a deadlock: the bound is this plus one chunk per further
   // pending request.
   size_t max_bytes_in_flight = size_t{128} << 20;
-  // A wait fails with Error(kTimeout) after this long without progress.
-  std::chrono::milliseconds timeout{std::chrono::minutes(2)};
+  // The liveness bound: a peer silent (no heartbeat) for this long is taken
+  // for dead, and waits on it fail with Error(kTimeout) naming it. A peer
+  // that is alive is waited for however slow it is. Zero: the MpiSession's
+  // peer_timeout (60 s unless set). Peers beat every 50 ms, so bounds below
+  // a few hundred milliseconds risk false alarms on a loaded machine.
+  std::chrono::milliseconds timeout{0};
   // Operations that may be in flight at once without their tags colliding.
   size_t concurrent_operations = 16;
   // Gathered sends and scattered receives (strided pieces) as one message of
@@ -34,16 +42,30 @@ struct MpiTransportOptions {
 
 // Point-to-point transfers are non-blocking MPI_Isend/MPI_Irecv, chunked, with
 // a bound on the bytes in flight; all_gather is built on the same non-blocking
-// calls, barrier and all_equal on MPI_Ibarrier and MPI_Iallreduce. Every wait polls with a deadline instead of blocking in
-// MPI, so a peer that is gone shows up as Error(kTimeout) naming it (or
-// Error(kPeerFailed) when the peer announced its failure) instead of a hang.
+// calls, barrier and all_equal on MPI_Ibarrier and MPI_Iallreduce. Waits poll
+// MPI, sleeping with a backoff between looks, instead of blocking in it. Each
+// transport's thread sends every peer a heartbeat, so a wait goes on while its
+// peers are alive, and fails instead of hanging when one is not:
+// Error(kTimeout) naming a peer silent for longer than the timeout,
+// Error(kPeerFailed) naming one that announced its failure (abort) or closed
+// its transport.
+//
+// No memory is freed while MPI may still touch it: a request ended or failed
+// part-way leaves its chunks in MPI's hands with a share of the memory's
+// owner (isend_owned, irecv_owned, and gathers and scatters given an owner;
+// plain isend/irecv move the bytes through a copy of the transport's own),
+// released when MPI completes them or, at the latest, once MPI is finalized.
+// So a caller that catches a failure can go on: with a new transport (peers
+// that also caught it construct theirs too).
 //
 // Traffic runs on communicators duplicated from the parent at construction,
 // with MPI_ERRORS_RETURN, so it never mixes with the caller's messages and MPI
 // errors become typed errors. All MPI calls are serialised by one lock, so any
-// thread may use the transport whatever thread level MPI provides. Requests
-// must not outlive their transport; a request destroyed before completion is
-// cancelled (its buffer may still be written until the job ends).
+// thread may use the transport whatever thread level MPI provides. The
+// heartbeat thread needs MPI_THREAD_MULTIPLE (which MpiSession asks for);
+// below it, a rank beats only while it waits in the transport, so one busy
+// elsewhere for longer than the timeout is taken for dead.
+// Requests must not outlive their transport.
 class MpiTransport final : public Transport {
  public:
   // Collective over `parent`: every member constructs its transport together.
@@ -58,13 +80,20 @@ class MpiTransport final : public Transport {
   int size() const override;
   std::unique_ptr<Request> isend(int peer, Tag tag, std::span<const std::byte> data) override;
   std::unique_ptr<Request> irecv(int peer, Tag tag, std::span<std::byte> data) override;
-  // With options().derived_datatypes, one MPI message of a derived datatype
-  // (hindexed over the runs), so MPI moves the bytes between the runs and the
-  // wire without a packing pass of ours; otherwise, or when the message
-  // exceeds one chunk or its runs average under 64 bytes, packed as Transport
-  // does. Either way it matches a plain isend/irecv of the same bytes.
-  std::unique_ptr<Request> isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs) override;
-  std::unique_ptr<Request> irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs) override;
+  std::unique_ptr<Request> isend_owned(int peer, Tag tag, std::span<const std::byte> data,
+                                       std::shared_ptr<const void> owner) override;
+  std::unique_ptr<Request> irecv_owned(int peer, Tag tag, std::span<std::byte> data,
+                                       std::shared_ptr<const void> owner) override;
+  // With options().derived_datatypes and an owner, one MPI message of a
+  // derived datatype (hindexed over the runs), so MPI moves the bytes between
+  // the runs and the wire without a packing pass of ours; otherwise, or when
+  // the message exceeds one chunk or its runs average under 64 bytes, packed
+  // as Transport does. Either way it matches a plain isend/irecv of the same
+  // bytes. A typed message cut short stays with MPI holding a share of `owner`.
+  std::unique_ptr<Request> isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs,
+                                        std::shared_ptr<const void> owner = nullptr) override;
+  std::unique_ptr<Request> irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,
+                                         std::shared_ptr<const void> owner = nullptr) override;
   std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> local) override;
   void barrier() override;
   bool all_equal(uint64_t value) override;
@@ -76,8 +105,8 @@ class MpiTransport final : public Transport {
   // Marks this process failed: every peer's pending and later waits throw
   // Error(kPeerFailed) naming this rank and `reason`, and so do this
   // transport's own from now on. Sends a notice on a communicator of its own
-  // and lingers briefly so that peers can report it before the job is torn
-  // down (MpiSession::abort_job). Never throws.
+  // and lingers briefly (about 250 ms) so that peers can report it before a
+  // caller tears the job down (MpiSession::abort_job). Never throws.
   void abort(std::string_view reason) noexcept override;
 
   const MpiTransportOptions& options() const;

@@ -13,8 +13,8 @@
 
 #include <fmt/format.h>
 
-#include "reshard/cli/bench_report.h"
-#include "reshard/cli/job.h"
+#include "cli/bench_report.h"
+#include "cli/job.h"
 #include "../bench_model.h"
 #include "reshard/execute/mpi/mpi_transport.h"
 #include "reshard/execute/operations.h"

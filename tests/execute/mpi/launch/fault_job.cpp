@@ -1,10 +1,14 @@
-// An MPI job in which rank 2 fails in the middle of a transfer, in the way
-// argv[1] names; driven by fault_test.cpp under `mpirun -np 3`.
-//   exit:  rank 2 ends without a word (std::_Exit), as a crash would.
-//   throw: rank 2 throws; its top level announces the failure and aborts.
-//   stall: rank 2 stops taking part but stays alive.
-// Ranks 0 and 1 each expect a stream of messages from rank 2. Whatever the
-// mode, no rank may wait forever: the job must end non-zero, soon.
+// An MPI job in which rank 2 fails, or falters, in the middle of a transfer,
+// in the way argv[1] names; driven by fault_test.cpp under `mpirun -np 3`.
+//   exit:   rank 2 ends without a word (std::_Exit), as a crash would.
+//   throw:  rank 2 throws; its top level announces the failure and aborts.
+//   silent: rank 2 stops dead (SIGSTOP), as on a hung host: no heartbeat.
+//   slow:   rank 2 pauses for three liveness bounds, alive, then goes on.
+// Ranks 0 and 1 each expect a stream of messages from rank 2. No rank may
+// wait forever: but for `slow`, the job must end non-zero, soon; a slow
+// rank must be waited for, and the job succeed.
+#include <signal.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
@@ -30,7 +34,8 @@ void send_stream(reshard::Transport& transport, reshard::Tag tag, const std::str
       std::cerr << "rank 2: failing (" << mode << ") after " << i << " of " << kMessages << " messages\n";
       if (mode == "exit") std::_Exit(0);
       if (mode == "throw") throw reshard::Error(reshard::ErrorCode::kIo, "rank 2: simulated failure mid-transfer");
-      if (mode == "stall") std::this_thread::sleep_for(std::chrono::hours(1));
+      if (mode == "silent") raise(SIGSTOP);
+      if (mode == "slow") std::this_thread::sleep_for(3 * transport.timeout());
     }
     for (int peer = 0; peer < kFailingRank; ++peer) {
       transport.send(peer, tag + static_cast<reshard::Tag>(i), message);
@@ -62,7 +67,10 @@ int main(int argc, char** argv) {
     transport.barrier();
   } catch (const std::exception& e) {
     // What a reshard program's top level does: report, tell the peers, end the job.
-    std::cerr << "error: " << e.what() << std::endl;
+    // One write, so that the ranks' lines do not interleave.
+    const std::string line = std::string("error: ") + e.what() + "\n";
+    std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
+    std::cerr.flush();
     transport.abort(e.what());
     reshard::MpiSession::abort_job(1);
   }

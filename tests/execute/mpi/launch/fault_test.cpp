@@ -72,10 +72,22 @@ TEST(MpiFault, ARankThatThrowsIsNamedByItsPeers) {
   EXPECT_TRUE(mentions(job, "peer rank 2 failed")) << job.output;
 }
 
-TEST(MpiFault, ARankThatStallsTimesOutNamingIt) {
-  const JobResult job = run_fault_job("stall");
+TEST(MpiFault, ARankThatFallsSilentIsReportedWithinTheBoundNamingIt) {
+  // Stopped, its heartbeats stop too: the survivors give up on it after the
+  // 2 s bound, name it, and end the job (MPI_Abort also ends a stopped process).
+  const JobResult job = run_fault_job("silent");
   expect_failed_soon(job);
-  EXPECT_TRUE(mentions(job, "no progress for 2000 ms while receiving 1048576 bytes from rank 2")) << job.output;
+  EXPECT_TRUE(mentions(job, "rank 2 has been silent for")) << job.output;
+  EXPECT_TRUE(mentions(job, "while receiving 1048576 bytes from rank 2")) << job.output;
+}
+
+TEST(MpiFault, ARankSlowerThanTheBoundButAliveIsWaitedFor) {
+  // Paused for 6 s, three times the 2 s bound (the old rule, "no progress
+  // for the timeout", failed it); its heartbeats say it is alive.
+  const JobResult job = run_fault_job("slow");
+  EXPECT_EQ(job.exit_status, 0) << job.output;
+  EXPECT_FALSE(mentions(job, "error:")) << job.output;  // ranks' lines may interleave: no finer check
+  EXPECT_GE(job.elapsed, std::chrono::seconds(6)) << job.output;
 }
 
 }  // namespace

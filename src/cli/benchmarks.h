@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "reshard/cli/bench_report.h"
+#include "cli/bench_report.h"
 
 namespace reshard::cli {
 

@@ -1,7 +1,12 @@
 // The job this process belongs to: alone, or one rank of an MPI launch.
 #pragma once
 
+#include <chrono>
 #include <string_view>
+
+namespace CLI {
+class App;
+}
 
 namespace reshard {
 class Transport;
@@ -24,6 +29,15 @@ JobWorld job_world();
 // The transport between the job's processes, created on first use. Under
 // MPI its creation is collective: every rank must ask for it.
 Transport& job_transport();
+
+// The liveness bound of the job's transport (spec/cli.md's --timeout): how
+// long a peer may stay silent before the job fails naming it. 60 s unless set.
+std::chrono::milliseconds job_timeout();
+// Sets it; applies to a transport already created too. Positive only.
+void set_job_timeout(std::chrono::milliseconds timeout);
+
+// Adds `--timeout SECONDS` (spec/cli.md: every data-moving command) to `command`.
+void add_timeout_option(CLI::App& command);
 
 // Ends the job's use of MPI and returns `exit_code`. A failure (non-zero
 // code) in a job of several processes never returns: it tells the peers

@@ -1,0 +1,35 @@
+// reshard: everything a program calls, in one header (the MPI transport has its own: reshard/mpi.h).
+#pragma once
+
+// Layouts: dtypes, boxes, devices and topologies, meshes, partition specs, shardings; typed errors.
+#include "reshard/layout/best_effort.h"
+#include "reshard/layout/box.h"
+#include "reshard/layout/dtype.h"
+#include "reshard/layout/error.h"
+#include "reshard/layout/mesh.h"
+#include "reshard/layout/parse.h"
+#include "reshard/layout/partition_spec.h"
+#include "reshard/layout/sharding.h"
+#include "reshard/layout/topology.h"
+
+// Plans: the transfers between two layouts, and their cache.
+#include "reshard/plan/plan.h"
+#include "reshard/plan/plan_cache.h"
+#include "reshard/plan/planner.h"
+
+// Execution: buffers, sharded arrays, transports, and the operations over them.
+#include "reshard/execute/buffer.h"
+#include "reshard/execute/executor.h"
+#include "reshard/execute/host_array.h"
+#include "reshard/execute/in_process_transport.h"
+#include "reshard/execute/operations.h"
+#include "reshard/execute/sharded_array.h"
+#include "reshard/execute/transport.h"
+
+// Files: safetensors, Hugging Face folders.
+#include "reshard/formats/hf_folder.h"
+#include "reshard/formats/hf_folder_writer.h"
+#include "reshard/formats/model_files.h"
+#include "reshard/formats/safetensors_reader.h"
+#include "reshard/formats/safetensors_writer.h"
+#include "reshard/formats/tensor_catalog.h"
