@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <chrono>
 #include <memory>
 
 #include <CLI/CLI.hpp>
@@ -98,6 +99,10 @@ int finish_job(int exit_code) {
         fmt::format("rank {} of {} failed with exit status {} (its error is above)", j.world.rank, j.world.size,
                     exit_code);
     if (j.mpi_transport) j.mpi_transport->abort(reason);
+    // Ranks that fail together (each sees the same bad input) all get to say
+    // why before the job ends; a rank failing alone waits this long at most.
+    constexpr std::chrono::milliseconds kFailureGrace{3000};
+    MpiSession::all_ranks_arrive(kFailureGrace);
     MpiSession::abort_job(exit_code);
   }
   j.mpi_transport.reset();

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -84,6 +85,19 @@ int MpiSession::world_size() {
   int size = 0;
   mpi_detail::check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size), "reading the MPI world size");
   return size;
+}
+
+bool MpiSession::all_ranks_arrive(std::chrono::milliseconds grace) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  if (MPI_Ibarrier(MPI_COMM_WORLD, &request) != MPI_SUCCESS) return false;
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  while (true) {
+    int done = 0;
+    if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
+    if (done != 0) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;  // left pending: the job ends next
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 void MpiSession::abort_job(int exit_code) {

@@ -48,6 +48,12 @@ class MpiSession {
   // would otherwise wait for it forever.
   [[noreturn]] static void abort_job(int exit_code);
 
+  // Waits at most `grace` for every rank of the world to call it too (a
+  // non-blocking barrier on the world, polled); whether they all did. Before
+  // abort_job it lets ranks that fail together (bad input that each one sees)
+  // all report before any of them ends the job.
+  static bool all_ranks_arrive(std::chrono::milliseconds grace);
+
  private:
   bool owns_ = false;
   int thread_level_ = 0;
