@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include <nanobind/nanobind.h>
@@ -31,6 +32,8 @@ void bind_execute(nb::module_& m);
 // A shape from any sequence of ints (a tuple, a list, a numpy shape).
 Shape shape_from_python(nb::handle sequence);
 nb::tuple shape_to_python(const Shape& shape);
+// A safetensors header's dimensions (unsigned, up to 2^64 - 1) as a tuple of ints.
+nb::tuple dims_to_python(std::span<const uint64_t> dims);
 
 // JAX's index form of a slice: a tuple of Python slices, `slice(None)` for a
 // dimension the sharding does not split (num_chunks[d] == 1), as

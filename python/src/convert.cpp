@@ -23,6 +23,12 @@ nb::tuple shape_to_python(const Shape& shape) {
   return nb::tuple(dims);
 }
 
+nb::tuple dims_to_python(std::span<const uint64_t> dims) {
+  nb::list out;
+  for (uint64_t d : dims) out.append(nb::int_(d));
+  return nb::tuple(out);
+}
+
 namespace {
 
 nb::object make_slice(nb::handle start, nb::handle stop) {

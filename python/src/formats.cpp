@@ -74,7 +74,7 @@ void write_file(const std::filesystem::path& path, const std::vector<TensorEntry
   std::vector<st::TensorData> data;
   data.reserve(tensors.size());
   for (const auto& [name, dtype, shape, bytes] : tensors) {
-    data.push_back({st::TensorSpec{name, dtype_from_string(dtype), shape_from_python(shape)},
+    data.push_back({st::TensorSpec{name, dtype_from_string(dtype), st::dims_of(shape_from_python(shape))},
                     {reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()}});
   }
   nb::gil_scoped_release release;
@@ -86,14 +86,14 @@ void bind_tensor_info(nb::module_& m) {
       .def_ro("name", &st::TensorInfo::name, "The tensor's name.")
       .def_prop_ro("dtype", [](const st::TensorInfo& t) { return std::string(dtype_name(t.dtype)); },
                    "The safetensors dtype name ('F32', 'BF16', ...).")
-      .def_prop_ro("shape", [](const st::TensorInfo& t) { return shape_to_python(t.shape); },
+      .def_prop_ro("shape", [](const st::TensorInfo& t) { return dims_to_python(t.shape); },
                    nb::for_getter(nb::sig("def shape(self) -> tuple[int, ...]")), "The tensor's shape.")
       .def_prop_ro("data_offsets", [](const st::TensorInfo& t) { return std::make_pair(t.begin, t.end); },
                    "(begin, end) byte offsets into the data buffer.")
       .def_prop_ro("nbytes", &st::TensorInfo::byte_size, "Bytes of the tensor's data.")
       .def("__repr__", [](const st::TensorInfo& t) {
         return "TensorInfo(name=" + nb::cast<std::string>(nb::repr(nb::str(t.name.c_str()))) + ", dtype=" +
-               std::string(dtype_name(t.dtype)) + ", shape=" + nb::cast<std::string>(nb::repr(shape_to_python(t.shape))) +
+               std::string(dtype_name(t.dtype)) + ", shape=" + nb::cast<std::string>(nb::repr(dims_to_python(t.shape))) +
                ")";
       });
 }
