@@ -1,0 +1,85 @@
+// `export`: a model in a training framework's layout (a reshard checkpoint,
+// or sharded arrays in memory) to a Hugging Face model folder, a PEFT adapter
+// folder or a merged model, through a tensor map, written by every process of
+// a job at once without gathering the model.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "reshard/execute/transport.h"
+#include "reshard/formats/hf_split.h"
+#include "reshard/layout/dtype.h"
+#include "reshard/pipelines/lora_config.h"
+#include "reshard/pipelines/named_array.h"
+#include "reshard/pipelines/tensor_map.h"
+
+namespace reshard {
+
+// Checkpoint metadata keys an export reads when the options do
+// not give the texts themselves: the Hugging Face config.json written beside
+// a model's weights, and the LoRA adapter's adapter_config.json (its r, alpha,
+// patterns: what a merge scales by and what --adapter-only writes).
+inline constexpr std::string_view kHfConfigMetadataKey = "reshard.hf_config";
+inline constexpr std::string_view kLoraConfigMetadataKey = "reshard.lora_config";
+
+enum class ExportKind {
+  kModel,        // the map's non-LoRA outputs as a Hugging Face model folder
+  kAdapterOnly,  // the map's LoRA outputs (base_model.model.*.lora_A/B.weight) as a PEFT adapter folder
+  kMergedModel,  // the model with every LoRA delta merged into its weight (W += B @ A * scaling)
+};
+
+struct ExportOptions {
+  ExportKind kind = ExportKind::kModel;
+  // Cast F32/F16/BF16 outputs to this (a map rule's own dtype wins).
+  std::optional<DType> dtype;
+  uint64_t max_shard_size = kDefaultMaxShardSize;
+  // A Hugging Face base model folder: adapter keys must each name one of its
+  // modules (Error kMissingTensor naming the key). Without it, an adapter's
+  // keys are checked against the exported model's own outputs.
+  std::optional<std::filesystem::path> base;
+  // Stream every piece to this rank, which alone writes (for an output folder
+  // the processes do not share); memory bounded per tensor block. Without it
+  // every process writes its pieces at their final offsets and rank 0 commits.
+  std::optional<int> gather_to;
+  // Write over an existing folder's weight files (keeping its other files).
+  bool replace = false;
+  // config.json / adapter_config.json; when absent, taken from the
+  // checkpoint's metadata keys above (a model export without any writes no
+  // config.json; an adapter export without a LoRA config is an error).
+  std::optional<std::string> hf_config_json;
+  std::optional<LoraConfig> lora_config;
+  // Called with output bytes this process has just produced, for progress.
+  std::function<void(uint64_t bytes)> progress;
+};
+
+struct ExportResult {
+  size_t tensors = 0;        // tensors in the output
+  size_t merged = 0;         // weights a LoRA delta was merged into
+  size_t files = 0;          // weight files written
+  uint64_t bytes = 0;        // tensor bytes of the output
+  uint64_t bytes_written = 0;  // tensor bytes this process wrote
+};
+
+// Collective over `transport`. Resolves `map` against the checkpoint's
+// tensors (all errors, naming tensor and rule, before anything is written),
+// plans the output folder identically on every process, and has each process
+// produce and write a share of the output (balanced by bytes), reading only
+// the checkpoint byte ranges its share needs. The folder appears complete or
+// not at all; a failure on any process fails the export on every one.
+ExportResult export_checkpoint(const std::filesystem::path& checkpoint, const std::filesystem::path& out,
+                               const TensorMap& map, const ExportOptions& options, Transport& transport);
+
+// The same from sharded arrays in memory (one call per process, same names,
+// shapes, dtypes and layouts everywhere): each process writes the output
+// pieces whose source bytes its own devices hold; only the options give the
+// configs.
+ExportResult export_arrays(std::span<const NamedArray> arrays, const std::filesystem::path& out,
+                           const TensorMap& map, const ExportOptions& options, Transport& transport);
+
+}  // namespace reshard

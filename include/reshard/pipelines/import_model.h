@@ -1,0 +1,57 @@
+// `import`: a Hugging Face model folder (or PEFT adapter folder) into a
+// training framework's layout through a tensor map run backwards, as a
+// reshard checkpoint or as sharded arrays in memory.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "reshard/execute/transport.h"
+#include "reshard/formats/safetensors_header.h"
+#include "reshard/layout/dtype.h"
+#include "reshard/pipelines/layout_rules.h"
+#include "reshard/pipelines/export_model.h"
+#include "reshard/pipelines/named_array.h"
+#include "reshard/pipelines/tensor_map.h"
+
+namespace reshard {
+
+struct ImportOptions {
+  // The framework layout of every imported tensor (mesh, topology, rules).
+  CheckpointLayout layout;
+  // Cast F32/F16/BF16 tensors to this.
+  std::optional<DType> dtype;
+  // Axis sizes the shapes alone do not give (heads, head_dim...); when absent
+  // and the folder has a config.json, llama_axis_sizes_from_config's.
+  AxisSizes sizes;
+  // Replace a checkpoint already at the output path (at the final rename).
+  bool replace = true;
+  std::function<void(uint64_t bytes)> progress;
+};
+
+struct ImportResult {
+  size_t tensors = 0;       // framework tensors produced
+  uint64_t bytes = 0;       // their bytes
+  uint64_t bytes_read = 0;  // source tensor bytes this process read
+  // The folder's config.json under kHfConfigMetadataKey and adapter_config.json
+  // under kLoraConfigMetadataKey (those present): the checkpoint metadata an
+  // import saves, so that an export of it writes them back.
+  safetensors::Metadata metadata;
+};
+
+// Collective over `transport`: every process builds the slices of the
+// framework tensors its devices hold straight from the folder's files
+// (reading only those byte ranges), returned as arrays in `options.layout`.
+std::vector<NamedArray> import_arrays(const std::filesystem::path& hf_dir, const TensorMap& map,
+                                      const ImportOptions& options, Transport& transport,
+                                      ImportResult* result = nullptr);
+
+// The same, saved as the checkpoint `checkpoint` (save_checkpoint's atomic
+// commit; a failure anywhere leaves what was there).
+ImportResult import_checkpoint(const std::filesystem::path& hf_dir, const std::filesystem::path& checkpoint,
+                               const TensorMap& map, const ImportOptions& options, Transport& transport);
+
+}  // namespace reshard
