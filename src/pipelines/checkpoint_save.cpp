@@ -267,6 +267,15 @@ class PieceQueue {
     ready_.notify_one();
   }
 
+  // Lets pop() hand out pieces before the queue is closed.
+  void open() {
+    {
+      std::lock_guard lock(mutex_);
+      open_ = true;
+    }
+    ready_.notify_one();
+  }
+
   // Ends the queue; `failure` (of staging) goes to the writer.
   void close(detail::Failure failure) {
     {
@@ -277,10 +286,10 @@ class PieceQueue {
     ready_.notify_one();
   }
 
-  // The next piece, or nullopt once the queue is closed and empty.
+  // The next piece once the queue is open, or nullopt once it is closed and empty.
   std::optional<Piece> pop() {
     std::unique_lock lock(mutex_);
-    ready_.wait(lock, [&] { return closed_ || !pieces_.empty(); });
+    ready_.wait(lock, [&] { return closed_ || (open_ && !pieces_.empty()); });
     if (pieces_.empty()) return std::nullopt;
     Piece piece = std::move(pieces_.front());
     pieces_.pop_front();
@@ -294,9 +303,19 @@ class PieceQueue {
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<Piece> pieces_;
+  bool open_ = false;
   bool closed_ = false;
   detail::Failure failure_;
 };
+
+// Memory for a staged piece: plain pages, not Buffer::allocate's huge pages,
+// whose first touch can stall on compaction (the copy is made once and
+// freed once written; huge pages would not pay for themselves).
+Buffer staging_buffer(size_t size) {
+  std::shared_ptr<std::byte[]> owner(new std::byte[size == 0 ? 1 : size]);
+  const std::span<std::byte> bytes(owner.get(), size);
+  return Buffer::adopt(bytes, std::move(owner));
+}
 
 // A save whose bytes are staged by the calling thread while a background
 // thread writes them: the pipeline of a save_checkpoint_async or of a
@@ -312,7 +331,10 @@ class StagedSave {
 
   // Stages every piece of this process's chunks with `fill` (in the calling
   // thread), each once its bytes fit in the budget; returns when all are
-  // staged or staging failed.
+  // staged or staging failed. The writer starts once staging is done or the
+  // budget is full, whichever comes first: while the save fits in the budget
+  // it does not compete with the caller's copies (the caller's time is the
+  // one that counts), beyond it the two overlap.
   void stage_all(const detail::ChunkFill& fill) {
     detail::Failure failure;
     detail::run_step(failure, [&] {
@@ -323,10 +345,11 @@ class StagedSave {
         const std::vector<Box> pieces = detail::contiguous_pieces(chunk.box, element_bytes, piece_bytes);
         for (size_t k = 0; k < pieces.size(); ++k) {
           const uint64_t bytes = checkpoint::dense_bytes(chunk.dtype, pieces[k].shape());
+          if (!budget_.fits(bytes)) queue_.open();
           budget_.take(bytes);
           Buffer staged;
           try {
-            staged = Buffer::allocate(static_cast<size_t>(bytes));
+            staged = staging_buffer(static_cast<size_t>(bytes));
             fill(chunk, pieces[k], staged.bytes());
           } catch (...) {
             budget_.give(bytes);

@@ -15,6 +15,11 @@ void StagingBudget::take(uint64_t bytes) {
   peak_ = std::max(peak_, held_);
 }
 
+bool StagingBudget::fits(uint64_t bytes) const {
+  std::lock_guard lock(mutex_);
+  return held_ == 0 || held_ + bytes <= budget_;
+}
+
 void StagingBudget::give(uint64_t bytes) {
   {
     std::lock_guard lock(mutex_);

@@ -19,6 +19,8 @@ class StagingBudget {
   // Blocks until `bytes` fit beside what is held (a request larger than the
   // whole budget waits until nothing is held), then holds them.
   void take(uint64_t bytes);
+  // Whether take(bytes) would return without waiting.
+  bool fits(uint64_t bytes) const;
   // Gives back bytes taken earlier.
   void give(uint64_t bytes);
 
