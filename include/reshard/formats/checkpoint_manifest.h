@@ -89,7 +89,8 @@ uint64_t dense_bytes(DType dtype, const Shape& shape);
 // Blocks of `block_bytes` (> 0) that `length` bytes make, the last shorter.
 uint64_t block_count(uint64_t length, uint64_t block_bytes);
 
-// The manifest file's bytes: format, version, the body's checksum, the body.
+// The manifest file's bytes: format, version (manifest.version(): 2 with
+// block checksums, 1 without), the body's checksum, the body.
 std::string serialize_manifest(const Manifest& manifest);
 
 // Parses and validates a manifest file's bytes; `where` names it in errors.
