@@ -1,7 +1,7 @@
 // Fuzzes the checkpoint manifest reader: any input must end in a typed error
 // or a manifest whose chunks tile their tensors inside their files, and which
-// survives a rewrite. An input that is JSON is also tried as the body of a
-// manifest with the right checksum, so mutations reach the validation behind it.
+// survives a rewrite (block checksums included). An input that is JSON is
+// also tried as the body of a manifest of each version with the right checksum, so mutations reach the validation behind it.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -30,6 +30,8 @@ void check_accepted(const ckpt::Manifest& manifest) {
         listed = listed || (file.name == chunk.file && chunk.offset + chunk.length <= file.size);
       }
       check(listed, "a chunk lies inside a listed file");
+      const uint64_t blocks = manifest.block_bytes == 0 ? 0 : ckpt::block_count(chunk.length, manifest.block_bytes);
+      check(chunk.blocks.size() == blocks, "a chunk has one checksum per block");
     }
     check(covered == reshard::Box::whole(tensor.shape).volume(), "chunks cover their tensor");
   }
@@ -52,10 +54,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try_parse(text);
   const nlohmann::ordered_json body = nlohmann::ordered_json::parse(text, nullptr, false);
   if (body.is_discarded() || !body.is_object()) return 0;
-  const nlohmann::ordered_json file = {{"format", ckpt::kFormatName},
-                                       {"version", ckpt::kFormatVersion},
-                                       {"checksum", "xxh64:" + reshard::checksum_hex(reshard::xxh64(body.dump()))},
-                                       {"manifest", body}};
-  try_parse(file.dump());
+  // As the body of every version this build reads.
+  for (int64_t version = ckpt::kOldestFormatVersion; version <= ckpt::kFormatVersion; ++version) {
+    const nlohmann::ordered_json file = {{"format", ckpt::kFormatName},
+                                         {"version", version},
+                                         {"checksum", "xxh64:" + reshard::checksum_hex(reshard::xxh64(body.dump()))},
+                                         {"manifest", body}};
+    try_parse(file.dump());
+  }
   return 0;
 }

@@ -128,8 +128,10 @@ void print_checkpoint_json(const checkpoint::Reader& reader, const InspectOption
   for (const checkpoint::TensorEntry* tensor : sorted_by_name(reader.manifest())) {
     nlohmann::ordered_json chunks = nlohmann::ordered_json::array();
     for (const checkpoint::Chunk& chunk : tensor->chunks) {
-      chunks.push_back({{"box", box_json(chunk.box)}, {"file", chunk.file}, {"offset", chunk.offset},
-                        {"length", chunk.length}, {"xxh64", checksum_hex(chunk.xxh64)}});
+      nlohmann::ordered_json entry = {{"box", box_json(chunk.box)}, {"file", chunk.file}, {"offset", chunk.offset},
+                                      {"length", chunk.length}, {"xxh64", checksum_hex(chunk.xxh64)}};
+      if (!chunk.blocks.empty()) entry["blocks"] = chunk.blocks.size();
+      chunks.push_back(std::move(entry));
     }
     nlohmann::ordered_json entry = {{"name", tensor->name},
                                     {"dtype", dtype_name(tensor->dtype)},
@@ -141,9 +143,11 @@ void print_checkpoint_json(const checkpoint::Reader& reader, const InspectOption
     if (options.hash) entry["sha256"] = tensor_sha256(reader, *tensor);
     tensors.push_back(std::move(entry));
   }
-  const nlohmann::ordered_json out = {{"format", "checkpoint"},
-                                      {"metadata", metadata_json(reader.manifest().metadata)},
-                                      {"tensors", std::move(tensors)}};
+  nlohmann::ordered_json out = {{"format", "checkpoint"},
+                                {"version", reader.manifest().version()},
+                                {"metadata", metadata_json(reader.manifest().metadata)}};
+  if (reader.manifest().block_bytes != 0) out["block_bytes"] = reader.manifest().block_bytes;
+  out["tensors"] = std::move(tensors);
   std::cout << out.dump(2) << "\n";
 }
 
@@ -160,15 +164,19 @@ void print_checkpoint_text(const checkpoint::Reader& reader, const InspectOption
                        options.hash ? "  sha256 " + tensor_sha256(reader, *tensor) : "");
     for (size_t c = 0; c < tensor->chunks.size(); ++c) {
       const checkpoint::Chunk& chunk = tensor->chunks[c];
-      out += fmt::format("    chunk {}  {}  {} @{} +{}  xxh64 {}\n", c, chunk.box.to_string(), chunk.file, chunk.offset,
-                         chunk.length, checksum_hex(chunk.xxh64));
+      out += fmt::format("    chunk {}  {}  {} @{} +{}  xxh64 {}{}\n", c, chunk.box.to_string(), chunk.file, chunk.offset,
+                         chunk.length, checksum_hex(chunk.xxh64),
+                         chunk.blocks.empty() ? "" : fmt::format("  {} block{}", chunk.blocks.size(),
+                                                                 chunk.blocks.size() == 1 ? "" : "s"));
     }
   }
-  out += fmt::format("{}: {} tensors, {} parameters, {} bytes ({}) in {} data file{}; format checkpoint (version {}); "
+  const std::string blocks =
+      manifest.block_bytes == 0 ? std::string() : fmt::format(", checksum blocks of {} bytes", manifest.block_bytes);
+  out += fmt::format("{}: {} tensors, {} parameters, {} bytes ({}) in {} data file{}; format checkpoint (version {}{}); "
                      "metadata {}\n",
                      reader.folder().string(), manifest.tensors.size(), elements, manifest.total_bytes(),
                      human_bytes(manifest.total_bytes()), manifest.files.size(), manifest.files.size() == 1 ? "" : "s",
-                     checkpoint::kFormatVersion, metadata_text(manifest.metadata));
+                     manifest.version(), blocks, metadata_text(manifest.metadata));
   std::cout << out;
 }
 

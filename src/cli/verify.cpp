@@ -55,8 +55,9 @@ void warn_on_repeated_names(const TensorCatalog& catalog) {
   }
 }
 
-// Every chunk read back and checked against its checksum; the first damage
-// found names the file, the tensor and the chunk.
+// Every chunk read back and checked against its checksums (each block's and
+// the whole chunk's); the first damage found names the file, the tensor, the
+// chunk and, in version 2, the block.
 void verify_checkpoint(const std::string& path) {
   const checkpoint::Reader reader = checkpoint::Reader::open(path);
   const checkpoint::Manifest& manifest = reader.manifest();
@@ -72,9 +73,17 @@ void verify_checkpoint(const std::string& path) {
     elements += checkpoint::dense_bytes(tensor.dtype, tensor.shape) / static_cast<uint64_t>(dtype_bits(tensor.dtype) / 8);
   }
   progress.finish();
-  std::cout << fmt::format("ok: {}: checkpoint ({} data file{}, {} tensors, {} parameters, {} bytes of tensor data)\n",
-                           path, manifest.files.size(), manifest.files.size() == 1 ? "" : "s", manifest.tensors.size(),
-                           elements, manifest.total_bytes());
+  uint64_t blocks = 0;
+  for (const checkpoint::TensorEntry& tensor : manifest.tensors) {
+    for (const checkpoint::Chunk& chunk : tensor.chunks) blocks += chunk.blocks.size();
+  }
+  const std::string checked = manifest.block_bytes == 0
+                                  ? std::string("version 1, one checksum per chunk")
+                                  : fmt::format("version 2, {} checksum blocks of {} bytes", blocks, manifest.block_bytes);
+  std::cout << fmt::format(
+      "ok: {}: checkpoint ({} data file{}, {} tensors, {} parameters, {} bytes of tensor data; {})\n", path,
+      manifest.files.size(), manifest.files.size() == 1 ? "" : "s", manifest.tensors.size(), elements,
+      manifest.total_bytes(), checked);
 }
 
 }  // namespace

@@ -49,6 +49,7 @@ Json box_json(const Box& box) {
 Json body_json(const Manifest& manifest) {
   Json body = Json::object();
   if (manifest.metadata) body["metadata"] = metadata_json(*manifest.metadata);
+  if (manifest.block_bytes != 0) body["block_bytes"] = manifest.block_bytes;
   Json files = Json::array();
   for (const DataFile& file : manifest.files) files.push_back({{"name", file.name}, {"size", file.size}});
   body["files"] = std::move(files);
@@ -59,12 +60,18 @@ Json body_json(const Manifest& manifest) {
     if (tensor.metadata) entry["metadata"] = metadata_json(*tensor.metadata);
     Json chunks = Json::array();
     for (const Chunk& chunk : tensor.chunks) {
-      chunks.push_back({{"box", box_json(chunk.box)},
-                        {"file", chunk.file},
-                        {"key", chunk.key},
-                        {"offset", chunk.offset},
-                        {"length", chunk.length},
-                        {"xxh64", checksum_hex(chunk.xxh64)}});
+      Json entry_chunk = {{"box", box_json(chunk.box)},
+                          {"file", chunk.file},
+                          {"key", chunk.key},
+                          {"offset", chunk.offset},
+                          {"length", chunk.length},
+                          {"xxh64", checksum_hex(chunk.xxh64)}};
+      if (manifest.block_bytes != 0) {
+        Json blocks = Json::array();
+        for (uint64_t block : chunk.blocks) blocks.push_back(checksum_hex(block));
+        entry_chunk["blocks"] = std::move(blocks);
+      }
+      chunks.push_back(std::move(entry_chunk));
     }
     entry["chunks"] = std::move(chunks);
     tensors.push_back(std::move(entry));
@@ -161,7 +168,13 @@ bool is_plain_file_name(std::string_view name) {
          name.find('\0') == std::string_view::npos && name != kManifestFileName;
 }
 
-Chunk parse_chunk(const Json& json, size_t rank, std::string_view context) {
+uint64_t checksum_value(const Json& value, std::string_view what, std::string_view context) {
+  const auto checksum = value.is_string() ? parse_checksum_hex(value.get<std::string>()) : std::nullopt;
+  if (!checksum) invalid(context, fmt::format("{} must be 16 lowercase hex digits", what));
+  return *checksum;
+}
+
+Chunk parse_chunk(const Json& json, size_t rank, bool with_blocks, std::string_view context) {
   if (!json.is_object()) invalid(context, "a chunk must be an object");
   Chunk chunk;
   chunk.box = box_member(json, rank, context);
@@ -169,13 +182,16 @@ Chunk parse_chunk(const Json& json, size_t rank, std::string_view context) {
   chunk.key = string_member(json, "key", context);
   chunk.offset = unsigned_member(json, "offset", context);
   chunk.length = unsigned_member(json, "length", context);
-  const auto checksum = parse_checksum_hex(string_member(json, "xxh64", context));
-  if (!checksum) invalid(context, "\"xxh64\" must be 16 lowercase hex digits");
-  chunk.xxh64 = *checksum;
+  chunk.xxh64 = checksum_value(member(json, "xxh64", context), "\"xxh64\"", context);
+  if (with_blocks) {
+    for (const Json& block : array_member(json, "blocks", context)) {
+      chunk.blocks.push_back(checksum_value(block, "each block checksum", context));
+    }
+  }
   return chunk;
 }
 
-TensorEntry parse_tensor(const Json& json, std::string_view where) {
+TensorEntry parse_tensor(const Json& json, bool with_blocks, std::string_view where) {
   if (!json.is_object()) invalid(where, "each tensor must be an object");
   TensorEntry tensor;
   tensor.name = string_member(json, "name", where);
@@ -191,19 +207,23 @@ TensorEntry parse_tensor(const Json& json, std::string_view where) {
   tensor.metadata = metadata_member(json, context);
   const Json& chunks = array_member(json, "chunks", context);
   for (size_t i = 0; i < chunks.size(); ++i) {
-    tensor.chunks.push_back(parse_chunk(chunks[i], tensor.shape.size(), chunk_context(where, tensor.name, i)));
+    tensor.chunks.push_back(parse_chunk(chunks[i], tensor.shape.size(), with_blocks, chunk_context(where, tensor.name, i)));
   }
   return tensor;
 }
 
-Manifest parse_body(const Json& body, std::string_view where) {
+Manifest parse_body(const Json& body, int64_t version, std::string_view where) {
   Manifest manifest;
   manifest.metadata = metadata_member(body, where);
+  if (version >= 2) {
+    manifest.block_bytes = unsigned_member(body, "block_bytes", where);
+    if (manifest.block_bytes == 0) invalid(where, "\"block_bytes\" must be positive");
+  }
   for (const Json& file : array_member(body, "files", where)) {
     if (!file.is_object()) invalid(where, "each file must be an object");
     manifest.files.push_back({string_member(file, "name", where), unsigned_member(file, "size", where)});
   }
-  for (const Json& tensor : array_member(body, "tensors", where)) manifest.tensors.push_back(parse_tensor(tensor, where));
+  for (const Json& tensor : array_member(body, "tensors", where)) manifest.tensors.push_back(parse_tensor(tensor, version >= 2, where));
   return manifest;
 }
 
@@ -264,6 +284,17 @@ void check_chunk_in_file(const TensorEntry& tensor, size_t i, const std::unorder
   }
 }
 
+void check_chunk_blocks(const TensorEntry& tensor, size_t i, uint64_t block_bytes, std::string_view where) {
+  const Chunk& chunk = tensor.chunks[i];
+  const uint64_t expected = block_bytes == 0 ? 0 : block_count(chunk.length, block_bytes);
+  if (chunk.blocks.size() != expected) {
+    invalid(chunk_context(where, tensor.name, i),
+            block_bytes == 0 ? fmt::format("{} block checksums in a version 1 manifest", chunk.blocks.size())
+                             : fmt::format("{} block checksums for {} bytes in blocks of {} (expected {})",
+                                           chunk.blocks.size(), chunk.length, block_bytes, expected));
+  }
+}
+
 }  // namespace
 
 const TensorEntry* Manifest::find(std::string_view name) const {
@@ -277,6 +308,10 @@ uint64_t Manifest::total_bytes() const {
   uint64_t total = 0;
   for (const TensorEntry& tensor : tensors) total = checked_add(total, dense_bytes(tensor.dtype, tensor.shape), "total bytes");
   return total;
+}
+
+uint64_t block_count(uint64_t length, uint64_t block_bytes) {
+  return length / block_bytes + (length % block_bytes != 0 ? 1 : 0);
 }
 
 std::string chunk_key(std::string_view tensor, const Box& box) {
@@ -309,7 +344,10 @@ void validate_manifest(const Manifest& manifest, std::string_view where) {
       invalid(tensor_context(where, tensor.name), e.what());
     }
     check_exact_cover(tensor, where);
-    for (size_t i = 0; i < tensor.chunks.size(); ++i) check_chunk_in_file(tensor, i, sizes, where);
+    for (size_t i = 0; i < tensor.chunks.size(); ++i) {
+      check_chunk_in_file(tensor, i, sizes, where);
+      check_chunk_blocks(tensor, i, manifest.block_bytes, where);
+    }
   }
 }
 
@@ -317,7 +355,7 @@ std::string serialize_manifest(const Manifest& manifest) {
   const Json body = body_json(manifest);
   const std::string compact = body.dump();
   const Json file = {{"format", kFormatName},
-                     {"version", kFormatVersion},
+                     {"version", manifest.version()},
                      {"checksum", "xxh64:" + checksum_hex(xxh64(compact))},
                      {"manifest", body}};
   return file.dump() + "\n";
@@ -335,9 +373,11 @@ Manifest parse_manifest(std::string_view bytes, std::string_view where) {
   const std::string format = string_member(file, "format", where);
   if (format != kFormatName) invalid(where, fmt::format("format {} is not {}", json_quoted(format), kFormatName));
   const Json& version = member(file, "version", where);
-  if (!version.is_number_integer() || version.get<int64_t>() != kFormatVersion) {
-    invalid(where, fmt::format("unknown checkpoint format version {} (this reshard reads version {})", version.dump(),
-                               kFormatVersion));
+  const bool known = version.is_number_integer() && version.get<int64_t>() >= kOldestFormatVersion &&
+                     version.get<int64_t>() <= kFormatVersion;
+  if (!known) {
+    invalid(where, fmt::format("unknown checkpoint format version {} (this reshard reads versions {} to {})",
+                               version.dump(), kOldestFormatVersion, kFormatVersion));
   }
   const std::string checksum = string_member(file, "checksum", where);
   const Json& body = object_member(file, "manifest", where);
@@ -348,7 +388,7 @@ Manifest parse_manifest(std::string_view bytes, std::string_view where) {
                             "edited or damaged",
                             where, checksum, expected));
   }
-  Manifest manifest = parse_body(body, where);
+  Manifest manifest = parse_body(body, version.get<int64_t>(), where);
   validate_manifest(manifest, where);
   return manifest;
 }

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -131,22 +132,97 @@ const TensorEntry& Reader::tensor(std::string_view name) const {
 
 const safetensors::File& Reader::file_of(const Chunk& chunk) const { return state_->files.at(chunk.file); }
 
-void Reader::read_chunk(const TensorEntry& tensor, size_t index, std::span<std::byte> out) const {
+void Reader::read_chunk_range(const TensorEntry& tensor, size_t index, uint64_t offset,
+                              std::span<std::byte> out) const {
   const Chunk& chunk = tensor.chunks.at(index);
   const safetensors::File& file = file_of(chunk);
-  const std::string path = (state_->folder / chunk.file).string();
   try {
-    file.read(file.tensor(chunk.key), out);
+    file.read(file.tensor(chunk.key), offset, out);
   } catch (const Error& e) {
-    throw e.with_context(fmt::format("{}: {}", path, chunk_label(tensor, index)));
+    throw e.with_context(fmt::format("{}: {}", (state_->folder / chunk.file).string(), chunk_label(tensor, index)));
   }
   state_->data_bytes += out.size();
-  const uint64_t actual = xxh64(out);
-  if (actual != chunk.xxh64) {
-    throw Error(ErrorCode::kChecksumMismatch,
-                fmt::format("{}: {}: checksum mismatch (xxh64 {} recorded, {} read): the data file is damaged", path,
-                            chunk_label(tensor, index), checksum_hex(chunk.xxh64), checksum_hex(actual)));
+}
+
+void Reader::check_block(const TensorEntry& tensor, size_t index, size_t block, std::span<const std::byte> bytes) const {
+  const Chunk& chunk = tensor.chunks[index];
+  const bool whole_chunk = chunk.blocks.empty();
+  const uint64_t recorded = whole_chunk ? chunk.xxh64 : chunk.blocks[block];
+  const uint64_t actual = xxh64(bytes);
+  if (actual == recorded) return;
+  const std::string which =
+      whole_chunk ? std::string()
+                  : fmt::format(": block {} (bytes [{}, +{}) of the chunk)", block,
+                                static_cast<uint64_t>(block) * state_->manifest.block_bytes, bytes.size());
+  throw Error(ErrorCode::kChecksumMismatch,
+              fmt::format("{}: {}{}: checksum mismatch (xxh64 {} recorded, {} read): the data file is damaged",
+                          (state_->folder / chunk.file).string(), chunk_label(tensor, index), which,
+                          checksum_hex(recorded), checksum_hex(actual)));
+}
+
+void Reader::read_chunk(const TensorEntry& tensor, size_t index, std::span<std::byte> out) const {
+  const Chunk& chunk = tensor.chunks.at(index);
+  if (out.size() != chunk.length) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: {} bytes for a chunk of {}", chunk_label(tensor, index),
+                                                         out.size(), chunk.length));
   }
+  const Box whole = chunk.box;
+  read_chunk_blocks(tensor, index, std::span(&whole, 1), out);
+  if (!chunk.blocks.empty() && xxh64(out) != chunk.xxh64) {
+    throw Error(ErrorCode::kChecksumMismatch,
+                fmt::format("{}: {}: checksum mismatch (xxh64 {} recorded, {} read): the data file is damaged",
+                            (state_->folder / chunk.file).string(), chunk_label(tensor, index),
+                            checksum_hex(chunk.xxh64), checksum_hex(xxh64(out))));
+  }
+}
+
+uint64_t Reader::read_chunk_blocks(const TensorEntry& tensor, size_t index, std::span<const Box> parts,
+                                   std::span<std::byte> chunk_bytes) const {
+  const Chunk& chunk = tensor.chunks.at(index);
+  if (chunk_bytes.size() != chunk.length) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: {} bytes for a chunk of {}", chunk_label(tensor, index),
+                                                         chunk_bytes.size(), chunk.length));
+  }
+  // A version 1 chunk is one block as long as the chunk.
+  const uint64_t block_bytes = chunk.blocks.empty() ? std::max<uint64_t>(chunk.length, 1) : state_->manifest.block_bytes;
+  const size_t blocks = static_cast<size_t>(block_count(chunk.length, block_bytes));
+  const uint64_t element_bytes = static_cast<uint64_t>(dtype_bits(tensor.dtype) / 8);
+  const Box local = Box::whole(chunk.box.shape());
+  std::vector<char> needed(blocks, 0);
+  for (const Box& part : parts) {
+    if (!chunk.box.contains(part)) {
+      throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: box {} is not inside the chunk",
+                                                           chunk_label(tensor, index), part.to_string()));
+    }
+    if (part.empty()) continue;
+    for_each_run(local, part.relative_to(chunk.box), [&](Run run) {
+      const uint64_t begin = static_cast<uint64_t>(run.offset) * element_bytes;
+      const uint64_t end = begin + static_cast<uint64_t>(run.length) * element_bytes;
+      for (uint64_t b = begin / block_bytes; b * block_bytes < end; ++b) needed[static_cast<size_t>(b)] = 1;
+    });
+  }
+  // Runs of needed blocks are read with one positional read each, then checked block by block.
+  uint64_t read = 0;
+  for (size_t first = 0; first < blocks;) {
+    if (needed[first] == 0) {
+      ++first;
+      continue;
+    }
+    size_t last = first;
+    while (last < blocks && needed[last] != 0) ++last;
+    const uint64_t begin = first * block_bytes;
+    const uint64_t end = std::min<uint64_t>(last * block_bytes, chunk.length);
+    const std::span<std::byte> range = chunk_bytes.subspan(static_cast<size_t>(begin), static_cast<size_t>(end - begin));
+    read_chunk_range(tensor, index, begin, range);
+    for (size_t b = first; b < last; ++b) {
+      const uint64_t at = (b - first) * block_bytes;
+      check_block(tensor, index, b, range.subspan(static_cast<size_t>(at),
+                                                  static_cast<size_t>(std::min<uint64_t>(block_bytes, range.size() - at))));
+    }
+    read += range.size();
+    first = last;
+  }
+  return read;
 }
 
 void Reader::read_chunk_part(const TensorEntry& tensor, size_t index, const Box& box, std::span<std::byte> out) const {
@@ -171,14 +247,14 @@ void Reader::read_box(const TensorEntry& tensor, const Box& box, std::span<std::
     throw Error(ErrorCode::kInvalidArgument, fmt::format("tensor {}: box {} is not inside its shape",
                                                          json_quoted(tensor.name), box.to_string()));
   }
-  std::vector<std::byte> bytes;
   for (size_t i = 0; i < tensor.chunks.size(); ++i) {
     const Chunk& chunk = tensor.chunks[i];
     const Box common = chunk.box.intersect(box);
     if (common.empty()) continue;
-    bytes.resize(static_cast<size_t>(chunk.length));
-    read_chunk(tensor, i, bytes);
-    BoxCopy(common, chunk.box, box, static_cast<size_t>(element_bytes)).copy(bytes.data(), out.data());
+    // Uninitialised: only the blocks read are touched.
+    const std::unique_ptr<std::byte[]> bytes(new std::byte[static_cast<size_t>(chunk.length)]);
+    read_chunk_blocks(tensor, i, std::span(&common, 1), std::span(bytes.get(), static_cast<size_t>(chunk.length)));
+    BoxCopy(common, chunk.box, box, static_cast<size_t>(element_bytes)).copy(bytes.get(), out.data());
   }
 }
 

@@ -2,6 +2,8 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace reshard {
@@ -19,6 +21,43 @@ void Xxh64Stream::update(std::span<const std::byte> bytes) {
 }
 
 uint64_t Xxh64Stream::digest() const { return XXH64_digest(static_cast<const XXH64_state_t*>(state_)); }
+
+void Xxh64Stream::reset() { XXH64_reset(static_cast<XXH64_state_t*>(state_), 0); }
+
+BlockHasher::BlockHasher(uint64_t block_bytes) : block_bytes_(block_bytes) {}
+
+void BlockHasher::update(std::span<const std::byte> bytes) {
+  if (block_bytes_ == 0) {
+    whole_.update(bytes);
+    return;
+  }
+  while (!bytes.empty()) {
+    const size_t take = static_cast<size_t>(std::min<uint64_t>(bytes.size(), block_bytes_ - in_block_));
+    const std::span<const std::byte> piece = bytes.first(take);
+    if (in_block_ == 0 && take == block_bytes_) {
+      blocks_.push_back(xxh64(piece));  // a whole block at once: the one-shot hash is faster
+    } else {
+      block_.update(piece);
+      in_block_ += take;
+      if (in_block_ == block_bytes_) {
+        blocks_.push_back(block_.digest());
+        block_.reset();
+        in_block_ = 0;
+      }
+    }
+    whole_.update(piece);
+    bytes = bytes.subspan(take);
+  }
+}
+
+BlockChecksums BlockHasher::finish() {
+  if (in_block_ > 0) {
+    blocks_.push_back(block_.digest());
+    block_.reset();
+    in_block_ = 0;
+  }
+  return {whole_.digest(), std::move(blocks_)};
+}
 
 std::string checksum_hex(uint64_t value) { return fmt::format("{:016x}", value); }
 

@@ -1,6 +1,7 @@
 #include "reshard/pipelines/checkpoint_restore.h"
 
 #include <map>
+#include <memory>
 #include <vector>
 
 #include <fmt/format.h>
@@ -52,21 +53,26 @@ void copy_to_shards(const NeededSlice& slice, const Box& common, const Box& from
   }
 }
 
-// Each chunk that any needed slice meets is read once, whole, and verified
-// before any of it is copied out.
+// For each chunk that any needed slice meets, the checksum blocks holding a
+// byte of any of those slices are read once and verified before any of the
+// chunk is copied out.
 void restore_verified(const checkpoint::Reader& reader, const checkpoint::TensorEntry& tensor,
                       const std::vector<NeededSlice>& slices, size_t element_bytes) {
-  std::vector<std::byte> bytes;
   for (size_t c = 0; c < tensor.chunks.size(); ++c) {
     const Box& chunk_box = tensor.chunks[c].box;
-    bool needed = false;
-    for (const NeededSlice& slice : slices) needed = needed || !slice.box.intersect(chunk_box).empty();
-    if (!needed) continue;
-    bytes.resize(static_cast<size_t>(tensor.chunks[c].length));
-    reader.read_chunk(tensor, c, bytes);
+    std::vector<Box> parts;
+    for (const NeededSlice& slice : slices) {
+      Box common = slice.box.intersect(chunk_box);
+      if (!common.empty()) parts.push_back(std::move(common));
+    }
+    if (parts.empty()) continue;
+    // Uninitialised: only the blocks read are touched.
+    const auto length = static_cast<size_t>(tensor.chunks[c].length);
+    const std::unique_ptr<std::byte[]> bytes(new std::byte[length]);
+    reader.read_chunk_blocks(tensor, c, parts, std::span(bytes.get(), length));
     for (const NeededSlice& slice : slices) {
       const Box common = slice.box.intersect(chunk_box);
-      if (!common.empty()) copy_to_shards(slice, common, chunk_box, bytes.data(), element_bytes);
+      if (!common.empty()) copy_to_shards(slice, common, chunk_box, bytes.get(), element_bytes);
     }
   }
 }

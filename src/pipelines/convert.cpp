@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "agreement.h"
+#include "checkpoint_stream.h"
 #include "reshard/execute/sharded_array.h"
 #include "reshard/formats/atomic_file.h"
 #include "reshard/formats/hf_folder_plan.h"
@@ -21,6 +22,7 @@
 #include "reshard/layout/error.h"
 #include "reshard/layout/float_convert.h"
 #include "reshard/pipelines/checkpoint_save.h"
+#include "reshard/pipelines/save_plan.h"
 #include "tensor_source.h"
 
 namespace reshard {
@@ -135,7 +137,7 @@ class FileOutput {
     if (rank == 0) detail::run_step(failure, [&] { commit(); });
     reports = detail::exchange_reports(transport_, {failure.message, {}});
     detail::require_all_succeeded(reports, rank, what, failure.error);
-    return {files_.size(), specs_.size(), total_bytes(specs_)};
+    return {files_.size(), specs_.size(), total_bytes(specs_), 0};
   }
 
  private:
@@ -214,43 +216,57 @@ class FileOutput {
 
 // ---- checkpoint output ----
 
-// This process's part of every tensor in the new layout, each distinct slice
-// read once and copied to every device of this process that holds it.
-std::vector<NamedArray> load_arrays(const TensorSource& source, const ConvertOptions& options, int rank) {
+// The tensors of the new layout: shapes and dtypes of the output, no bytes.
+std::vector<SaveTensor> output_tensors(const TensorSource& source, const ConvertOptions& options) {
   const CheckpointLayout& layout = *options.layout;
-  std::vector<NamedArray> arrays;
-  for (size_t t = 0; t < source.tensors().size(); ++t) {
-    const detail::SourceTensor& info = source.tensors()[t];
+  std::vector<SaveTensor> tensors;
+  for (const detail::SourceTensor& info : source.tensors()) {
     const Shape shape = safetensors::layout_shape(info.dims, info.name);
-    const DType dtype = cast_dtype(info.dtype, options.dtype);
-    ShardedArray array = ShardedArray::allocate(shape, dtype, layout.sharding_for(info.name, shape), layout.topology, rank);
-    std::map<std::pair<std::vector<int64_t>, Shape>, std::vector<std::byte>> read;
-    for (Shard& shard : array.mutable_shards()) {
-      if (shard.box.empty()) continue;
-      auto [it, inserted] = read.try_emplace({shard.box.origin(), shard.box.shape()});
-      if (inserted) it->second = read_cast(source, t, shard.box, dtype);
-      std::memcpy(shard.buffer.data(), it->second.data(), it->second.size());
-    }
-    arrays.push_back({info.name, std::move(array)});
-    if (options.progress) options.progress(0);
+    tensors.push_back({info.name, cast_dtype(info.dtype, options.dtype), shape, layout.sharding_for(info.name, shape),
+                       layout.topology, std::nullopt});
   }
-  return arrays;
+  return tensors;
 }
 
+// Reads a piece of a chunk from the source, cast to the chunk's dtype,
+// straight into its staging buffer when no cast is needed.
+void read_piece(const TensorSource& source, const PlannedChunk& chunk, const Box& piece, std::span<std::byte> out) {
+  const DType in_dtype = source.tensors()[chunk.array].dtype;
+  try {
+    if (in_dtype == chunk.dtype) {
+      source.read_box(chunk.array, piece, out);
+      return;
+    }
+    std::vector<std::byte> raw(static_cast<size_t>(safetensors::File::box_bytes(in_dtype, piece)));
+    source.read_box(chunk.array, piece, raw);
+    convert_floats(in_dtype, raw, chunk.dtype, out, static_cast<uint64_t>(piece.volume()));
+  } catch (const Error& e) {
+    throw e.with_context(fmt::format("tensor '{}' {}", source.tensors()[chunk.array].name, piece.to_string()));
+  }
+}
+
+// Streams the source into the checkpoint: each process reads the chunks of
+// the new layout that it writes, piece by piece, under the staging budget.
 ConvertResult convert_to_checkpoint(const TensorSource& source, const fs::path& dst, const ConvertOptions& options,
                                     Transport& transport) {
   if (!options.layout) throw Error(ErrorCode::kInvalidArgument, "a checkpoint output needs a layout (--mesh)");
-  std::vector<NamedArray> arrays;
+  std::vector<SaveTensor> tensors;
   detail::Failure failure;
-  detail::run_step(failure, [&] { arrays = load_arrays(source, options, transport.rank()); });
+  detail::run_step(failure, [&] { tensors = output_tensors(source, options); });
   const auto reports = detail::exchange_reports(transport, {failure.message, {}});
   detail::require_all_succeeded(reports, transport.rank(), fmt::format("converting to {}", dst.string()), failure.error);
   SaveOptions save;
   save.metadata = source.metadata();
   save.replace = options.replace;
-  save_checkpoint(dst, arrays, transport, save);
+  save.staging_bytes = options.staging_bytes;
+  const SaveStats stats = detail::save_checkpoint_streamed(
+      dst, tensors, transport, save, [&](const PlannedChunk& chunk, const Box& piece, std::span<std::byte> out) {
+        read_piece(source, chunk, piece, out);
+        if (options.progress) options.progress(out.size());
+      });
   const std::vector<safetensors::TensorSpec> specs = output_specs(source, options.dtype);
-  return {checkpoint::Reader::open(dst).manifest().files.size(), specs.size(), total_bytes(specs)};
+  return {checkpoint::Reader::open(dst).manifest().files.size(), specs.size(), total_bytes(specs),
+          stats.peak_staged_bytes};
 }
 
 }  // namespace

@@ -19,9 +19,9 @@ struct Holders {
 };
 
 // The distinct non-empty slices of an array and who holds each, in mesh order.
-std::vector<Holders> distinct_slices(const ShardedArray& array) {
-  const Mesh& mesh = array.sharding().mesh();
-  const std::vector<Box> boxes = array.sharding().index_domains(array.shape());
+std::vector<Holders> distinct_slices(const SaveTensor& array) {
+  const Mesh& mesh = array.sharding.mesh();
+  const std::vector<Box> boxes = array.sharding.index_domains(array.shape);
   std::vector<Holders> slices;
   std::map<std::pair<std::vector<int64_t>, Shape>, size_t> index;
   for (size_t logical = 0; logical < boxes.size(); ++logical) {
@@ -31,7 +31,7 @@ std::vector<Holders> distinct_slices(const ShardedArray& array) {
     if (inserted) slices.push_back({box, {}, {}});
     Holders& holders = slices[it->second];
     const DeviceId device = mesh.devices()[logical];
-    const int process = array.topology().process_of(device);
+    const int process = array.topology.process_of(device);
     if (std::find(holders.processes.begin(), holders.processes.end(), process) == holders.processes.end()) {
       holders.processes.push_back(process);
       holders.device_of.push_back(device);
@@ -44,7 +44,19 @@ std::vector<Holders> distinct_slices(const ShardedArray& array) {
 
 std::string data_file_name(int process) { return fmt::format("data-{:05d}.safetensors", process); }
 
+SaveTensor SaveTensor::of(const NamedArray& named) {
+  return {named.name,       named.array.dtype(),    named.array.shape(), named.array.sharding(),
+          named.array.topology(), named.metadata};
+}
+
 SavePlan SavePlan::make(std::span<const NamedArray> arrays, int num_processes) {
+  std::vector<SaveTensor> tensors;
+  tensors.reserve(arrays.size());
+  for (const NamedArray& named : arrays) tensors.push_back(SaveTensor::of(named));
+  return make(tensors, num_processes);
+}
+
+SavePlan SavePlan::make(std::span<const SaveTensor> arrays, int num_processes) {
   SavePlan plan;
   plan.by_process_.resize(static_cast<size_t>(num_processes));
   plan.files_.resize(static_cast<size_t>(num_processes));
@@ -52,17 +64,17 @@ SavePlan SavePlan::make(std::span<const NamedArray> arrays, int num_processes) {
   std::unordered_set<std::string_view> names;
   size_t turn = 0;
   for (size_t a = 0; a < arrays.size(); ++a) {
-    const NamedArray& named = arrays[a];
+    const SaveTensor& named = arrays[a];
     if (!names.insert(named.name).second) {
       throw Error(ErrorCode::kInvalidArgument, fmt::format("array {} is given twice", json_quoted(named.name)));
     }
-    if (named.array.topology().num_processes() != num_processes) {
+    if (named.topology.num_processes() != num_processes) {
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("array {}: its topology has {} processes, the job {}", json_quoted(named.name),
-                              named.array.topology().num_processes(), num_processes));
+                              named.topology.num_processes(), num_processes));
     }
-    for (const Holders& holders : distinct_slices(named.array)) {
-      const uint64_t bytes = checkpoint::dense_bytes(named.array.dtype(), holders.box.shape());
+    for (const Holders& holders : distinct_slices(named)) {
+      const uint64_t bytes = checkpoint::dense_bytes(named.dtype, holders.box.shape());
       // The least-loaded holder; among equals, the turn goes round.
       size_t best = turn % holders.processes.size();
       for (size_t k = 0; k < holders.processes.size(); ++k) {
@@ -76,7 +88,7 @@ SavePlan SavePlan::make(std::span<const NamedArray> arrays, int num_processes) {
       const int writer = holders.processes[best];
       plan.bytes_[static_cast<size_t>(writer)] += bytes;
       plan.by_process_[static_cast<size_t>(writer)].push_back(plan.chunks_.size());
-      plan.chunks_.push_back({a, holders.box, writer, holders.device_of[best],
+      plan.chunks_.push_back({a, named.dtype, holders.box, writer, holders.device_of[best],
                               checkpoint::chunk_key(named.name, holders.box)});
     }
   }
@@ -86,7 +98,7 @@ SavePlan SavePlan::make(std::span<const NamedArray> arrays, int num_processes) {
     std::vector<safetensors::TensorSpec> specs;
     for (size_t c : mine) {
       const PlannedChunk& chunk = plan.chunks_[c];
-      specs.push_back({chunk.key, arrays[chunk.array].array.dtype(), safetensors::dims_of(chunk.box.shape())});
+      specs.push_back({chunk.key, chunk.dtype, safetensors::dims_of(chunk.box.shape())});
     }
     plan.files_[static_cast<size_t>(p)] = safetensors::FileLayout::plan(std::move(specs), std::nullopt);
     // Write in the file's byte order, so the file is written front to back.
@@ -98,16 +110,16 @@ SavePlan SavePlan::make(std::span<const NamedArray> arrays, int num_processes) {
   return plan;
 }
 
-checkpoint::Manifest SavePlan::manifest(std::span<const NamedArray> arrays, std::span<const uint64_t> checksums,
-                                        std::optional<safetensors::Metadata> metadata) const {
+checkpoint::Manifest SavePlan::manifest(std::span<const SaveTensor> arrays, std::span<const BlockChecksums> checksums,
+                                        uint64_t block_bytes, std::optional<safetensors::Metadata> metadata) const {
   checkpoint::Manifest manifest;
   manifest.metadata = std::move(metadata);
+  manifest.block_bytes = block_bytes;
   for (size_t p = 0; p < files_.size(); ++p) {
     if (files_[p]) manifest.files.push_back({data_file_name(static_cast<int>(p)), files_[p]->file_size()});
   }
-  for (const NamedArray& named : arrays) {
-    manifest.tensors.push_back({named.name, named.array.dtype(), named.array.shape(),
-                                named.array.sharding().to_string(), named.metadata, {}});
+  for (const SaveTensor& named : arrays) {
+    manifest.tensors.push_back({named.name, named.dtype, named.shape, named.sharding.to_string(), named.metadata, {}});
   }
   for (size_t c = 0; c < chunks_.size(); ++c) {
     const PlannedChunk& chunk = chunks_[c];
@@ -115,7 +127,7 @@ checkpoint::Manifest SavePlan::manifest(std::span<const NamedArray> arrays, std:
     const safetensors::TensorInfo& info = layout.header().at(chunk.key);
     manifest.tensors[chunk.array].chunks.push_back({chunk.box, data_file_name(chunk.writer), chunk.key,
                                                     layout.header().file_offset(info), info.byte_size(),
-                                                    checksums[c]});
+                                                    checksums[c].whole, checksums[c].blocks});
   }
   return manifest;
 }

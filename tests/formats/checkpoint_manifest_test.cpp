@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "reshard/formats/checkpoint_manifest.h"
 #include "reshard/formats/checksum.h"
@@ -16,11 +19,12 @@ Manifest two_chunk_manifest() {
   Manifest manifest;
   manifest.metadata = safetensors::Metadata{{"step", "3"}};
   manifest.files = {{"data-00000.safetensors", 200}, {"data-00001.safetensors", 200}};
+  manifest.block_bytes = 6;  // 16-byte chunks: blocks of 6, 6 and 4
   TensorEntry w{"w", DType::kF32, {4, 2}, "layout", safetensors::Metadata{{"k", "v"}}, {}};
-  w.chunks.push_back({Box({0, 0}, {2, 2}), "data-00000.safetensors", "w[0:2,0:2]", 80, 16, 1});
-  w.chunks.push_back({Box({2, 0}, {2, 2}), "data-00001.safetensors", "w[2:4,0:2]", 80, 16, 2});
+  w.chunks.push_back({Box({0, 0}, {2, 2}), "data-00000.safetensors", "w[0:2,0:2]", 80, 16, 1, {11, 12, 13}});
+  w.chunks.push_back({Box({2, 0}, {2, 2}), "data-00001.safetensors", "w[2:4,0:2]", 80, 16, 2, {21, 22, 23}});
   TensorEntry s{"s", DType::kI64, {}, "", std::nullopt, {}};
-  s.chunks.push_back({Box({}, {}), "data-00000.safetensors", "s[]", 96, 8, 3});
+  s.chunks.push_back({Box({}, {}), "data-00000.safetensors", "s[]", 96, 8, 3, {31, 32}});
   TensorEntry e{"e", DType::kBF16, {0, 3}, "", std::nullopt, {}};
   manifest.tensors = {w, s, e};
   return manifest;
@@ -36,11 +40,90 @@ void expect_refused(const Manifest& manifest, ErrorCode code, const std::vector<
   }
 }
 
+// Version 1: one checksum per chunk, no blocks.
+Manifest version_1(Manifest manifest) {
+  manifest.block_bytes = 0;
+  for (TensorEntry& tensor : manifest.tensors) {
+    for (Chunk& chunk : tensor.chunks) chunk.blocks.clear();
+  }
+  return manifest;
+}
+
 TEST(CheckpointManifest, ReadsBackWhatItWrites) {
   const Manifest manifest = two_chunk_manifest();
-  EXPECT_EQ(parse_manifest(serialize_manifest(manifest), "m.json"), manifest);
+  const std::string text = serialize_manifest(manifest);
+  EXPECT_NE(text.find("\"version\":2"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"block_bytes\":6"), std::string::npos) << text;
+  EXPECT_NE(text.find("\"blocks\":[\"000000000000000b\",\"000000000000000c\",\"000000000000000d\"]"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(parse_manifest(text, "m.json"), manifest);
+  EXPECT_EQ(manifest.version(), 2);
   EXPECT_EQ(chunk_key("w", Box({2, 0}, {2, 2})), "w[2:4,0:2]");
   EXPECT_EQ(manifest.total_bytes(), 32u + 8u);
+}
+
+TEST(CheckpointManifest, ReadsVersion1WithOneChecksumPerChunk) {
+  const Manifest old = version_1(two_chunk_manifest());
+  const std::string text = serialize_manifest(old);
+  EXPECT_NE(text.find("\"version\":1"), std::string::npos) << text;
+  EXPECT_EQ(text.find("block"), std::string::npos) << text;
+  EXPECT_EQ(parse_manifest(text, "m.json"), old);
+  EXPECT_EQ(old.version(), 1);
+}
+
+TEST(CheckpointManifest, RefusesBlockChecksumsThatDoNotMatchTheChunk) {
+  Manifest few = two_chunk_manifest();
+  few.tensors[0].chunks[1].blocks.pop_back();
+  expect_refused(few, ErrorCode::kInvalidManifest, {"\"w\"", "chunk 1", "2 block checksums for 16 bytes in blocks of 6"});
+  Manifest many = two_chunk_manifest();
+  many.tensors[1].chunks[0].blocks.push_back(0);
+  expect_refused(many, ErrorCode::kInvalidManifest, {"\"s\"", "chunk 0", "expected 2"});
+  // A version 2 body needs a positive block size and every chunk's list.
+  const std::string good = serialize_manifest(two_chunk_manifest());
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"\"block_bytes\":6", "\"block_bytes\":0"},
+           {"\"block_bytes\":6,", ""},
+           {",\"blocks\":[\"000000000000001f\",\"0000000000000020\"]", ""},
+           {"\"0000000000000020\"", "\"20\""}}) {
+    std::string body = good.substr(good.find("\"manifest\":") + 11);
+    body.pop_back();  // the newline
+    body.pop_back();  // the closing brace of the file object
+    const size_t at = body.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    body.replace(at, from.size(), to);
+    const std::string file = "{\"format\":\"reshard-checkpoint\",\"version\":2,\"checksum\":\"xxh64:" +
+                             checksum_hex(xxh64(nlohmann::ordered_json::parse(body).dump())) + "\",\"manifest\":" + body + "}";
+    try {
+      parse_manifest(file, "m.json");
+      ADD_FAILURE() << "accepted " << to;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidManifest) << e.what();
+    }
+  }
+}
+
+TEST(CheckpointManifest, HashesBlocksAndTheWholeInOnePass) {
+  std::vector<std::byte> bytes(1000);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<std::byte>(i * 7 + 3);
+  const std::span<const std::byte> all(bytes);
+  // Pieces that start and end inside blocks, and across several blocks.
+  for (const size_t piece : {size_t{1}, size_t{7}, size_t{64}, size_t{100}, size_t{1000}}) {
+    BlockHasher hasher(64);
+    for (size_t at = 0; at < all.size(); at += piece) hasher.update(all.subspan(at, std::min(piece, all.size() - at)));
+    const BlockChecksums sums = hasher.finish();
+    EXPECT_EQ(sums.whole, xxh64(all)) << piece;
+    ASSERT_EQ(sums.blocks.size(), 16u) << piece;  // 15 of 64 bytes, one of 40
+    for (size_t b = 0; b < 16; ++b) {
+      EXPECT_EQ(sums.blocks[b], xxh64(all.subspan(b * 64, std::min<size_t>(64, all.size() - b * 64)))) << piece << " " << b;
+    }
+  }
+  BlockHasher whole_only(0);
+  whole_only.update(all);
+  EXPECT_EQ(whole_only.finish(), (BlockChecksums{xxh64(all), {}}));
+  EXPECT_EQ(block_count(1000, 64), 16u);
+  EXPECT_EQ(block_count(1024, 64), 16u);
+  EXPECT_EQ(block_count(1, 64), 1u);
 }
 
 TEST(CheckpointManifest, RefusesChunksThatDoNotTileTheirTensor) {
@@ -79,13 +162,24 @@ TEST(CheckpointManifest, RefusesLengthsOffsetsAndFilesThatDisagree) {
 TEST(CheckpointManifest, AnUnknownVersionIsRefusedByNumberAndAnEditByChecksum) {
   const std::string good = serialize_manifest(two_chunk_manifest());
   std::string newer = good;
-  newer.replace(newer.find("\"version\":1"), 11, "\"version\":7");
+  newer.replace(newer.find("\"version\":2"), 11, "\"version\":7");
   try {
     parse_manifest(newer, "m.json");
     ADD_FAILURE() << "accepted version 7";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidManifest);
     EXPECT_NE(std::string(e.what()).find("unknown checkpoint format version 7"), std::string::npos) << e.what();
+  }
+  for (const std::string version : {"0", "3", "-1", "2.5", "\"2\""}) {
+    std::string other = good;
+    other.replace(other.find("\"version\":2"), 11, "\"version\":" + version);
+    try {
+      parse_manifest(other, "m.json");
+      ADD_FAILURE() << "accepted version " << version;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidManifest);
+      EXPECT_NE(std::string(e.what()).find("unknown checkpoint format version " + version), std::string::npos) << e.what();
+    }
   }
   std::string edited = good;
   edited.replace(edited.find("\"step\":\"3\""), 10, "\"step\":\"4\"");

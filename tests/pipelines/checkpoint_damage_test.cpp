@@ -35,10 +35,16 @@ LayoutDef two_processes() {
           2};
 }
 
-void save(const fs::path& path, uint64_t version) {
+// Blocks of 16 bytes: most chunks of the small model have several.
+constexpr uint64_t kBlockBytes = 16;
+
+void save(const fs::path& path, uint64_t version, uint64_t block_bytes = kBlockBytes) {
   const LayoutDef layout = two_processes();
+  SaveOptions options;
+  options.checksum_block_bytes = block_bytes;
   testing::run_ranks(layout.processes, [&](Transport& transport) {
-    save_checkpoint(path, testing::make_arrays(testing::small_model(), layout, transport.rank(), version), transport);
+    save_checkpoint(path, testing::make_arrays(testing::small_model(), layout, transport.rank(), version), transport,
+                    options);
   });
 }
 
@@ -74,8 +80,10 @@ void write_file(const fs::path& path, const std::string& bytes) { std::ofstream(
 
 TEST(CheckpointDamage, AFlippedBitInAnyChunkNamesTensorChunkAndFile) {
   auto rng = testing::seeded_rng();
+  for (const uint64_t block_bytes : {kBlockBytes, uint64_t{0}}) {  // version 2, and version 1
+  SCOPED_TRACE(fmt::format("checksum blocks of {} bytes", block_bytes));
   TempDir dir;
-  save(dir / "c", 1);
+  save(dir / "c", 1, block_bytes);
   const checkpoint::Manifest manifest = checkpoint::Reader::open(dir / "c").manifest();
   for (const checkpoint::TensorEntry& tensor : manifest.tensors) {
     for (size_t c = 0; c < tensor.chunks.size(); ++c) {
@@ -87,12 +95,68 @@ TEST(CheckpointDamage, AFlippedBitInAnyChunkNamesTensorChunkAndFile) {
       bad[at] = static_cast<char>(bad[at] ^ (1 << (rng() % 8)));
       write_file(file, bad);
       SCOPED_TRACE(fmt::format("{} chunk {} byte {}", tensor.name, c, at));
-      expect_error_naming(restore_error(dir / "c"), ErrorCode::kChecksumMismatch,
-                          {fmt::format("\"{}\"", tensor.name), fmt::format("chunk {}", c), chunk.file});
+      std::vector<std::string> names{fmt::format("\"{}\"", tensor.name), fmt::format("chunk {}", c), chunk.file};
+      if (block_bytes != 0) names.push_back(fmt::format("block {}", (at - chunk.offset) / block_bytes));
+      expect_error_naming(restore_error(dir / "c"), ErrorCode::kChecksumMismatch, names);
       write_file(file, good);
     }
   }
   EXPECT_FALSE(restore_error(dir / "c").has_value());
+  }
+}
+
+// Every chunk read back whole, as `reshard verify` does; the first error.
+std::optional<Error> verify_error(const fs::path& path) {
+  try {
+    const checkpoint::Reader reader = checkpoint::Reader::open(path);
+    for (const checkpoint::TensorEntry& tensor : reader.manifest().tensors) {
+      for (size_t c = 0; c < tensor.chunks.size(); ++c) {
+        std::vector<std::byte> bytes(static_cast<size_t>(tensor.chunks[c].length));
+        reader.read_chunk(tensor, c, bytes);
+      }
+    }
+  } catch (const Error& e) {
+    return e;
+  }
+  return std::nullopt;
+}
+
+// A read that needs only some blocks of a chunk checks only those: damage in
+// another block does not stop it (its bytes are right), and verifying the
+// whole checkpoint still finds the damage.
+TEST(CheckpointDamage, AFlippedBitInABlockNotReadIsStillCaughtByVerify) {
+  TempDir dir;
+  save(dir / "c", 4);
+  const checkpoint::Reader reader = checkpoint::Reader::open(dir / "c");
+  const checkpoint::TensorEntry& tensor = reader.tensor("opt.m");  // F32 [8, 6], rows split over x
+  const checkpoint::Chunk& chunk = tensor.chunks[0];
+  ASSERT_EQ(chunk.box, Box({0, 0}, {4, 6}));
+  ASSERT_EQ(chunk.blocks.size(), 6u);  // 96 bytes
+  // Rows 0 and 1 are the chunk's first 48 bytes: blocks 0 to 2.
+  const Box rows_box({0, 0}, {2, 6});
+  std::vector<std::byte> saved(48), rows(48);
+  reader.read_box(tensor, rows_box, saved);
+  const fs::path file = dir / "c" / chunk.file;
+  const std::string good = read_file(file);
+  std::string bad = good;
+  bad[chunk.offset + 90] = static_cast<char>(bad[chunk.offset + 90] ^ 0x04);  // in the last block, row 3
+  write_file(file, bad);
+  const checkpoint::Reader damaged = checkpoint::Reader::open(dir / "c");
+  damaged.read_box(damaged.tensor("opt.m"), rows_box, rows);
+  EXPECT_EQ(rows, saved);
+  EXPECT_EQ(damaged.counters().data_bytes, 48u) << "only the three blocks the rows are in";
+  // A restore of the other tensors does not read the damaged chunk at all.
+  const LayoutDef one{Mesh({{"x", 1}}, {0}), {}, 1};
+  testing::run_ranks(1, [&](Transport& transport) {
+    std::vector<RestoreTarget> targets = testing::targets_for(testing::small_model(), one);
+    targets.pop_back();  // opt.m
+    const auto arrays = restore_checkpoint(dir / "c", targets, transport);
+    for (const NamedArray& array : arrays) EXPECT_EQ(testing::mismatch(array, 4), "");
+  });
+  expect_error_naming(verify_error(dir / "c"), ErrorCode::kChecksumMismatch,
+                      {"\"opt.m\"", "chunk 0", "block 5", chunk.file});
+  write_file(file, good);
+  EXPECT_FALSE(verify_error(dir / "c").has_value());
 }
 
 TEST(CheckpointDamage, TruncatedOrDeletedDataFilesAreNamed) {
@@ -129,9 +193,9 @@ TEST(CheckpointDamage, AnEditedManifestIsRefused) {
   }
   // An unknown version is refused by name, whatever the body.
   std::string newer = good;
-  newer.replace(newer.find("\"version\":1"), 11, "\"version\":2");
+  newer.replace(newer.find("\"version\":2"), 11, "\"version\":3");
   write_file(path, newer);
-  expect_error_naming(restore_error(dir / "c"), ErrorCode::kInvalidManifest, {"version 2"});
+  expect_error_naming(restore_error(dir / "c"), ErrorCode::kInvalidManifest, {"version 3"});
   write_file(path, "{\"format\": \"reshard-checkpoint\"");
   expect_error_naming(restore_error(dir / "c"), ErrorCode::kInvalidManifest, {"JSON"});
   write_file(path, good);

@@ -157,7 +157,12 @@ TEST(Checkpoint, AsyncSaveStagesInWavesAndReturnsBeforeWriting) {
     std::lock_guard lock(mutex);
     stats.push_back(mine);
   });
-  for (const SaveStats& s : stats) EXPECT_GT(s.waves, 1u);
+  for (const SaveStats& s : stats) {
+    EXPECT_GE(s.waves, 1u);
+    EXPECT_GT(s.peak_staged_bytes, 0u);
+    EXPECT_LE(s.peak_staged_bytes, options.staging_bytes) << "staged within the budget";
+    EXPECT_GT(s.bytes_written, 2 * options.staging_bytes) << "a save several times the budget";
+  }
   expect_restores(dir / "c", layouts()[2], 5);
   EXPECT_EQ(checkpoint::Reader::open(dir / "c").manifest().metadata, options.metadata);
 }
@@ -219,27 +224,78 @@ TEST(Checkpoint, EachProcessReadsOnlyWhatItsDevicesNeed) {
       EXPECT_EQ(stats[static_cast<size_t>(p)].header_bytes_read, headers);
     }
   }
-  // A finer target layout reads, unverified, exactly the quarter each needs.
+  // A finer target layout needs half of each saved chunk of the split
+  // tensors. Unverified, each process reads exactly what it needs. Verified,
+  // it reads the checksum blocks that hold those bytes: at least what it
+  // needs, at most a partial block more at each end of each chunk part
+  // (here one contiguous run per chunk), and less than the whole chunks.
   const LayoutDef finer{mesh_of({{"x", 8}}, {0, 1, 2, 3, 4, 5, 6, 7}), {spec("x"), spec("x"), spec("None"), spec(""), spec("x")}, 8};
-  std::mutex mutex;
-  uint64_t total = 0;
-  testing::run_ranks(8, [&](Transport& transport) {
-    RestoreStats mine;
-    RestoreOptions options;
-    options.verify_checksums = false;
-    const auto arrays = restore_checkpoint(dir / "c", testing::targets_for(testing::small_model(), finer), transport,
-                                           options, &mine);
-    for (const NamedArray& array : arrays) EXPECT_EQ(testing::mismatch(array, 3), "");
-    std::lock_guard lock(mutex);
-    total += mine.data_bytes_read;
-  });
-  // Split tensors once in all; the replicated bias and the scalar by every process.
-  uint64_t expected = 0;
-  for (const auto& t : testing::small_model()) {
-    const uint64_t bytes = checkpoint::dense_bytes(t.dtype, t.shape);
-    expected += (t.name == "bias" || t.shape.empty()) ? 8 * bytes : bytes;
+  SaveOptions small_blocks;
+  small_blocks.checksum_block_bytes = 16;
+  save_on(dir / "b", saved, 3, small_blocks);
+  const checkpoint::Reader blocked = checkpoint::Reader::open(dir / "b");
+  const uint64_t block_headers = blocked.counters().header_bytes;
+  for (const bool verify : {false, true}) {
+    std::mutex mutex;
+    uint64_t total = 0, total_whole_chunks = 0;
+    testing::run_ranks(8, [&](Transport& transport) {
+      RestoreStats mine;
+      RestoreOptions options;
+      options.verify_checksums = verify;
+      const auto arrays = restore_checkpoint(dir / "b", testing::targets_for(testing::small_model(), finer), transport,
+                                             options, &mine);
+      uint64_t need = 0, chunks_met = 0, whole_chunks = 0;
+      for (const NamedArray& array : arrays) {
+        EXPECT_EQ(testing::mismatch(array, 3), "");
+        const checkpoint::TensorEntry& tensor = blocked.tensor(array.name);
+        const Box& slice = array.array.shards()[0].box;  // one device per process
+        need += checkpoint::dense_bytes(tensor.dtype, slice.shape());
+        for (const checkpoint::Chunk& chunk : tensor.chunks) {
+          if (chunk.box.intersect(slice).empty()) continue;
+          chunks_met += 1;
+          whole_chunks += chunk.length;
+        }
+      }
+      std::lock_guard lock(mutex);
+      SCOPED_TRACE(fmt::format("process {}, verify {}", transport.rank(), verify));
+      EXPECT_EQ(mine.header_bytes_read, block_headers);
+      if (verify) {
+        EXPECT_GE(mine.data_bytes_read, need);
+        EXPECT_LE(mine.data_bytes_read, need + chunks_met * 2 * (16 - 1));
+      } else {
+        EXPECT_EQ(mine.data_bytes_read, need);
+      }
+      total += mine.data_bytes_read;
+      total_whole_chunks += whole_chunks;
+    });
+    // Split tensors once in all; the replicated bias and the scalar by every process.
+    uint64_t expected = 0;
+    for (const auto& t : testing::small_model()) {
+      const uint64_t bytes = checkpoint::dense_bytes(t.dtype, t.shape);
+      expected += (t.name == "bias" || t.shape.empty()) ? 8 * bytes : bytes;
+    }
+    if (verify) {
+      EXPECT_LT(total, total_whole_chunks) << "verified reads stop at the blocks needed";
+    } else {
+      EXPECT_EQ(total, expected);
+    }
   }
-  EXPECT_EQ(total, expected);
+}
+
+// A version 1 checkpoint (one checksum per chunk) still restores, verified
+// chunk by chunk.
+TEST(Checkpoint, RestoresVersion1Checkpoints) {
+  TempDir dir;
+  SaveOptions old;
+  old.checksum_block_bytes = 0;
+  save_on(dir / "c", layouts()[0], 6, old);
+  const checkpoint::Reader reader = checkpoint::Reader::open(dir / "c");
+  EXPECT_EQ(reader.manifest().version(), 1);
+  for (const auto& tensor : reader.manifest().tensors) {
+    for (const auto& chunk : tensor.chunks) EXPECT_TRUE(chunk.blocks.empty());
+  }
+  expect_restores(dir / "c", layouts()[2], 6);
+  expect_restores(dir / "c", layouts()[4], 6);
 }
 
 }  // namespace

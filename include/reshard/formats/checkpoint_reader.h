@@ -1,6 +1,7 @@
 // Reading a reshard checkpoint folder: the manifest and every data file's
 // header validated at open; chunk bytes read by positional reads and checked
-// against their checksums before any of them is handed out.
+// against their checksums (per block in version 2, per chunk in version 1)
+// before any of them is handed out.
 #pragma once
 
 #include <atomic>
@@ -42,14 +43,22 @@ class Reader {
   const TensorEntry& tensor(std::string_view name) const;
 
   // Reads chunk `chunk` of `tensor` whole into `out` (exactly its length) and
-  // checks its checksum: Error(kChecksumMismatch) naming tensor, chunk and
-  // file, after which `out` holds no data to be used.
+  // checks every checksum it has (each block's and the whole chunk's):
+  // Error(kChecksumMismatch) naming tensor, chunk (and block) and file, after
+  // which `out` holds no data to be used.
   void read_chunk(const TensorEntry& tensor, size_t chunk, std::span<std::byte> out) const;
+  // Reads into `chunk_bytes` (the chunk's length, laid out as the chunk) the
+  // checksum blocks that hold any byte of `parts` (boxes inside the chunk,
+  // global coordinates), each read once and verified before this returns;
+  // the other bytes of `chunk_bytes` are left as they were. A version 1
+  // chunk is one block. Returns the bytes read.
+  uint64_t read_chunk_blocks(const TensorEntry& tensor, size_t chunk, std::span<const Box> parts,
+                             std::span<std::byte> chunk_bytes) const;
   // Reads the part `box` (global coordinates, inside the chunk) of a chunk,
-  // dense in the box's shape, without a checksum (which covers the chunk).
+  // dense in the box's shape, without checking any checksum.
   void read_chunk_part(const TensorEntry& tensor, size_t chunk, const Box& box, std::span<std::byte> out) const;
   // Reads `box` of a tensor (dense, row-major in the box's shape) from the
-  // chunks it meets, each read whole and verified.
+  // chunks it meets, reading and verifying only the blocks it meets.
   void read_box(const TensorEntry& tensor, const Box& box, std::span<std::byte> out) const;
 
   // Bytes read so far through this reader and its copies.
@@ -59,6 +68,10 @@ class Reader {
   struct State;
   explicit Reader(std::shared_ptr<State> state);
   const safetensors::File& file_of(const Chunk& chunk) const;
+  // Reads `out.size()` bytes of a chunk from `offset` into the chunk, no check.
+  void read_chunk_range(const TensorEntry& tensor, size_t chunk, uint64_t offset, std::span<std::byte> out) const;
+  // Checks block `block` of a chunk, whose bytes are `bytes`.
+  void check_block(const TensorEntry& tensor, size_t chunk, size_t block, std::span<const std::byte> bytes) const;
 
   std::shared_ptr<State> state_;
 };

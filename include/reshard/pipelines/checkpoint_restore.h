@@ -22,9 +22,11 @@ struct RestoreTarget {
 };
 
 struct RestoreOptions {
-  // Verify each chunk's checksum. A chunk's checksum covers all of it, so a
-  // chunk that a device's slice only partly covers is then read whole; off,
-  // only the bytes the slices need are read (and damage goes unseen).
+  // Verify checksums. In a version 2 checkpoint each block of a chunk has
+  // its own, so only the blocks that hold needed bytes are read (the bytes
+  // needed rounded out to blocks); a version 1 chunk that a slice meets is
+  // read whole. Off, only the bytes the slices need are read (and damage
+  // goes unseen).
   bool verify_checksums = true;
 };
 
@@ -36,8 +38,9 @@ struct RestoreStats {
 
 // Collective over `transport`: every process restores the same targets (a
 // subset of the checkpoint's tensors, in any order) and gets its own part.
-// Each process reads only the byte ranges its devices need (whole chunks when
-// verifying), and a range that several of its devices need once. A checksum
+// Each process reads only the byte ranges its devices need (rounded out to
+// checksum blocks when verifying), and a range that several of its devices
+// need once. A checksum
 // mismatch is Error(kChecksumMismatch) naming the tensor, the chunk and the
 // file; no byte that failed its check is ever copied into an array. A
 // failure on any process fails the restore on every process.

@@ -20,17 +20,27 @@ struct SaveOptions {
   // Without it an existing path is Error(kInvalidArgument). A path that
   // holds anything but a checkpoint or an empty folder is never replaced.
   bool replace = true;
-  // save_async: host memory for staging copies of this process's chunks.
-  // A larger save stages and writes in waves of at most this many bytes
-  // (a chunk larger than the budget is a wave of its own).
+  // save_checkpoint_async: host memory for staging copies of this
+  // process's chunks. Chunks are staged in pieces (a quarter of the budget
+  // at most, 64 MiB at most) that a background thread writes while the next
+  // are staged; at most this many bytes are staged at once (a piece is at
+  // least one element).
   uint64_t staging_bytes = uint64_t{1} << 30;
+  // Each chunk gets a checksum per block of this many bytes (the last
+  // shorter), so that a restore needing part of a chunk reads and verifies
+  // only the blocks it needs. 0 writes format version 1 (one checksum per
+  // chunk), which older readers read.
+  uint64_t checksum_block_bytes = uint64_t{1} << 20;
 };
 
 // What one process did.
 struct SaveStats {
   uint64_t chunks_written = 0;
   uint64_t bytes_written = 0;  // chunk bytes this process wrote
-  uint64_t waves = 0;          // staging waves (save_async)
+  // save_checkpoint_async: 1 + the times staging waited for the writer to
+  // free staging memory (1 when the save fits in the budget).
+  uint64_t waves = 0;
+  uint64_t peak_staged_bytes = 0;  // save_checkpoint_async: most bytes staged at once
 };
 
 // The result of an asynchronous save, collected with wait().
@@ -69,11 +79,13 @@ class SaveHandle {
 SaveStats save_checkpoint(const std::filesystem::path& path, std::span<const NamedArray> arrays, Transport& transport,
                           const SaveOptions& options = {});
 
-// The same, returning once this process's chunks are copied into staging
-// buffers (waves beyond the budget are written before it returns); the
-// writing and the commit go on in the background. `arrays` may change as
-// soon as it returns; `transport` must not be used by anything else until
-// wait() returns.
+// The same, returning once every byte of this process's chunks is copied
+// into staging buffers or written: a background thread writes staged pieces
+// while the caller stages the next ones, within the staging budget, so the
+// caller waits for writing only where the save is larger than the budget.
+// The rest of the writing and the commit go on in the background. `arrays`
+// may change as soon as it returns; `transport` must not be used by
+// anything else until wait() returns.
 SaveHandle save_checkpoint_async(const std::filesystem::path& path, std::span<const NamedArray> arrays,
                                  Transport& transport, const SaveOptions& options = {});
 

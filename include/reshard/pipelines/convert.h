@@ -30,12 +30,18 @@ struct ConvertOptions {
   std::optional<CheckpointLayout> layout;
   // Called with the bytes this process has just written, for progress.
   std::function<void(uint64_t)> progress;
+  // A checkpoint output: host memory for the pieces read and waiting to be
+  // written (a background thread writes each while the next are read); at
+  // most this many bytes are held at once, plus, when casting, one piece in
+  // the source's dtype.
+  uint64_t staging_bytes = uint64_t{1} << 30;
 };
 
 struct ConvertResult {
   size_t files = 0;      // files written (data files for a checkpoint)
   size_t tensors = 0;
   uint64_t bytes = 0;    // tensor bytes of the output
+  uint64_t peak_staged_bytes = 0;  // a checkpoint output: most bytes this process held staged at once
 };
 
 // Collective over `transport`. Reads `src` (a .safetensors file, a Hugging
@@ -43,8 +49,9 @@ struct ConvertResult {
 // as `options.output` says. A file written from a file keeps the source's
 // metadata exactly (so a rewrite is byte-identical); folders and files made
 // from checkpoints get "format": "pt" when the source has no format. Each
-// process reads only the parts it writes, or for a checkpoint output the
-// bytes its devices need; the output appears only when complete, and a
+// process reads only the parts it writes (for a checkpoint output, the
+// chunks of the new layout it writes, streamed through
+// `options.staging_bytes` of memory); the output appears only when complete, and a
 // failure on any process fails the conversion on every one.
 ConvertResult convert_model(const std::filesystem::path& src, const std::filesystem::path& dst,
                             const ConvertOptions& options, Transport& transport);

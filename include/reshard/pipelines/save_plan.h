@@ -8,14 +8,29 @@
 #include <vector>
 
 #include "reshard/formats/checkpoint_manifest.h"
+#include "reshard/formats/checksum.h"
 #include "reshard/formats/safetensors_layout.h"
 #include "reshard/pipelines/named_array.h"
 
 namespace reshard {
 
+// What a save needs to know of an array to plan it: no bytes.
+struct SaveTensor {
+  std::string name;
+  DType dtype = DType::kF32;
+  Shape shape;
+  NamedSharding sharding;
+  Topology topology;
+  std::optional<safetensors::Metadata> metadata;
+
+  // The description of `named`.
+  static SaveTensor of(const NamedArray& named);
+};
+
 // One distinct, non-empty slice of an array, stored once.
 struct PlannedChunk {
   size_t array = 0;     // index into the arrays saved
+  DType dtype = DType::kF32;
   Box box;              // global coordinates
   int writer = 0;       // the process that writes it (one of its holders)
   DeviceId device = 0;  // the writer's device whose shard holds it
@@ -30,6 +45,8 @@ class SavePlan {
   // Error(kInvalidArgument) for repeated names or arrays whose topology has
   // another number of processes.
   static SavePlan make(std::span<const NamedArray> arrays, int num_processes);
+  // The same from descriptions of the arrays.
+  static SavePlan make(std::span<const SaveTensor> tensors, int num_processes);
 
   const std::vector<PlannedChunk>& chunks() const { return chunks_; }
   // Indices into chunks() that `process` writes, in its data file's order.
@@ -41,10 +58,11 @@ class SavePlan {
   // Chunk bytes each process writes.
   const std::vector<uint64_t>& bytes_per_process() const { return bytes_; }
 
-  // The manifest once every chunk's checksum is known (`checksums[i]` of
-  // chunks()[i]), with each tensor's saved layout and metadata.
-  checkpoint::Manifest manifest(std::span<const NamedArray> arrays, std::span<const uint64_t> checksums,
-                                std::optional<safetensors::Metadata> metadata) const;
+  // The manifest once every chunk's checksums are known (`checksums[i]` of
+  // chunks()[i], in blocks of `block_bytes`, 0 for version 1), with each
+  // tensor's saved layout and metadata.
+  checkpoint::Manifest manifest(std::span<const SaveTensor> tensors, std::span<const BlockChecksums> checksums,
+                                uint64_t block_bytes, std::optional<safetensors::Metadata> metadata) const;
 
  private:
   std::vector<PlannedChunk> chunks_;

@@ -1,8 +1,11 @@
 // `reshard bench checkpoint`: save throughput beside plain write calls of the
 // same bytes, how long an asynchronous save blocks its caller beside the
-// whole save, and restore onto another layout beside restore onto the saved
-// one; all in the same run, by every process of the job (mpirun -np 4 for
-// the figure). RESHARD_BENCH_CHECKPOINT_BYTES sets the size (2 GiB).
+// whole save (within its staging budget and four times past it), and
+// restores with checksums on (onto another layout, and onto slices that cut
+// the saved chunks, with the bytes read beside the bytes needed) beside
+// restore onto the saved one; all in the same run, by every process of the
+// job (mpirun -np 4 for the figure). RESHARD_BENCH_CHECKPOINT_BYTES
+// sets the size (2 GiB).
 #include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -98,18 +101,39 @@ Setup setup(int processes, bool reversed) {
   return {mesh, Topology::uniform(2 * processes, processes), sharding};
 }
 
+// Three devices per process, rows split over all of them, the mesh going
+// round the processes: each process needs three row ranges that start and
+// end inside the saved chunks, so a verified restore reads parts of chunks.
+Setup interleaved_thirds(int processes) {
+  std::vector<DeviceId> devices;
+  for (int s = 0; s < 3 * processes; ++s) devices.push_back((s % processes) * 3 + s / processes);
+  Mesh mesh({{"x", 3 * processes}}, devices);
+  NamedSharding sharding(mesh, PartitionSpec::parse("x"));
+  return {mesh, Topology::uniform(3 * processes, processes), sharding};
+}
+
+// Seconds of a restore onto `targets` with checksums verified, and what it read.
+double timed_restore(Transport& transport, const fs::path& path, const std::vector<RestoreTarget>& targets,
+                     RestoreStats* stats) {
+  RestoreOptions verified;
+  verified.verify_checksums = true;
+  return timed(transport, [&] { restore_checkpoint(path, targets, transport, verified, stats); });
+}
+
 }  // namespace
 
 BenchReport run_checkpoint_benchmark() {
   Transport& transport = job_transport();
   const int processes = transport.size();
+  // Rows divisible by 6 per process: two saved chunks per process, three restored slices.
   const int64_t rows_per_tensor =
-      std::max<int64_t>(2 * processes, static_cast<int64_t>(total_bytes_wanted() / kTensors / (kCols * 4)) /
-                                           (2 * processes) * (2 * processes));
+      std::max<int64_t>(6 * processes, static_cast<int64_t>(total_bytes_wanted() / kTensors / (kCols * 4)) /
+                                           (6 * processes) * (6 * processes));
   const Setup saved = setup(processes, false);
   std::vector<NamedArray> arrays;
-  std::vector<RestoreTarget> same, other;
+  std::vector<RestoreTarget> same, other, thirds;
   const Setup moved = setup(processes, true);
+  const Setup split = interleaved_thirds(processes);
   for (int t = 0; t < kTensors; ++t) {
     const std::string name = fmt::format("layers.{}.w", t);
     arrays.push_back({name, ShardedArray::allocate({rows_per_tensor, kCols}, DType::kF32, saved.sharding, saved.topology,
@@ -117,6 +141,7 @@ BenchReport run_checkpoint_benchmark() {
     for (Shard& shard : arrays.back().array.mutable_shards()) std::memset(shard.buffer.data(), t + 1, shard.buffer.size());
     same.push_back({name, saved.sharding, saved.topology});
     other.push_back({name, moved.sharding, moved.topology});
+    thirds.push_back({name, split.sharding, split.topology});
   }
   const double bytes = static_cast<double>(kTensors) * static_cast<double>(rows_per_tensor) * kCols * 4;
   const fs::path scratch = shared_scratch(transport);
@@ -142,15 +167,25 @@ BenchReport run_checkpoint_benchmark() {
       plain();
     }
   }
-  double blocked_s = 0;
-  const double async_s = timed(transport, [&] {
-    const auto start = std::chrono::steady_clock::now();
-    SaveHandle handle = save_checkpoint_async(scratch / "ckpt0", arrays, transport);
-    blocked_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    handle.wait();
-  });
-  const double restore_same_s = timed(transport, [&] { restore_checkpoint(scratch / "ckpt1", same, transport); });
-  const double restore_other_s = timed(transport, [&] { restore_checkpoint(scratch / "ckpt1", other, transport); });
+  // An async save within its budget (the default 1 GiB), and one four times its budget.
+  const uint64_t my_bytes = static_cast<uint64_t>(bytes) / static_cast<uint64_t>(processes);
+  const auto async_save = [&](uint64_t budget, double& blocked_s) {
+    SaveOptions options;
+    options.staging_bytes = budget;
+    return timed(transport, [&] {
+      const auto start = std::chrono::steady_clock::now();
+      SaveHandle handle = save_checkpoint_async(scratch / "ckpt0", arrays, transport, options);
+      blocked_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      handle.wait();
+    });
+  };
+  double blocked_s = 0, blocked_small_s = 0;
+  const double async_s = async_save(SaveOptions{}.staging_bytes, blocked_s);
+  const double async_small_s = async_save(std::max<uint64_t>(my_bytes / 4, 1), blocked_small_s);
+  RestoreStats same_stats, other_stats, thirds_stats;
+  const double restore_same_s = timed_restore(transport, scratch / "ckpt1", same, &same_stats);
+  const double restore_other_s = timed_restore(transport, scratch / "ckpt1", other, &other_stats);
+  const double restore_thirds_s = timed_restore(transport, scratch / "ckpt1", thirds, &thirds_stats);
   transport.barrier();
   if (transport.rank() == 0) {
     std::error_code ignored;
@@ -163,9 +198,25 @@ BenchReport run_checkpoint_benchmark() {
                                              "plain write() + fsync, same bytes", bytes / kGiB / plain_s, 0.85));
   report.figures.push_back(time_figure("async save: time the caller is blocked", blocked_s * 1e3,
                                        "the whole async save", async_s * 1e3, std::nullopt));
-  report.figures.push_back(throughput_figure("restore onto another layout (devices reversed)",
-                                             bytes / kGiB / restore_other_s, "restore onto the saved layout",
+  report.figures.push_back(time_figure("async save, staging budget 1/4 of the save: time the caller is blocked",
+                                       blocked_small_s * 1e3, "the whole async save", async_small_s * 1e3,
+                                       std::nullopt));
+  report.figures.push_back(throughput_figure("restore onto another layout (devices reversed), checksums on",
+                                             bytes / kGiB / restore_other_s, "restore onto the saved layout, checksums on",
                                              bytes / kGiB / restore_same_s, std::nullopt));
+  report.figures.push_back(throughput_figure(
+      "restore onto 3 interleaved slices per process (parts of chunks), checksums on", bytes / kGiB / restore_thirds_s,
+      "restore onto the saved layout, checksums on", bytes / kGiB / restore_same_s, std::nullopt));
+  // Verified partial reads round out to 1 MiB checksum blocks: bytes this process needs beside what it read.
+  BenchFigure read{};
+  read.name = "bytes read by this process, 3 interleaved slices, checksums on";
+  read.unit = "MiB";
+  read.value = static_cast<double>(thirds_stats.data_bytes_read) / (1024.0 * 1024.0);
+  read.baseline_name = "bytes its devices need";
+  read.baseline = static_cast<double>(my_bytes) / (1024.0 * 1024.0);
+  read.ratio = read.value > 0 ? read.baseline / read.value : 0;
+  read.higher_is_better = false;
+  report.figures.push_back(read);
   return report;
 }
 
