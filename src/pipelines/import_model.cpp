@@ -30,6 +30,12 @@ void check_layout_fits(const CheckpointLayout& layout, const Transport& transpor
                 fmt::format("the layout's topology has {} processes, the job {}", layout.topology.num_processes(),
                             transport.size()));
   }
+  for (const DeviceId device : layout.mesh.devices()) {
+    if (device < 0 || device >= layout.topology.num_devices()) {
+      throw Error(ErrorCode::kUnknownDevice, fmt::format("the mesh's device {} is not one of the topology's {} devices",
+                                                         device, layout.topology.num_devices()));
+    }
+  }
 }
 
 safetensors::Metadata configs_as_metadata(const detail::ImportSource& source) {

@@ -420,6 +420,11 @@ TEST(ImportModel, MapMismatchesFailBeforeAnythingIsWritten) {
   ImportOptions bad_layout = options;
   bad_layout.layout.rules.insert(bad_layout.layout.rules.begin(), {"transformer.norm.weight", PartitionSpec::parse("data,model")});
   expect_import_fails(dir / "hf", dir / "ck", bad_layout, ErrorCode::kRank, {"transformer.norm.weight"});
+  // A layout for another job, or over devices the job does not have.
+  ImportOptions one_process(CheckpointLayout{options.layout.mesh, Topology::uniform(4, 1), {}, "model"});
+  expect_import_fails(dir / "hf", dir / "ck", one_process, ErrorCode::kInvalidArgument, {"1 processes", "the job 2"});
+  ImportOptions far_device(CheckpointLayout{Mesh({{"model", 4}}, {0, 1, 2, 5}), Topology::uniform(4, 2), {}, "model"});
+  expect_import_fails(dir / "hf", dir / "ck", far_device, ErrorCode::kUnknownDevice, {"device 5"});
   // Without --force an existing checkpoint is refused before any reading.
   ImportOptions keep = options;
   keep.replace = false;
