@@ -40,8 +40,8 @@ LoraConfig require_lora_config(const ExportOptions& options, const ExportConfigs
   std::optional<LoraConfig> config = lora_config_of(options, fallback);
   if (!config) {
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("{}: no LoRA config ({} needs r and lora_alpha): {} has no metadata '{}'", fallback.label,
-                            why, fallback.label, kLoraConfigMetadataKey));
+                fmt::format("no LoRA config ({} needs r and lora_alpha): {} has no metadata '{}'", why,
+                            fallback.label, kLoraConfigMetadataKey));
   }
   return *config;
 }
