@@ -1,5 +1,7 @@
 #include "export_inputs.h"
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "reshard/execute/operations.h"
@@ -30,6 +32,21 @@ size_t box_bytes(DType dtype, const Box& box) {
   return static_cast<size_t>(dtype_byte_size(dtype, static_cast<uint64_t>(box.volume())));
 }
 
+// Where `part` (inside `box`) lies in the dense buffer over `box`, in
+// elements, when its elements form one contiguous run there: it spans the
+// box's trailing dimensions whole, after dimensions of size 1.
+std::optional<int64_t> contiguous_offset(const Box& box, const Box& part) {
+  size_t first = 0;
+  while (first < part.rank() && part.shape()[first] == 1) ++first;
+  for (size_t d = first + 1; d < part.rank(); ++d) {
+    if (part.shape()[d] != box.shape()[d]) return std::nullopt;
+  }
+  const std::vector<int64_t> strides = row_major_strides(box.shape());
+  int64_t offset = 0;
+  for (size_t d = 0; d < part.rank(); ++d) offset += (part.origin()[d] - box.origin()[d]) * strides[d];
+  return offset;
+}
+
 }  // namespace
 
 CheckpointInput::CheckpointInput(checkpoint::Reader reader) : reader_(std::move(reader)) {
@@ -51,6 +68,11 @@ void CheckpointInput::read(size_t source, const Box& box, std::span<std::byte> o
     }
     const Box part = chunk.intersect(box);
     if (part.empty()) continue;
+    if (const std::optional<int64_t> offset = contiguous_offset(box, part)) {  // read in place
+      const size_t at = static_cast<size_t>(dtype_byte_size(tensor.dtype, static_cast<uint64_t>(*offset)));
+      reader_.read_chunk_part(tensor, c, part, out.subspan(at, box_bytes(tensor.dtype, part)));
+      continue;
+    }
     part_bytes.resize(box_bytes(tensor.dtype, part));
     reader_.read_chunk_part(tensor, c, part, part_bytes);
     copy_part(part, part_bytes, box, part, tensor.dtype, out);

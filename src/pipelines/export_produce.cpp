@@ -15,6 +15,15 @@ size_t box_bytes(DType dtype, const Box& box) {
   return static_cast<size_t>(dtype_byte_size(dtype, static_cast<uint64_t>(box.volume())));
 }
 
+// Whether a piece's copy is the whole output box, element by element in
+// order and in the same dtype (an unstacked layer, a merge of whole axes).
+bool is_plain_copy(const OutputPiece& piece, DType src_dtype, DType dst_dtype, const Box& box) {
+  if (src_dtype != dst_dtype || piece.source_box.volume() != box.volume()) return false;
+  const StridedCopy copy = piece.copy_from(piece.source_box, src_dtype, dst_dtype);
+  return copy.src_offset == 0 && copy.dst_offset == 0 && copy.src_strides == copy.dst_strides &&
+         copy.dst_strides == row_major_strides(copy.shape);
+}
+
 // `box` of a resolved output, as `dtype`, each piece read from the input
 // (only its source box) and copied into place.
 void produce_resolved(const ResolvedMap& resolved, const ResolvedTensor& tensor, const Box& box, DType dtype,
@@ -26,6 +35,10 @@ void produce_resolved(const ResolvedMap& resolved, const ResolvedTensor& tensor,
   std::vector<std::byte> held;
   for (const OutputPiece& piece : output_box_pieces(tensor, box)) {
     const DType src_dtype = resolved.sources[piece.source].dtype;
+    if (is_plain_copy(piece, src_dtype, dtype, box)) {  // the source box is the block's bytes: read them in place
+      input.read(piece.source, piece.source_box, out);
+      continue;
+    }
     held.resize(box_bytes(src_dtype, piece.source_box));
     input.read(piece.source, piece.source_box, held);
     run_strided_copy(piece.copy_from(piece.source_box, src_dtype, dtype), held.data(), out.data());
