@@ -176,14 +176,9 @@ BenchReport run_export_benchmark() {
                                              static_cast<double>(bytes) / kGiB / export_s,
                                              "plain write() + fsync, same bytes", static_cast<double>(bytes) / kGiB / plain_s,
                                              0.8));
-  BenchFigure memory;
-  memory.name = "export: peak resident memory of the largest process";
-  memory.unit = "MiB";
-  memory.value = static_cast<double>(most) / (1 << 20);
-  memory.baseline_name = "the model's size";
-  memory.baseline = static_cast<double>(bytes) / (1 << 20);
-  memory.ratio = memory.baseline / memory.value;  // >1: the model is that many times the peak
-  report.figures.push_back(memory);
+  // The ratio says how many times the model's size the largest process's peak is below.
+  report.figures.push_back(bytes_figure("export: peak resident memory of the largest process", most,
+                                        "the model's size", bytes));
   for (BenchFigure& figure : merge_lora_figures()) report.figures.push_back(std::move(figure));
   return report;
 }
