@@ -11,11 +11,12 @@ from __future__ import annotations
 from . import _core
 from . import errors
 from . import hf, safetensors
-from ._core import Box, Mesh, NamedSharding, PartitionSpec, Plan, PlanOptions, PlanStats, Topology, Transfer
+from ._core import (Box, InProcessGroup, Mesh, NamedSharding, PartitionSpec, Plan, PlanOptions, PlanStats, Topology,
+                    Transfer, Transport)
 from ._dtypes import DTYPE_NAMES, dtype_name, numpy_dtype
 from .errors import ReshardError
 from ._plan import plan
-from .array import Shard, ShardedArray, from_host, reshard, to_host
+from .array import Shard, ShardedArray, from_host, reshard, reshard_into, to_host
 
 P = PartitionSpec
 
@@ -26,7 +27,9 @@ __all__ = [
     "Shard",
     "ShardedArray",
     "from_host",
+    "InProcessGroup",
     "reshard",
+    "reshard_into",
     "to_host",
     "DTYPE_NAMES",
     "Mesh",
@@ -39,6 +42,7 @@ __all__ = [
     "ReshardError",
     "Topology",
     "Transfer",
+    "Transport",
     "dtype_name",
     "errors",
     "hf",

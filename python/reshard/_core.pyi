@@ -561,6 +561,55 @@ def _write_safetensors(path: str | os.PathLike, tensors: Sequence[tuple[str, str
     Writes (name, dtype, shape, bytes) tensors as a safetensors file, atomically.
     """
 
+class Transport:
+    """
+    Moves bytes between the processes of a job (an MPI transport, or one rank of an
+    InProcessGroup). Operations taking transport= are collective over it.
+    """
+
+    @property
+    def rank(self) -> int:
+        """This process's rank."""
+
+    @property
+    def size(self) -> int:
+        """The number of processes."""
+
+    @property
+    def bytes_sent(self) -> int:
+        """Payload bytes this process has sent so far."""
+
+    @property
+    def bytes_received(self) -> int:
+        """Payload bytes this process has received so far."""
+
+    def barrier(self) -> None:
+        """Returns once every process has entered it."""
+
+    @property
+    def timeout(self) -> float:
+        """
+        Seconds a peer may stay silent before waits on it fail (TransportTimeoutError).
+        """
+
+    @timeout.setter
+    def timeout(self, arg: float, /) -> None: ...
+
+class InProcessGroup:
+    """
+    A job whose processes are threads of this one: transport(rank) is each thread's.
+    """
+
+    def __init__(self, size: int) -> None:
+        """A group of `size` processes."""
+
+    @property
+    def size(self) -> int:
+        """The number of processes."""
+
+    def transport(self, rank: int) -> Transport:
+        """The transport of process `rank` (lives as long as the group)."""
+
 class Shard:
     """One device's slice of a sharded array."""
 
@@ -572,9 +621,15 @@ class Shard:
     def box(self) -> Box:
         """The slice, in global coordinates."""
 
-    def _bytes(self) -> Annotated[NDArray[numpy.uint8], dict(shape=(None,))]:
+    @property
+    def writable(self) -> bool:
         """
-        The slice's elements (row-major) as a writable uint8 array sharing the buffer.
+        Whether the slice's memory may be written (not for a read-only numpy array or a map).
+        """
+
+    def _bytes(self) -> object:
+        """
+        The slice's elements (row-major) as a uint8 array sharing the buffer (read-only if it is).
         """
 
 class _ShardedArray:
@@ -585,9 +640,10 @@ class _ShardedArray:
         """This process's shards, allocated and uninitialised."""
 
     @staticmethod
-    def from_shard_bytes(shape: object, dtype: str, sharding: NamedSharding, topology: Topology, process: int, shards: Sequence[Annotated[NDArray[numpy.uint8], dict(shape=(None,), order='C', device='cpu', writable=False)]]) -> _ShardedArray:
+    def from_shard_bytes(shape: Sequence[int], dtype: str, sharding: NamedSharding, topology: Topology, process: int, shards: Sequence[numpy.ndarray]) -> _ShardedArray:
         """
-        This process's shards (mesh order) copied from uint8 arrays of their bytes.
+        This process's shards (mesh order) over the memory of C-contiguous uint8 arrays of
+        their bytes, without a copy (read-only where an array is).
         """
 
     @property
@@ -617,21 +673,30 @@ class _ShardedArray:
     def shares_memory_with(self, other: _ShardedArray) -> bool:
         """Whether every shard shares its buffer with `other`'s."""
 
-def _reshard(array: _ShardedArray, target: NamedSharding) -> _ShardedArray:
-    """The array laid out by `target` (one process)."""
-
-def _to_host(array: _ShardedArray) -> Annotated[NDArray[numpy.uint8], dict(shape=(None,))]:
+def _reshard(array: _ShardedArray, target: NamedSharding, transport: Transport | None = None) -> _ShardedArray:
     """
-    The whole array's bytes, row-major, as a uint8 numpy array (one process).
+    The array laid out by `target` (collective over `transport`; None: one process).
     """
 
-def _reshard_arrays(arrays: Sequence[_ShardedArray], targets: Sequence[NamedSharding]) -> list[_ShardedArray]:
-    """Each array laid out by its target, all in one operation (one process)."""
-
-def _to_host_arrays(arrays: Sequence[_ShardedArray]) -> list[Annotated[NDArray[numpy.uint8], dict(shape=(None,))]]:
+def _reshard_into(array: _ShardedArray, target: _ShardedArray, transport: Transport | None = None) -> None:
     """
-    Every array's bytes, row-major, as uint8 numpy arrays, in one operation (one process).
+    Writes the array into `target`'s shards, laid out as they are (InvalidArgumentError if read-only).
     """
 
-def _from_host(bytes: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order='C', device='cpu', writable=False)], shape: object, dtype: str, target: NamedSharding, topology: Topology) -> _ShardedArray:
-    """A host array's bytes placed with `target` (one process)."""
+def _to_host(array: _ShardedArray, transport: Transport | None = None) -> numpy.ndarray:
+    """
+    The whole array's bytes, row-major, as a uint8 numpy array on every process.
+    """
+
+def _reshard_arrays(arrays: Sequence[_ShardedArray], targets: Sequence[NamedSharding], transport: Transport | None = None) -> list[_ShardedArray]:
+    """Each array laid out by its target, all in one operation."""
+
+def _to_host_arrays(arrays: Sequence[_ShardedArray], transport: Transport | None = None) -> list[numpy.ndarray]:
+    """
+    Every array's bytes, row-major, as uint8 numpy arrays, in one operation.
+    """
+
+def _from_host(bytes: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order='C', device='cpu', writable=False)], shape: object, dtype: str, target: NamedSharding, topology: Topology, transport: Transport | None = None) -> _ShardedArray:
+    """
+    A host array's bytes (whole, on every process) placed with `target`: each process its shards.
+    """
