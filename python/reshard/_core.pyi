@@ -700,3 +700,116 @@ def _from_host(bytes: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order=
     """
     A host array's bytes (whole, on every process) placed with `target`: each process its shards.
     """
+
+class SaveStats:
+    """What this process did in a save."""
+
+    @property
+    def chunks_written(self) -> int:
+        """Chunks this process wrote."""
+
+    @property
+    def bytes_written(self) -> int:
+        """Chunk bytes this process wrote."""
+
+    @property
+    def waves(self) -> int:
+        """Staging waves (asynchronous saves)."""
+
+    def __repr__(self) -> str: ...
+
+class RestoreStats:
+    """What this process read in a restore."""
+
+    @property
+    def header_bytes_read(self) -> int:
+        """The manifest and data files' headers."""
+
+    @property
+    def data_bytes_read(self) -> int:
+        """Chunk bytes."""
+
+    def __repr__(self) -> str: ...
+
+class SaveHandle:
+    """
+    An asynchronous save in progress: wait() for its result, ready() to poll.
+    """
+
+    def wait(self) -> SaveStats:
+        """
+        Blocks (without the GIL) until the save is committed everywhere, or raises its error. Once.
+        """
+
+    def ready(self) -> bool:
+        """Whether wait() would return at once."""
+
+def _save_checkpoint(path: str | os.PathLike, names: Sequence[str], arrays: Sequence[_ShardedArray], metadata: Sequence[tuple[str, str]] | None, replace: bool, transport: Transport | None = None) -> SaveStats:
+    """
+    Saves the arrays under their names as a checkpoint folder (collective).
+    """
+
+def _save_checkpoint_async(path: str | os.PathLike, names: Sequence[str], arrays: Sequence[_ShardedArray], metadata: Sequence[tuple[str, str]] | None, replace: bool, staging_bytes: int, transport: Transport | None = None) -> SaveHandle:
+    """
+    Stages the arrays and saves them in the background; the handle keeps the transport alive.
+    """
+
+def _restore_checkpoint(path: str | os.PathLike, names: Sequence[str], shardings: Sequence[NamedSharding], topology: Topology, verify_checksums: bool, transport: Transport | None = None) -> tuple[list[_ShardedArray], RestoreStats]:
+    """
+    The named tensors laid out by their shardings, and what was read (collective).
+    """
+
+def _restore_checkpoint_into(path: str | os.PathLike, names: Sequence[str], arrays: Sequence[_ShardedArray], verify_checksums: bool, transport: Transport | None = None) -> RestoreStats:
+    """Fills the arrays' shards with the tensors of their names (collective)."""
+
+class ConvertResult:
+    """What a conversion wrote."""
+
+    @property
+    def files(self) -> int:
+        """Files written (data files for a checkpoint)."""
+
+    @property
+    def tensors(self) -> int:
+        """Tensors written."""
+
+    @property
+    def bytes(self) -> int:
+        """Tensor bytes of the output."""
+
+    def __repr__(self) -> str: ...
+
+class MergeLoraSummary:
+    """What a LoRA merge wrote."""
+
+    @property
+    def tensors(self) -> int:
+        """Tensors in the output."""
+
+    @property
+    def merged(self) -> int:
+        """Weights a LoRA delta was added to."""
+
+    @property
+    def files(self) -> int:
+        """Weight files written."""
+
+    @property
+    def bytes(self) -> int:
+        """Tensor bytes written."""
+
+    @property
+    def copied(self) -> list[str]:
+        """Config files copied beside the weights."""
+
+    def __repr__(self) -> str: ...
+
+def _convert(src: str | os.PathLike, dst: str | os.PathLike, output: str, dtype: str | None, max_shard_size: int, replace: bool, mesh: Mesh | None, topology: Topology | None, rules: str | Sequence[tuple[str, PartitionSpec]] | None, best_effort_axis: str | None, transport: Transport | None = None) -> ConvertResult:
+    """
+    Converts between a .safetensors file, a Hugging Face folder and a checkpoint (collective).
+    """
+
+def _merge_lora(base: str | os.PathLike, adapter: str | os.PathLike, out: str | os.PathLike, dtype: str | None, max_shard_size: int, replace: bool, chunk_bytes: int) -> MergeLoraSummary:
+    """
+    Merges a PEFT LoRA adapter into its base model, writing a Hugging Face folder.
+    """

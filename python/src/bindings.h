@@ -31,6 +31,7 @@ void bind_hf_folder(nb::module_& m);
 void bind_execute(nb::module_& m);
 void bind_transport(nb::module_& m);
 void bind_pipelines(nb::module_& m);
+void bind_checkpoint(nb::module_& m);
 void bind_mpi(nb::module_& m);
 
 // A Buffer over the bytes of a Python object exporting a C-contiguous buffer

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 #include <nanobind/nanobind.h>
 
@@ -21,17 +22,28 @@ void check_one_process(const Topology& topology);
 // Error(kInvalidArgument) unless `transport` spans `topology`'s processes.
 void check_transport_fits(const Transport& transport, const Topology& topology);
 
+// Runs `body` over `transport`, or over a fresh one-process group when it is
+// null, with the GIL released.
 template <typename Body>
-auto with_transport(Transport* transport, const Topology& topology, Body&& body) {
+auto run_collective(Transport* transport, Body&& body) {
   if (transport == nullptr) {
-    check_one_process(topology);
     InProcessGroup group(1);  // a fresh group per call, so threads never share one
     nanobind::gil_scoped_release release;
     return body(group.transport(0));
   }
-  check_transport_fits(*transport, topology);
   nanobind::gil_scoped_release release;
   return body(*transport);
+}
+
+// The same, after checking that the transport (or None) fits `topology`.
+template <typename Body>
+auto with_transport(Transport* transport, const Topology& topology, Body&& body) {
+  if (transport == nullptr) {
+    check_one_process(topology);
+  } else {
+    check_transport_fits(*transport, topology);
+  }
+  return run_collective(transport, std::forward<Body>(body));
 }
 
 }  // namespace reshard::python
