@@ -813,3 +813,45 @@ def _merge_lora(base: str | os.PathLike, adapter: str | os.PathLike, out: str | 
     """
     Merges a PEFT LoRA adapter into its base model, writing a Hugging Face folder.
     """
+
+_mpi_available: bool = True
+
+def _launched_by_mpi() -> bool:
+    """Whether an MPI launcher (mpirun, srun) started this process."""
+
+def _mpi_init(peer_timeout: float) -> None:
+    """Initialises MPI (unless already initialised) for the process, once."""
+
+def _mpi_finalize() -> None:
+    """
+    Closes every MPI transport, then ends the session (MPI_Finalize if it initialised MPI).
+    """
+
+def _mpi_owns() -> bool:
+    """Whether the session initialised MPI (and so finalises it)."""
+
+def _mpi_thread_level() -> int:
+    """The thread level MPI provides (-1 without a session)."""
+
+def _mpi_world_rank() -> int:
+    """This process's rank in MPI_COMM_WORLD."""
+
+def _mpi_world_size() -> int:
+    """The number of processes in MPI_COMM_WORLD."""
+
+class _MpiTransport(Transport):
+    """The transport between MPI processes."""
+
+    def close(self) -> None:
+        """
+        Releases the transport's MPI resources; using it afterwards is a TransportError.
+        """
+
+    @property
+    def closed(self) -> bool:
+        """Whether close() was called."""
+
+def _mpi_transport(comm: int | None, chunk_bytes: int, max_bytes_in_flight: int, timeout: float) -> _MpiTransport:
+    """
+    A transport over MPI_COMM_WORLD, or the communicator of handle `comm` (collective).
+    """

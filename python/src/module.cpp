@@ -11,4 +11,5 @@ NB_MODULE(_core, m) {
   reshard::python::bind_formats(m);
   reshard::python::bind_execute(m);
   reshard::python::bind_pipelines(m);
+  reshard::python::bind_mpi(m);
 }
