@@ -6,7 +6,8 @@ Devices are matched by ``jax.Device.id``; each device's ``process_index``
 gives the topology. ``save`` / ``restore`` write and read reshard checkpoints
 of whole pytrees (names from the tree paths), and ``check`` lists the arrays
 whose sharding ``jit`` on a mesh would refuse, with the plan that fixes each.
-The operations run in one process unless given a transport.
+``save`` and ``restore`` are collective over a transport (``reshard.mpi``);
+``device_put`` and ``to_host`` run in one process for now.
 """
 
 from __future__ import annotations

@@ -51,9 +51,18 @@ class ClosableMpiTransport final : public Transport {
     const std::lock_guard guard(open_transports().lock);
     open_transports().open.insert(this);
   }
+  // Python drops its transport with the GIL held; the MPI transport's thread
+  // may need the GIL to release memory a failed transfer left in MPI's hands
+  // (a numpy array's), so the GIL is let go while it is joined.
   ~ClosableMpiTransport() override {
-    const std::lock_guard guard(open_transports().lock);
-    open_transports().open.erase(this);
+    {
+      const std::lock_guard guard(open_transports().lock);
+      open_transports().open.erase(this);
+    }
+    if (inner_ && nb::is_alive() && PyGILState_Check() != 0) {
+      nb::gil_scoped_release release;
+      inner_.reset();
+    }
   }
   ClosableMpiTransport(const ClosableMpiTransport&) = delete;
   ClosableMpiTransport& operator=(const ClosableMpiTransport&) = delete;
