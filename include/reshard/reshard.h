@@ -33,3 +33,6 @@
 #include "reshard/formats/safetensors_reader.h"
 #include "reshard/formats/safetensors_writer.h"
 #include "reshard/formats/tensor_catalog.h"
+
+// Pipelines: export to Hugging Face model and PEFT adapter folders.
+#include "reshard/pipelines/export_model.h"

@@ -27,10 +27,12 @@ struct BenchReport {
   std::vector<BenchFigure> figures;
 };
 
-// Figures for throughput (value / baseline) and for time (baseline / value).
+// Figures for throughput (value / baseline), for time (baseline / value) and
+// for bytes moved, in MiB (baseline / value: fewer bytes is better).
 BenchFigure throughput_figure(std::string name, double value, std::string baseline_name,
                               double baseline, std::optional<double> target_ratio);
 BenchFigure time_figure(std::string name, double value_ms, std::string baseline_name,
                         double baseline_ms, std::optional<double> target_ms);
+BenchFigure bytes_figure(std::string name, uint64_t value_bytes, std::string baseline_name, uint64_t baseline_bytes);
 
 }  // namespace reshard::cli

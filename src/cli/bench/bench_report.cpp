@@ -35,4 +35,17 @@ BenchFigure time_figure(std::string name, double value_ms, std::string baseline_
   return f;
 }
 
+BenchFigure bytes_figure(std::string name, uint64_t value_bytes, std::string baseline_name, uint64_t baseline_bytes) {
+  constexpr double kMiB = 1 << 20;
+  BenchFigure f;
+  f.name = std::move(name);
+  f.unit = "MiB";
+  f.value = static_cast<double>(value_bytes) / kMiB;
+  f.baseline_name = std::move(baseline_name);
+  f.baseline = static_cast<double>(baseline_bytes) / kMiB;
+  f.ratio = f.value > 0 ? f.baseline / f.value : 0;
+  f.higher_is_better = false;
+  return f;
+}
+
 }  // namespace reshard::cli

@@ -1,14 +1,189 @@
-// `reshard bench export`: the export figures of the issue. merge-lora's come
-// from src/cli/bench/merge_lora.cpp; the sharded export's join them here.
+// `reshard bench export`: the export figures of the issue, by every process
+// of the job (mpirun -np 4 for the issue's figure): a checkpoint of stacked
+// layers exported to a Hugging Face folder beside writing the same bytes with
+// plain write() calls, and each process's peak memory during the export
+// beside the model's size; merge-lora's figures come from
+// src/cli/bench/merge_lora.cpp. RESHARD_BENCH_EXPORT_BYTES sets the model's
+// size (2 GiB).
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
 #include "cli/bench_report.h"
+#include "cli/job.h"
+#include "reshard/execute/transport.h"
+#include "reshard/layout/error.h"
+#include "reshard/pipelines/checkpoint_save.h"
+#include "reshard/pipelines/export_model.h"
 
 namespace reshard::cli {
 
 std::vector<BenchFigure> merge_lora_figures();  // src/cli/bench/merge_lora.cpp
 
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr int64_t kCols = 4096;  // f32: 16 KiB rows
+constexpr int64_t kLayers = 8;
+constexpr int kTensors = 4;
+
+uint64_t total_bytes_wanted() {
+  if (const char* text = std::getenv("RESHARD_BENCH_EXPORT_BYTES")) return std::stoull(text);
+  return uint64_t{2} << 30;
+}
+
+template <typename F>
+double timed(Transport& transport, F&& f) {
+  ::sync();
+  transport.barrier();
+  const auto start = std::chrono::steady_clock::now();
+  f();
+  transport.barrier();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+fs::path shared_scratch(Transport& transport) {
+  std::string mine;
+  if (transport.rank() == 0) {
+    std::string pattern = (fs::temp_directory_path() / "reshard-bench-export-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw Error(ErrorCode::kIo, "bench export: cannot create a folder");
+    mine = pattern;
+  }
+  const auto all = transport.all_gather(std::as_bytes(std::span(mine)));
+  return fs::path(std::string(reinterpret_cast<const char*>(all[0].data()), all[0].size()));
+}
+
+// Writes `bytes` bytes of `block` (repeated) into a file of this process's own with write(), then fsyncs.
+void plain_write(const fs::path& path, uint64_t bytes, const std::vector<std::byte>& block) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error(ErrorCode::kIo, fmt::format("bench export: opening {}", path.string()));
+  while (bytes > 0) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(bytes, block.size()));
+    const ssize_t done = ::write(fd, block.data(), n);
+    if (done < 0 && errno == EINTR) continue;
+    if (done <= 0) throw Error(ErrorCode::kIo, fmt::format("bench export: writing {}", path.string()));
+    bytes -= static_cast<uint64_t>(done);
+  }
+  ::fsync(fd);
+  ::close(fd);
+}
+
+// The kernel's peak resident set of this process (VmHWM), in bytes; reset
+// to the current resident set by writing 5 to clear_refs.
+uint64_t peak_rss() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.starts_with("VmHWM:")) return std::stoull(line.substr(6)) * 1024;
+  }
+  return 0;
+}
+void reset_peak_rss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+
+// Saves the bench model: kTensors stacked [layers, rows, cols] f32 tensors,
+// rows split over two devices per process.
+void save_model(const fs::path& path, int64_t rows, Transport& transport) {
+  const int processes = transport.size();
+  std::vector<DeviceId> devices;
+  for (int d = 0; d < 2 * processes; ++d) devices.push_back(d);
+  const Mesh mesh({{"x", 2 * processes}}, devices);
+  const NamedSharding sharding(mesh, PartitionSpec::parse("None,x"));
+  const Topology topology = Topology::uniform(2 * processes, processes);
+  std::vector<NamedArray> arrays;
+  for (int t = 0; t < kTensors; ++t) {
+    arrays.push_back({fmt::format("stack.w{}", t), ShardedArray::allocate({kLayers, rows, kCols}, DType::kF32, sharding,
+                                                                         topology, transport.rank())});
+    for (Shard& shard : arrays.back().array.mutable_shards()) std::memset(shard.buffer.data(), t + 1, shard.buffer.size());
+  }
+  save_checkpoint(path, arrays, transport);
+}
+
+TensorMap bench_map() {
+  return parse_tensor_map(R"({"rules": [{"from": "stack.{name}", "to": "model.layers.{layer}.{name}.weight",
+                                         "rearrange": "layer rows cols -> rows cols"}]})",
+                          "bench map");
+}
+
+}  // namespace
+
 BenchReport run_export_benchmark() {
-  BenchReport report;
-  report.benchmark = "export";
+  Transport& transport = job_transport();
+  const int processes = transport.size();
+  const int64_t rows = std::max<int64_t>(
+      2 * processes,
+      static_cast<int64_t>(total_bytes_wanted() / (kTensors * kLayers * kCols * 4)) / (2 * processes) * (2 * processes));
+  const uint64_t bytes = static_cast<uint64_t>(kTensors * kLayers * rows * kCols * 4);
+  const fs::path scratch = shared_scratch(transport);
+  save_model(scratch / "ckpt", rows, transport);
+  const TensorMap map = bench_map();
+  const std::vector<std::byte> block(size_t{8} << 20, std::byte{1});
+
+  // Best of two, alternating, on a machine that may be busy; the export's
+  // peak memory from its first run.
+  double plain_s = 1e30, export_s = 1e30;
+  uint64_t peak = 0;
+  for (int round = 0; round < 2; ++round) {
+    const auto plain = [&] {
+      plain_s = std::min(plain_s, timed(transport, [&] {
+        plain_write(scratch / fmt::format("plain-{}-{}.bin", round, transport.rank()), bytes / static_cast<uint64_t>(processes),
+                    block);
+      }));
+    };
+    const auto exported = [&] {
+      reset_peak_rss();
+      export_s = std::min(export_s, timed(transport, [&] {
+        export_checkpoint(scratch / "ckpt", scratch / fmt::format("hf{}", round), map, ExportOptions{}, transport);
+      }));
+      peak = std::max(peak, peak_rss());
+    };
+    if (round == 0) {
+      plain();
+      exported();
+    } else {
+      exported();
+      plain();
+    }
+  }
+  uint64_t most = 0;
+  for (const auto& theirs : transport.all_gather(std::as_bytes(std::span(&peak, 1)))) {
+    uint64_t value = 0;
+    std::memcpy(&value, theirs.data(), sizeof value);
+    most = std::max(most, value);
+  }
+  transport.barrier();
+  if (transport.rank() == 0) {
+    std::error_code ignored;
+    fs::remove_all(scratch, ignored);
+  }
+
+  BenchReport report{"export", {}};
+  const std::string size = fmt::format("{:.2f} GiB, {} process{}", static_cast<double>(bytes) / kGiB, processes,
+                                       processes == 1 ? "" : "es");
+  report.figures.push_back(throughput_figure(fmt::format("export to a Hugging Face folder ({})", size),
+                                             static_cast<double>(bytes) / kGiB / export_s,
+                                             "plain write() + fsync, same bytes", static_cast<double>(bytes) / kGiB / plain_s,
+                                             0.8));
+  BenchFigure memory;
+  memory.name = "export: peak resident memory of the largest process";
+  memory.unit = "MiB";
+  memory.value = static_cast<double>(most) / (1 << 20);
+  memory.baseline_name = "the model's size";
+  memory.baseline = static_cast<double>(bytes) / (1 << 20);
+  memory.ratio = memory.baseline / memory.value;  // >1: the model is that many times the peak
+  report.figures.push_back(memory);
   for (BenchFigure& figure : merge_lora_figures()) report.figures.push_back(std::move(figure));
   return report;
 }

@@ -138,14 +138,9 @@ void replicated_figures(BenchReport& report) {
     two_stage_s = std::min(two_stage_s, seconds_of([&] { run(two_stage); }));
     per_device_s = std::min(per_device_s, seconds_of([&] { run(per_device); }));
   }
-  BenchFigure bytes;
-  bytes.name = "bytes between processes, 32 MiB made replicated on 16 devices of 4 processes (threads)";
-  bytes.unit = "MiB";
-  bytes.value = static_cast<double>(two_stage.stats().bytes_cross_process) / (1 << 20);
-  bytes.baseline_name = "per-device plan";
-  bytes.baseline = static_cast<double>(per_device.stats().bytes_cross_process) / (1 << 20);
-  bytes.ratio = bytes.value > 0 ? bytes.baseline / bytes.value : 0;
-  report.figures.push_back(bytes);
+  report.figures.push_back(
+      bytes_figure("bytes between processes, 32 MiB made replicated on 16 devices of 4 processes (threads)",
+                   two_stage.stats().bytes_cross_process, "per-device plan", per_device.stats().bytes_cross_process));
   report.figures.push_back(time_figure("time, 32 MiB made replicated on 16 devices of 4 processes (threads)",
                                        two_stage_s * 1e3, "per-device plan", per_device_s * 1e3, std::nullopt));
 }

@@ -17,18 +17,6 @@ namespace {
 
 using testing::ModelTensor;
 
-uint64_t sum_over_ranks(Transport& t, uint64_t value) {
-  std::vector<std::byte> mine(sizeof value);
-  std::memcpy(mine.data(), &value, sizeof value);
-  uint64_t total = 0;
-  for (const auto& theirs : t.all_gather(mine)) {
-    uint64_t v = 0;
-    std::memcpy(&v, theirs.data(), sizeof v);
-    total += v;
-  }
-  return total;
-}
-
 class ModelBatchMpi : public testing::MpiTest {
  protected:
   Transport& t_ = testing::world_transport();
@@ -54,8 +42,8 @@ TEST_F(ModelBatchMpi, MovesEveryTensorInOneExchangeAndBack) {
   const TransportCounters after = t_.counters();
   ASSERT_EQ(tp.size(), model_.size());
   for (size_t i = 0; i < tp.size(); ++i) EXPECT_TRUE(testing::matches_reference(tp[i], i)) << model_[i].name;
-  EXPECT_EQ(sum_over_ranks(t_, after.bytes_sent - before.bytes_sent), planned);
-  EXPECT_EQ(sum_over_ranks(t_, after.bytes_received - before.bytes_received), planned);
+  EXPECT_EQ(testing::sum_over_ranks(t_, after.bytes_sent - before.bytes_sent), planned);
+  EXPECT_EQ(testing::sum_over_ranks(t_, after.bytes_received - before.bytes_received), planned);
   // A few MB in all: one message to each other process, for all 309 tensors.
   EXPECT_LE(after.messages_sent - before.messages_sent, static_cast<uint64_t>(t_.size() - 1));
   const std::vector<ShardedArray> back = reshard_arrays(tp, fsdp_layouts, t_);

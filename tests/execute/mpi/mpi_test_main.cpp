@@ -59,6 +59,18 @@ void agree_on_result() {
   if (!failed_here && !failed.empty()) ADD_FAILURE() << fmt::format("rank(s) {} failed this test", fmt::join(failed, ", "));
 }
 
+uint64_t sum_over_ranks(Transport& t, uint64_t value) {
+  std::vector<std::byte> mine(sizeof value);
+  std::memcpy(mine.data(), &value, sizeof value);
+  uint64_t total = 0;
+  for (const auto& theirs : t.all_gather(mine)) {
+    uint64_t v = 0;
+    std::memcpy(&v, theirs.data(), sizeof v);
+    total += v;
+  }
+  return total;
+}
+
 }  // namespace reshard::testing
 
 int main(int argc, char** argv) {

@@ -21,6 +21,9 @@ uint64_t shared_test_seed();
 // rank reports the same verdict.
 void agree_on_result();
 
+// Collective: every rank's `value`, summed (for byte counts across the job).
+uint64_t sum_over_ranks(Transport& t, uint64_t value);
+
 // A test whose verdict every rank shares (agree_on_result in TearDown).
 class MpiTest : public ::testing::Test {
  protected:

@@ -96,18 +96,6 @@ bool on_every_process(const NamedSharding& sharding, const Topology& topology) {
   return std::all_of(present.begin(), present.end(), [](bool p) { return p; });
 }
 
-uint64_t sum_over_ranks(Transport& t, uint64_t value) {
-  std::vector<std::byte> mine(sizeof value);
-  std::memcpy(mine.data(), &value, sizeof value);
-  uint64_t total = 0;
-  for (const auto& theirs : t.all_gather(mine)) {
-    uint64_t v = 0;
-    std::memcpy(&v, theirs.data(), sizeof v);
-    total += v;
-  }
-  return total;
-}
-
 class ReshardRandomMpi : public testing::MpiTest {};
 
 TEST_F(ReshardRandomMpi, RoundTripsAndMovesOnlyWhatThePlanSays) {
@@ -132,14 +120,14 @@ TEST_F(ReshardRandomMpi, RoundTripsAndMovesOnlyWhatThePlanSays) {
           << "device " << a.shards()[i].device;
     }
     const Plan plan = make_plan(PlanKey{s.shape, s.dtype, s.src, s.dst, s.topology});
-    EXPECT_EQ(sum_over_ranks(t, there.bytes_sent), plan.stats().bytes_cross_process);
-    EXPECT_EQ(sum_over_ranks(t, there.bytes_received), plan.stats().bytes_cross_process);
+    EXPECT_EQ(testing::sum_over_ranks(t, there.bytes_sent), plan.stats().bytes_cross_process);
+    EXPECT_EQ(testing::sum_over_ranks(t, there.bytes_received), plan.stats().bytes_cross_process);
     cross_process_bytes += plan.stats().bytes_cross_process;
     if (s.src.is_fully_replicated() && on_every_process(s.src, s.topology)) {
       EXPECT_EQ(plan.stats().bytes_cross_process, 0u);  // every process has every element
     }
     // Stop at the first failure, on every rank together.
-    if (sum_over_ranks(t, HasFailure() ? 1 : 0) != 0) break;
+    if (testing::sum_over_ranks(t, HasFailure() ? 1 : 0) != 0) break;
   }
   if (t.rank() == 0) {
     std::cout << fmt::format("[ trials   ] {} trials, {} bytes across processes\n", trials, cross_process_bytes);

@@ -27,19 +27,6 @@ Mesh seed_target_mesh() {
   return Mesh({{"data", 4}, {"model", 4}}, {0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15});
 }
 
-// Every rank's value, summed.
-uint64_t sum_over_ranks(Transport& t, uint64_t value) {
-  std::vector<std::byte> mine(sizeof value);
-  std::memcpy(mine.data(), &value, sizeof value);
-  uint64_t total = 0;
-  for (const auto& theirs : t.all_gather(mine)) {
-    uint64_t v = 0;
-    std::memcpy(&v, theirs.data(), sizeof v);
-    total += v;
-  }
-  return total;
-}
-
 bool equal_bytes(std::span<const std::byte> a, std::span<const std::byte> b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end());
 }
@@ -63,8 +50,8 @@ TEST_P(SeedScenarioMpi, MovesToTheOtherDeviceOrder) {
   EXPECT_TRUE(testing::matches_reference(moved, kSalt));
   // What crossed processes is what the plan says must, no more.
   const Plan plan = make_plan(PlanKey{kShape, DType::kF32, source_, target_, topology_});
-  EXPECT_EQ(sum_over_ranks(t_, stats.bytes_sent), plan.stats().bytes_cross_process);
-  EXPECT_EQ(sum_over_ranks(t_, stats.bytes_received), plan.stats().bytes_cross_process);
+  EXPECT_EQ(testing::sum_over_ranks(t_, stats.bytes_sent), plan.stats().bytes_cross_process);
+  EXPECT_EQ(testing::sum_over_ranks(t_, stats.bytes_received), plan.stats().bytes_cross_process);
 }
 
 TEST_P(SeedScenarioMpi, GathersOnEveryHost) {
@@ -109,9 +96,9 @@ TEST_F(SeedReplicatedMpi, BecomesReplicatedOnEveryDevice) {
   EXPECT_TRUE(testing::matches_reference(moved, kSalt));
   EXPECT_EQ(moved.shards().size(), static_cast<size_t>(16 / t.size()));
   const Plan plan = make_plan(PlanKey{kShape, DType::kF32, source, replicated, topology});
-  const uint64_t sent = sum_over_ranks(t, after.bytes_sent - before.bytes_sent);
+  const uint64_t sent = testing::sum_over_ranks(t, after.bytes_sent - before.bytes_sent);
   EXPECT_EQ(sent, plan.stats().bytes_cross_process);
-  EXPECT_EQ(sum_over_ranks(t, after.bytes_received - before.bytes_received), plan.stats().bytes_cross_process);
+  EXPECT_EQ(testing::sum_over_ranks(t, after.bytes_received - before.bytes_received), plan.stats().bytes_cross_process);
   if (t.size() == 4) {
     // Each process lacks 3 of the array's 4 MiB and receives them once,
     // however many of its devices need them: 12 MiB in all, not 48.

@@ -227,14 +227,9 @@ void replicated_figures(const Topology& topology, int rank, Transport& transport
     per_device_s =
         std::min(per_device_s, job_seconds([&] { execute(per_device, source, target, transport, options); }));
   }
-  BenchFigure bytes;
-  bytes.name = "bytes between processes, 64 MiB made replicated on every device";
-  bytes.unit = "MiB";
-  bytes.value = static_cast<double>(two_stage.stats().bytes_cross_process) / (1 << 20);
-  bytes.baseline_name = "per-device plan";
-  bytes.baseline = static_cast<double>(per_device.stats().bytes_cross_process) / (1 << 20);
-  bytes.ratio = bytes.value > 0 ? bytes.baseline / bytes.value : 0;
-  report.figures.push_back(bytes);
+  report.figures.push_back(bytes_figure("bytes between processes, 64 MiB made replicated on every device",
+                                        two_stage.stats().bytes_cross_process, "per-device plan",
+                                        per_device.stats().bytes_cross_process));
   report.figures.push_back(time_figure("time, 64 MiB made replicated on every device", two_stage_s * 1e3,
                                        "per-device plan", per_device_s * 1e3, std::nullopt));
 }

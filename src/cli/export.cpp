@@ -1,0 +1,155 @@
+// `reshard export CKPT OUT --map FILE|PRESET`: a checkpoint in a training
+// framework's layout to a Hugging Face model folder, a PEFT adapter folder
+// (--adapter-only) or a merged model (--merge-lora). Parses options; the
+// export itself is the pipelines layer's export_checkpoint, run by every
+// process of the job.
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "cli/job.h"
+#include "cli/layout_options.h"
+#include "cli/progress.h"
+#include "reshard/execute/transport.h"
+#include "reshard/layout/error.h"
+#include "reshard/layout/parse.h"
+#include "reshard/pipelines/export_model.h"
+
+namespace reshard::cli {
+namespace {
+
+struct ExportFlags {
+  std::string checkpoint;
+  std::string out;
+  std::string map;
+  bool adapter_only = false;
+  bool merge_lora = false;
+  std::string base;
+  std::optional<int> gather_to;
+  std::string dtype;
+  std::string max_shard_size = "5GB";
+  bool max_shard_size_given = false;
+  bool force = false;
+};
+
+[[noreturn]] void usage(const std::string& message) { throw Error(ErrorCode::kParse, message); }
+
+std::optional<DType> parse_target_dtype(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  const DType dtype = dtype_from_flag(text, "--dtype");
+  if (!is_castable_float(dtype)) usage(fmt::format("--dtype {}: must be f32, f16 or bf16", text));
+  return dtype;
+}
+
+std::string_view output_name(ExportKind kind) {
+  switch (kind) {
+    case ExportKind::kModel: return "Hugging Face folder";
+    case ExportKind::kAdapterOnly: return "PEFT adapter folder";
+    case ExportKind::kMergedModel: return "Hugging Face folder, LoRA merged";
+  }
+  return "folder";
+}
+
+ExportOptions options_from_flags(const ExportFlags& flags) {
+  ExportOptions options;
+  options.kind = flags.adapter_only ? ExportKind::kAdapterOnly
+                 : flags.merge_lora ? ExportKind::kMergedModel
+                                    : ExportKind::kModel;
+  if (!flags.base.empty() && !flags.adapter_only) usage("--base checks an adapter's keys: give --adapter-only too");
+  if (flags.adapter_only && flags.max_shard_size_given) {
+    usage("--max-shard-size: an adapter is one file (adapter_model.safetensors)");
+  }
+  options.dtype = parse_target_dtype(flags.dtype);
+  options.max_shard_size = parse_byte_size(flags.max_shard_size);
+  if (!flags.base.empty()) options.base = flags.base;
+  options.gather_to = flags.gather_to;
+  options.replace = flags.force;
+  return options;
+}
+
+void run_export(const ExportFlags& flags) {
+  ExportOptions options = options_from_flags(flags);
+  const TensorMap map = load_tensor_map(flags.map);
+  const JobWorld world = job_world();
+  Transport& transport = job_transport();
+  if (world.rank == 0) {
+    std::cerr << fmt::format("exporting {} to {} ({}) with {} process{}{}\n", flags.checkpoint, flags.out,
+                             output_name(options.kind), world.size, world.size == 1 ? "" : "es",
+                             options.gather_to ? fmt::format(", gathered to process {}", *options.gather_to)
+                                               : std::string(world.size == 1 ? "" : ", each writing its share"));
+  }
+  std::optional<Progress> progress;
+  if (world.rank == 0 && world.size == 1) {
+    progress.emplace("exporting", 0);
+    options.progress = [&progress](uint64_t bytes) { progress->advance(bytes); };
+  }
+  const ExportResult result = export_checkpoint(flags.checkpoint, flags.out, map, options, transport);
+  if (progress) progress->finish();
+  if (world.rank != 0) return;
+  std::cout << fmt::format("wrote {}: {} ({} file{}, {} tensors{}, {} bytes of tensor data)\n", flags.out,
+                           output_name(options.kind), result.files, result.files == 1 ? "" : "s", result.tensors,
+                           options.kind == ExportKind::kMergedModel ? fmt::format(", {} merged", result.merged) : "",
+                           result.bytes);
+}
+
+std::string help_text() {
+  return "Export a reshard checkpoint in a training framework's layout (stacked layers, separate head axes)\n"
+         "to a Hugging Face model folder (weights split at --max-shard-size, index, config.json from the\n"
+         "checkpoint's 'reshard.hf_config' metadata), or with --adapter-only to a PEFT adapter folder\n"
+         "(adapter_model.safetensors, adapter_config.json from 'reshard.lora_config', target_modules from\n"
+         "the keys), or with --merge-lora to a model with every LoRA delta merged (W += B @ A * scaling, in\n"
+         "f32, rounded back). The map renames, unstacks, merges axes, transposes and casts, inside the copies\n"
+         "that move the bytes. Every map error (a tensor no rule takes, a shape that does not factor, two\n"
+         "outputs with one name) and every adapter key naming no module of the base is reported before\n"
+         "anything is written. Under mpirun every process reads only the checkpoint bytes of its share of\n"
+         "the output and writes it at its final offset (OUT must be on a file system they share), and one\n"
+         "commits; --gather-to 0 streams every block to process 0, which alone writes. OUT appears only when\n"
+         "complete; an existing OUT is refused unless --force.\n\n" +
+         tensor_map_help() +
+         "\n\nExamples:\n"
+         "  reshard export ckpt/ llama-hf/ --map levanter-llama\n"
+         "  mpirun -np 4 reshard export ckpt/ llama-hf/ --map levanter-llama --dtype bf16 --max-shard-size 2GB\n"
+         "  reshard export ckpt/ my-adapter/ --map levanter-llama --adapter-only --base llama-hf/\n"
+         "  mpirun -np 4 reshard export ckpt/ merged/ --map my-map.json --merge-lora --gather-to 0";
+}
+
+}  // namespace
+
+void add_export_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("export", help_text());
+  auto flags = std::make_shared<ExportFlags>();
+  cmd->add_option("CKPT", flags->checkpoint, "A reshard checkpoint folder, in the framework's layout")->required();
+  cmd->add_option("OUT", flags->out, "The Hugging Face or PEFT adapter folder to create")->required();
+  cmd->add_option("--map", flags->map, "A preset (levanter-llama) or a JSON map file (see above)")->required();
+  auto* adapter = cmd->add_flag("--adapter-only", flags->adapter_only,
+                                "Write only the LoRA factors, as a PEFT adapter folder");
+  auto* merge = cmd->add_flag("--merge-lora", flags->merge_lora,
+                              "Merge every LoRA delta into its weight; the factors are not written");
+  adapter->excludes(merge);
+  cmd->add_option("--base", flags->base,
+                  "With --adapter-only: a Hugging Face model folder whose modules the adapter keys must name "
+                  "(default: the checkpoint's own model)");
+  cmd->add_option("--gather-to", flags->gather_to,
+                  "Stream every block to this process, which alone writes (for an OUT the processes do not share)");
+  cmd->add_option("--dtype", flags->dtype,
+                  "Cast F32/F16/BF16 outputs to f32, f16 or bf16 (round to nearest even; a map rule's own dtype "
+                  "wins); integer and bool tensors are left alone");
+  auto* max_shard = cmd->add_option("--max-shard-size", flags->max_shard_size,
+                                    "Largest weight file (5GB, 500MB, 1.5GiB or bytes); a larger tensor gets a file "
+                                    "of its own")
+                        ->capture_default_str();
+  cmd->add_flag("--force", flags->force,
+                "Replace an existing OUT's weight files (or adapter files); its other files stay");
+  add_timeout_option(*cmd);
+  cmd->callback([flags, max_shard] {
+    flags->max_shard_size_given = max_shard->count() > 0;
+    run_export(*flags);
+  });
+}
+
+}  // namespace reshard::cli
