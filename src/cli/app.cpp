@@ -41,6 +41,7 @@ int run(int argc, char** argv) {
   add_inspect_command(app);
   add_verify_command(app);
   add_convert_command(app);
+  add_import_command(app);
   add_merge_lora_command(app);
   add_export_command(app);
   add_bench_command(app);
