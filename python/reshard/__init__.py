@@ -21,7 +21,7 @@ from .checkpoint import restore as restore_checkpoint
 from .checkpoint import restore_into as restore_checkpoint_into
 from .checkpoint import save as save_checkpoint
 from .checkpoint import save_async as save_checkpoint_async
-from .pipelines import convert, merge_lora
+from .pipelines import convert, export, import_model, merge_lora
 
 P = PartitionSpec
 
@@ -30,6 +30,8 @@ __version__ = "0.1.0"
 __all__ = [
     "checkpoint",
     "convert",
+    "export",
+    "import_model",
     "merge_lora",
     "pipelines",
     "restore_checkpoint",

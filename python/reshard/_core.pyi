@@ -762,6 +762,68 @@ def _restore_checkpoint(path: str | os.PathLike, names: Sequence[str], shardings
 def _restore_checkpoint_into(path: str | os.PathLike, names: Sequence[str], arrays: Sequence[_ShardedArray], verify_checksums: bool, transport: Transport | None = None) -> RestoreStats:
     """Fills the arrays' shards with the tensors of their names (collective)."""
 
+class ExportResult:
+    """What an export wrote."""
+
+    @property
+    def tensors(self) -> int:
+        """Tensors in the output."""
+
+    @property
+    def merged(self) -> int:
+        """Weights a LoRA delta was merged into."""
+
+    @property
+    def files(self) -> int:
+        """Weight files written."""
+
+    @property
+    def bytes(self) -> int:
+        """Tensor bytes of the output."""
+
+    @property
+    def bytes_written(self) -> int:
+        """Tensor bytes this process wrote."""
+
+    def __repr__(self) -> str: ...
+
+class ImportResult:
+    """What an import produced."""
+
+    @property
+    def tensors(self) -> int:
+        """Framework tensors produced."""
+
+    @property
+    def bytes(self) -> int:
+        """Their bytes."""
+
+    @property
+    def bytes_read(self) -> int:
+        """Source tensor bytes this process read."""
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        """
+        The configs saved as checkpoint metadata (config.json, adapter_config.json).
+        """
+
+def _export_checkpoint(checkpoint: str | os.PathLike, out: str | os.PathLike, map: str, kind: str, dtype: str | None, max_shard_size: int, base: str | os.PathLike | None, gather_to: int | None, replace: bool, hf_config_json: str | None, lora_config_json: str | None, transport: Transport | None = None) -> ExportResult:
+    """
+    Exports a framework-layout checkpoint through a tensor map (collective).
+    """
+
+def _export_arrays(names: Sequence[str], arrays: Sequence[_ShardedArray], out: str | os.PathLike, map: str, kind: str, dtype: str | None, max_shard_size: int, base: str | os.PathLike | None, gather_to: int | None, replace: bool, hf_config_json: str | None, lora_config_json: str | None, transport: Transport | None = None) -> ExportResult:
+    """Exports sharded arrays through a tensor map (collective)."""
+
+def _import_arrays(hf_dir: str | os.PathLike, map: str, mesh: Mesh, topology: Topology, rules: object | None, best_effort: str | None, dtype: str | None, sizes: Mapping[str, int], transport: Transport | None = None) -> tuple[list[tuple[str, _ShardedArray]], ImportResult]:
+    """Imports a Hugging Face folder as sharded arrays (collective)."""
+
+def _import_checkpoint(hf_dir: str | os.PathLike, checkpoint: str | os.PathLike, map: str, mesh: Mesh, topology: Topology, rules: object | None, best_effort: str | None, dtype: str | None, sizes: Mapping[str, int], replace: bool, transport: Transport | None = None) -> ImportResult:
+    """
+    Imports a Hugging Face folder as a framework-layout checkpoint (collective).
+    """
+
 class ConvertResult:
     """What a conversion wrote."""
 

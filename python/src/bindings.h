@@ -11,6 +11,7 @@
 #include "reshard/execute/buffer.h"
 #include "reshard/layout/box.h"
 #include "reshard/layout/sharding.h"
+#include "reshard/pipelines/layout_rules.h"
 
 namespace reshard::python {
 
@@ -32,7 +33,12 @@ void bind_execute(nb::module_& m);
 void bind_transport(nb::module_& m);
 void bind_pipelines(nb::module_& m);
 void bind_checkpoint(nb::module_& m);
+void bind_export_import(nb::module_& m);
 void bind_mpi(nb::module_& m);
+
+// Checkpoint layout rules given as a rules file's text or as (pattern,
+// PartitionSpec) pairs; none for None.
+std::vector<LayoutRule> rules_from_python(nb::handle rules);
 
 // A Buffer over the bytes of a Python object exporting a C-contiguous buffer
 // (a numpy array), without a copy: writable when the object is, read-only

@@ -20,6 +20,18 @@
 #include "transport_scope.h"
 
 namespace reshard::python {
+
+std::vector<LayoutRule> rules_from_python(nb::handle rules) {
+  if (rules.is_none()) return {};
+  if (nb::isinstance<nb::str>(rules)) return parse_layout_rules(nb::cast<std::string>(rules), "rules");
+  std::vector<LayoutRule> out;
+  for (nb::handle rule : nb::iter(rules)) {
+    auto [pattern, spec] = nb::cast<std::pair<std::string, PartitionSpec>>(rule);
+    out.push_back(LayoutRule{std::move(pattern), std::move(spec)});
+  }
+  return out;
+}
+
 namespace {
 
 ConvertOutput output_from_string(const std::string& output) {
@@ -33,18 +45,6 @@ ConvertOutput output_from_string(const std::string& output) {
 std::optional<DType> optional_dtype(const std::optional<std::string>& dtype) {
   if (!dtype) return std::nullopt;
   return dtype_from_string(*dtype);
-}
-
-// Rules either as a rules file's text or as (pattern, spec) pairs.
-std::vector<LayoutRule> rules_from_python(nb::handle rules) {
-  if (rules.is_none()) return {};
-  if (nb::isinstance<nb::str>(rules)) return parse_layout_rules(nb::cast<std::string>(rules), "rules");
-  std::vector<LayoutRule> out;
-  for (nb::handle rule : nb::iter(rules)) {
-    auto [pattern, spec] = nb::cast<std::pair<std::string, PartitionSpec>>(rule);
-    out.push_back(LayoutRule{std::move(pattern), std::move(spec)});
-  }
-  return out;
 }
 
 ConvertResult convert(const std::filesystem::path& src, const std::filesystem::path& dst, const std::string& output,
@@ -87,6 +87,7 @@ MergeLoraSummary merge_lora(const std::filesystem::path& base, const std::filesy
 
 void bind_pipelines(nb::module_& m) {
   bind_checkpoint(m);
+  bind_export_import(m);
   nb::class_<ConvertResult>(m, "ConvertResult", "What a conversion wrote.")
       .def_ro("files", &ConvertResult::files, "Files written (data files for a checkpoint).")
       .def_ro("tensors", &ConvertResult::tensors, "Tensors written.")

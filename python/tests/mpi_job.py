@@ -1,10 +1,11 @@
 """Run by test_mpi.py under ``mpirun -np N``: the N Python processes form one job over
-reshard.mpi and together reshard, save, restore (three ways) and convert a model, each
+reshard.mpi and together reshard, save, restore (three ways), convert, export and import a model, each
 checking the bytes of its own shards. Prints "rank R ok" on success; exits 1 otherwise.
 argv: a folder every rank sees, the seed."""
 
 from __future__ import annotations
 
+import json
 import pathlib
 import sys
 
@@ -108,6 +109,21 @@ def main(folder: pathlib.Path, seed: int) -> int:
 
     theirs = safetensors.numpy.load_file(str(folder / "model.safetensors"))
     failures += [f"{n} in model.safetensors" for n, v in values.items() if theirs[n].tobytes() != v.tobytes()]
+
+    # Export through a map, every process writing its share; and import it back.
+    renames = json.dumps({"rules": [{"from": "embed", "to": "model.embed_tokens.weight"},
+                                    {"from": "layers.{i}.{p}", "to": "model.layers.{i}.{p}"},
+                                    {"from": "step", "to": "step"}]})
+    reshard.export(b, folder / "hf", renames, transport=t)
+    t.barrier()
+    exported = safetensors.numpy.load_file(str(folder / "hf" / "model.safetensors"))
+    failures += [f"{n} in the export" for n, v in values.items()
+                 if exported[n.replace("layers.", "model.layers.").replace("embed", "model.embed_tokens.weight")]
+                 .tobytes() != v.tobytes()]
+    imported = reshard.import_model(folder / "hf", renames, reshard.Mesh(np.arange(8), ("x",)), topology,
+                                    best_effort="x", transport=t)
+    hosts = reshard.to_host(imported, transport=t)
+    failures += [f"{n} imported" for n, h in hosts.items() if h.tobytes() != values[n].tobytes()]
 
     failures += over_mpi4py_communicator(values, src, dst, rank, size)
 

@@ -1,5 +1,5 @@
 """Python processes under mpirun form one job (reshard.mpi): at 2 and 4 ranks they
-reshard, save, restore and convert a model together, each checking its own bytes."""
+reshard, save, restore, convert, export and import a model together, each checking its own bytes."""
 
 from __future__ import annotations
 
