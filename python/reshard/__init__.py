@@ -10,23 +10,41 @@ from __future__ import annotations
 
 from . import _core
 from . import errors
-from . import hf, safetensors
-from ._core import Box, Mesh, NamedSharding, PartitionSpec, Plan, PlanOptions, PlanStats, Topology, Transfer
+from . import checkpoint, hf, pipelines, safetensors
+from ._core import (Box, InProcessGroup, Mesh, NamedSharding, PartitionSpec, Plan, PlanOptions, PlanStats, Topology,
+                    Transfer, Transport)
 from ._dtypes import DTYPE_NAMES, dtype_name, numpy_dtype
 from .errors import ReshardError
 from ._plan import plan
-from .array import Shard, ShardedArray, from_host, reshard, to_host
+from .array import Shard, ShardedArray, from_host, reshard, reshard_into, to_host
+from .checkpoint import restore as restore_checkpoint
+from .checkpoint import restore_into as restore_checkpoint_into
+from .checkpoint import save as save_checkpoint
+from .checkpoint import save_async as save_checkpoint_async
+from .pipelines import convert, export, import_model, merge_lora
 
 P = PartitionSpec
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "checkpoint",
+    "convert",
+    "export",
+    "import_model",
+    "merge_lora",
+    "pipelines",
+    "restore_checkpoint",
+    "restore_checkpoint_into",
+    "save_checkpoint",
+    "save_checkpoint_async",
     "Box",
     "Shard",
     "ShardedArray",
     "from_host",
+    "InProcessGroup",
     "reshard",
+    "reshard_into",
     "to_host",
     "DTYPE_NAMES",
     "Mesh",
@@ -39,6 +57,7 @@ __all__ = [
     "ReshardError",
     "Topology",
     "Transfer",
+    "Transport",
     "dtype_name",
     "errors",
     "hf",

@@ -561,6 +561,55 @@ def _write_safetensors(path: str | os.PathLike, tensors: Sequence[tuple[str, str
     Writes (name, dtype, shape, bytes) tensors as a safetensors file, atomically.
     """
 
+class Transport:
+    """
+    Moves bytes between the processes of a job (an MPI transport, or one rank of an
+    InProcessGroup). Operations taking transport= are collective over it.
+    """
+
+    @property
+    def rank(self) -> int:
+        """This process's rank."""
+
+    @property
+    def size(self) -> int:
+        """The number of processes."""
+
+    @property
+    def bytes_sent(self) -> int:
+        """Payload bytes this process has sent so far."""
+
+    @property
+    def bytes_received(self) -> int:
+        """Payload bytes this process has received so far."""
+
+    def barrier(self) -> None:
+        """Returns once every process has entered it."""
+
+    @property
+    def timeout(self) -> float:
+        """
+        Seconds a peer may stay silent before waits on it fail (TransportTimeoutError).
+        """
+
+    @timeout.setter
+    def timeout(self, arg: float, /) -> None: ...
+
+class InProcessGroup:
+    """
+    A job whose processes are threads of this one: transport(rank) is each thread's.
+    """
+
+    def __init__(self, size: int) -> None:
+        """A group of `size` processes."""
+
+    @property
+    def size(self) -> int:
+        """The number of processes."""
+
+    def transport(self, rank: int) -> Transport:
+        """The transport of process `rank` (lives as long as the group)."""
+
 class Shard:
     """One device's slice of a sharded array."""
 
@@ -572,9 +621,15 @@ class Shard:
     def box(self) -> Box:
         """The slice, in global coordinates."""
 
-    def _bytes(self) -> Annotated[NDArray[numpy.uint8], dict(shape=(None,))]:
+    @property
+    def writable(self) -> bool:
         """
-        The slice's elements (row-major) as a writable uint8 array sharing the buffer.
+        Whether the slice's memory may be written (not for a read-only numpy array or a map).
+        """
+
+    def _bytes(self) -> object:
+        """
+        The slice's elements (row-major) as a uint8 array sharing the buffer (read-only if it is).
         """
 
 class _ShardedArray:
@@ -585,9 +640,10 @@ class _ShardedArray:
         """This process's shards, allocated and uninitialised."""
 
     @staticmethod
-    def from_shard_bytes(shape: object, dtype: str, sharding: NamedSharding, topology: Topology, process: int, shards: Sequence[Annotated[NDArray[numpy.uint8], dict(shape=(None,), order='C', device='cpu', writable=False)]]) -> _ShardedArray:
+    def from_shard_bytes(shape: Sequence[int], dtype: str, sharding: NamedSharding, topology: Topology, process: int, shards: Sequence[numpy.ndarray]) -> _ShardedArray:
         """
-        This process's shards (mesh order) copied from uint8 arrays of their bytes.
+        This process's shards (mesh order) over the memory of C-contiguous uint8 arrays of
+        their bytes, without a copy (read-only where an array is).
         """
 
     @property
@@ -617,21 +673,247 @@ class _ShardedArray:
     def shares_memory_with(self, other: _ShardedArray) -> bool:
         """Whether every shard shares its buffer with `other`'s."""
 
-def _reshard(array: _ShardedArray, target: NamedSharding) -> _ShardedArray:
-    """The array laid out by `target` (one process)."""
-
-def _to_host(array: _ShardedArray) -> Annotated[NDArray[numpy.uint8], dict(shape=(None,))]:
+def _reshard(array: _ShardedArray, target: NamedSharding, transport: Transport | None = None) -> _ShardedArray:
     """
-    The whole array's bytes, row-major, as a uint8 numpy array (one process).
+    The array laid out by `target` (collective over `transport`; None: one process).
     """
 
-def _reshard_arrays(arrays: Sequence[_ShardedArray], targets: Sequence[NamedSharding]) -> list[_ShardedArray]:
-    """Each array laid out by its target, all in one operation (one process)."""
-
-def _to_host_arrays(arrays: Sequence[_ShardedArray]) -> list[Annotated[NDArray[numpy.uint8], dict(shape=(None,))]]:
+def _reshard_into(array: _ShardedArray, target: _ShardedArray, transport: Transport | None = None) -> None:
     """
-    Every array's bytes, row-major, as uint8 numpy arrays, in one operation (one process).
+    Writes the array into `target`'s shards, laid out as they are (InvalidArgumentError if read-only).
     """
 
-def _from_host(bytes: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order='C', device='cpu', writable=False)], shape: object, dtype: str, target: NamedSharding, topology: Topology) -> _ShardedArray:
-    """A host array's bytes placed with `target` (one process)."""
+def _to_host(array: _ShardedArray, transport: Transport | None = None) -> numpy.ndarray:
+    """
+    The whole array's bytes, row-major, as a uint8 numpy array on every process.
+    """
+
+def _reshard_arrays(arrays: Sequence[_ShardedArray], targets: Sequence[NamedSharding], transport: Transport | None = None) -> list[_ShardedArray]:
+    """Each array laid out by its target, all in one operation."""
+
+def _to_host_arrays(arrays: Sequence[_ShardedArray], transport: Transport | None = None) -> list[numpy.ndarray]:
+    """
+    Every array's bytes, row-major, as uint8 numpy arrays, in one operation.
+    """
+
+def _from_host(bytes: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order='C', device='cpu', writable=False)], shape: object, dtype: str, target: NamedSharding, topology: Topology, transport: Transport | None = None) -> _ShardedArray:
+    """
+    A host array's bytes (whole, on every process) placed with `target`: each process its shards.
+    """
+
+class SaveStats:
+    """What this process did in a save."""
+
+    @property
+    def chunks_written(self) -> int:
+        """Chunks this process wrote."""
+
+    @property
+    def bytes_written(self) -> int:
+        """Chunk bytes this process wrote."""
+
+    @property
+    def waves(self) -> int:
+        """Staging waves (asynchronous saves)."""
+
+    def __repr__(self) -> str: ...
+
+class RestoreStats:
+    """What this process read in a restore."""
+
+    @property
+    def header_bytes_read(self) -> int:
+        """The manifest and data files' headers."""
+
+    @property
+    def data_bytes_read(self) -> int:
+        """Chunk bytes."""
+
+    def __repr__(self) -> str: ...
+
+class SaveHandle:
+    """
+    An asynchronous save in progress: wait() for its result, ready() to poll.
+    """
+
+    def wait(self) -> SaveStats:
+        """
+        Blocks (without the GIL) until the save is committed everywhere, or raises its error. Once.
+        """
+
+    def ready(self) -> bool:
+        """Whether wait() would return at once."""
+
+def _save_checkpoint(path: str | os.PathLike, names: Sequence[str], arrays: Sequence[_ShardedArray], metadata: Sequence[tuple[str, str]] | None, replace: bool, transport: Transport | None = None) -> SaveStats:
+    """
+    Saves the arrays under their names as a checkpoint folder (collective).
+    """
+
+def _save_checkpoint_async(path: str | os.PathLike, names: Sequence[str], arrays: Sequence[_ShardedArray], metadata: Sequence[tuple[str, str]] | None, replace: bool, staging_bytes: int, transport: Transport | None = None) -> SaveHandle:
+    """
+    Stages the arrays and saves them in the background; the handle keeps the transport alive.
+    """
+
+def _restore_checkpoint(path: str | os.PathLike, names: Sequence[str], shardings: Sequence[NamedSharding], topology: Topology, verify_checksums: bool, transport: Transport | None = None) -> tuple[list[_ShardedArray], RestoreStats]:
+    """
+    The named tensors laid out by their shardings, and what was read (collective).
+    """
+
+def _restore_checkpoint_into(path: str | os.PathLike, names: Sequence[str], arrays: Sequence[_ShardedArray], verify_checksums: bool, transport: Transport | None = None) -> RestoreStats:
+    """Fills the arrays' shards with the tensors of their names (collective)."""
+
+class ExportResult:
+    """What an export wrote."""
+
+    @property
+    def tensors(self) -> int:
+        """Tensors in the output."""
+
+    @property
+    def merged(self) -> int:
+        """Weights a LoRA delta was merged into."""
+
+    @property
+    def files(self) -> int:
+        """Weight files written."""
+
+    @property
+    def bytes(self) -> int:
+        """Tensor bytes of the output."""
+
+    @property
+    def bytes_written(self) -> int:
+        """Tensor bytes this process wrote."""
+
+    def __repr__(self) -> str: ...
+
+class ImportResult:
+    """What an import produced."""
+
+    @property
+    def tensors(self) -> int:
+        """Framework tensors produced."""
+
+    @property
+    def bytes(self) -> int:
+        """Their bytes."""
+
+    @property
+    def bytes_read(self) -> int:
+        """Source tensor bytes this process read."""
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        """
+        The configs saved as checkpoint metadata (config.json, adapter_config.json).
+        """
+
+def _export_checkpoint(checkpoint: str | os.PathLike, out: str | os.PathLike, map: str, kind: str, dtype: str | None, max_shard_size: int, base: str | os.PathLike | None, gather_to: int | None, replace: bool, hf_config_json: str | None, lora_config_json: str | None, transport: Transport | None = None) -> ExportResult:
+    """
+    Exports a framework-layout checkpoint through a tensor map (collective).
+    """
+
+def _export_arrays(names: Sequence[str], arrays: Sequence[_ShardedArray], out: str | os.PathLike, map: str, kind: str, dtype: str | None, max_shard_size: int, base: str | os.PathLike | None, gather_to: int | None, replace: bool, hf_config_json: str | None, lora_config_json: str | None, transport: Transport | None = None) -> ExportResult:
+    """Exports sharded arrays through a tensor map (collective)."""
+
+def _import_arrays(hf_dir: str | os.PathLike, map: str, mesh: Mesh, topology: Topology, rules: object | None, best_effort: str | None, dtype: str | None, sizes: Mapping[str, int], transport: Transport | None = None) -> tuple[list[tuple[str, _ShardedArray]], ImportResult]:
+    """Imports a Hugging Face folder as sharded arrays (collective)."""
+
+def _import_checkpoint(hf_dir: str | os.PathLike, checkpoint: str | os.PathLike, map: str, mesh: Mesh, topology: Topology, rules: object | None, best_effort: str | None, dtype: str | None, sizes: Mapping[str, int], replace: bool, transport: Transport | None = None) -> ImportResult:
+    """
+    Imports a Hugging Face folder as a framework-layout checkpoint (collective).
+    """
+
+class ConvertResult:
+    """What a conversion wrote."""
+
+    @property
+    def files(self) -> int:
+        """Files written (data files for a checkpoint)."""
+
+    @property
+    def tensors(self) -> int:
+        """Tensors written."""
+
+    @property
+    def bytes(self) -> int:
+        """Tensor bytes of the output."""
+
+    def __repr__(self) -> str: ...
+
+class MergeLoraSummary:
+    """What a LoRA merge wrote."""
+
+    @property
+    def tensors(self) -> int:
+        """Tensors in the output."""
+
+    @property
+    def merged(self) -> int:
+        """Weights a LoRA delta was added to."""
+
+    @property
+    def files(self) -> int:
+        """Weight files written."""
+
+    @property
+    def bytes(self) -> int:
+        """Tensor bytes written."""
+
+    @property
+    def copied(self) -> list[str]:
+        """Config files copied beside the weights."""
+
+    def __repr__(self) -> str: ...
+
+def _convert(src: str | os.PathLike, dst: str | os.PathLike, output: str, dtype: str | None, max_shard_size: int, replace: bool, mesh: Mesh | None, topology: Topology | None, rules: str | Sequence[tuple[str, PartitionSpec]] | None, best_effort_axis: str | None, transport: Transport | None = None) -> ConvertResult:
+    """
+    Converts between a .safetensors file, a Hugging Face folder and a checkpoint (collective).
+    """
+
+def _merge_lora(base: str | os.PathLike, adapter: str | os.PathLike, out: str | os.PathLike, dtype: str | None, max_shard_size: int, replace: bool, chunk_bytes: int) -> MergeLoraSummary:
+    """
+    Merges a PEFT LoRA adapter into its base model, writing a Hugging Face folder.
+    """
+
+_mpi_available: bool = True
+
+def _launched_by_mpi() -> bool:
+    """Whether an MPI launcher (mpirun, srun) started this process."""
+
+def _mpi_init(peer_timeout: float) -> None:
+    """Initialises MPI (unless already initialised) for the process, once."""
+
+def _mpi_finalize() -> None:
+    """
+    Closes every MPI transport, then ends the session (MPI_Finalize if it initialised MPI).
+    """
+
+def _mpi_owns() -> bool:
+    """Whether the session initialised MPI (and so finalises it)."""
+
+def _mpi_thread_level() -> int:
+    """The thread level MPI provides (-1 without a session)."""
+
+def _mpi_world_rank() -> int:
+    """This process's rank in MPI_COMM_WORLD."""
+
+def _mpi_world_size() -> int:
+    """The number of processes in MPI_COMM_WORLD."""
+
+class _MpiTransport(Transport):
+    """The transport between MPI processes."""
+
+    def close(self) -> None:
+        """
+        Releases the transport's MPI resources; using it afterwards is a TransportError.
+        """
+
+    @property
+    def closed(self) -> bool:
+        """Whether close() was called."""
+
+def _mpi_transport(comm: int | None, chunk_bytes: int, max_bytes_in_flight: int, timeout: float) -> _MpiTransport:
+    """
+    A transport over MPI_COMM_WORLD, or the communicator of handle `comm` (collective).
+    """

@@ -3,7 +3,9 @@
 A ``ShardedArray`` is one process's part of a global array laid out by a
 ``NamedSharding``: one shard per device of the mesh this process owns, each a
 numpy array that shares the C++ buffer (writing to it writes the shard). The
-operations here run in one process; the topology must have a single process.
+operations are collective over a transport (``reshard.mpi.transport()``, or a
+rank of an ``InProcessGroup``); without one they run in this process alone, and
+the topology must have a single process.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import numpy as np
 from . import _core, _tree
 from ._dtypes import dtype_name, numpy_dtype
 
-__all__ = ["Shard", "ShardedArray", "from_host", "reshard", "to_host"]
+__all__ = ["Shard", "ShardedArray", "from_host", "reshard", "reshard_into", "to_host"]
 
 
 class Shard(NamedTuple):
@@ -45,30 +47,43 @@ class ShardedArray:
         shape: tuple[int, ...],
         dtype: Any,
         sharding: _core.NamedSharding,
-        shards: Mapping[int, np.ndarray],
+        shards: Mapping[int, Any],
         topology: _core.Topology | None = None,
         process: int = 0,
     ) -> ShardedArray:
-        """An array from {device id: that device's slice} for each device of `process` (copied)."""
+        """An array from {device id: that device's slice} for each device of `process`.
+
+        A numpy array of the array's dtype is adopted, not copied: the shard is
+        its memory (writing through either is seen through the other, and the
+        numpy array lives as long as the shard). A read-only numpy array gives a
+        read-only shard, which no operation writes into. Only a slice that is not
+        C-contiguous is copied; one of another dtype is an InvalidArgumentError;
+        anything else (a list, a scalar) is converted by ``np.asarray``.
+        """
+        from .errors import InvalidArgumentError
+
         name = dtype_name(dtype)
         topology = topology or _default_topology(sharding)
         np_dtype = numpy_dtype(name)
         devices = sharding.addressable_devices(topology, process)
         missing = [d for d in devices if d not in shards]
         if missing:
-            from .errors import InvalidArgumentError
-
             raise InvalidArgumentError(f"no shard given for devices {missing} of process {process}")
         index = sharding.devices_indices_map(tuple(shape))
         data = []
         for d in devices:
-            shard = np.asarray(shards[d], dtype=np_dtype)
+            shard = shards[d]
+            if isinstance(shard, np.ndarray):
+                if shard.dtype != np_dtype:
+                    raise InvalidArgumentError(f"the shard of device {d} has dtype {shard.dtype}, the array {np_dtype}")
+            else:
+                shard = np.asarray(shard, dtype=np_dtype)
             expected = tuple(len(range(*part.indices(n))) for part, n in zip(index[d], shape))
             if shard.shape != expected:
-                from .errors import InvalidArgumentError
-
                 raise InvalidArgumentError(f"the shard of device {d} has shape {shard.shape}, its slice needs {expected}")
-            data.append(np.ascontiguousarray(shard.reshape(-1)).view(np.uint8))
+            if not shard.flags.c_contiguous:
+                shard = np.ascontiguousarray(shard)  # the only copy: reshard's shards are row-major
+            data.append(shard.reshape(-1).view(np.uint8))
         return cls(_core._ShardedArray.from_shard_bytes(tuple(shape), name, sharding, topology, process, data))
 
     @classmethod
@@ -119,6 +134,7 @@ class ShardedArray:
         """This process's shards in mesh order; each ``data`` shares the C++ buffer.
 
         ``index`` is JAX's form (``slice(None)`` for a dimension the layout does not split).
+        ``data`` is read-only where the shard is (adopted from a read-only array, or a map).
         """
         dtype = numpy_dtype(self._array.dtype)
         index = self._array.sharding.devices_indices_map(self._array.shape)
@@ -127,6 +143,11 @@ class ShardedArray:
         ]
 
     addressable_shards = shards
+
+    @property
+    def writable(self) -> bool:
+        """Whether every shard may be written (an operation's destination must be)."""
+        return all(s.writable for s in self._array.shards)
 
     def shares_memory_with(self, other: ShardedArray) -> bool:
         """Whether every shard shares its buffer with `other`'s."""
@@ -144,7 +165,7 @@ def _is_sharding(x: Any) -> bool:
     return isinstance(x, _core.NamedSharding)
 
 
-def reshard(arrays: Any, shardings: Any) -> Any:
+def reshard(arrays: Any, shardings: Any, transport: _core.Transport | None = None) -> Any:
     """The array laid out by `sharding`: any mesh, device order, device set or memory kind.
 
     `arrays` is one ShardedArray, or a dict / list / tuple nesting of them (a
@@ -152,34 +173,52 @@ def reshard(arrays: Any, shardings: Any) -> Any:
     the result has the same nesting. `shardings` is one NamedSharding for all,
     or the same nesting (a NamedSharding in place of a subtree applies to all of
     it). An array already laid out by its target is returned sharing its buffers.
+    Collective over `transport` (every process calls it with its own part);
+    None runs in this process alone.
     """
     if _is_array(arrays) and _is_sharding(shardings):
-        return ShardedArray(_core._reshard(arrays._array, shardings))
+        return ShardedArray(_core._reshard(arrays._array, shardings, transport))
     leaves, rebuild = _tree.flatten(arrays, _is_array, "ShardedArray")
     targets = _tree.broadcast(shardings, arrays, _is_array, _is_sharding, "sharding")
-    moved = _core._reshard_arrays([a._array for a in leaves], targets)
+    moved = _core._reshard_arrays([a._array for a in leaves], targets, transport)
     return rebuild([ShardedArray(m) for m in moved])
 
 
-def to_host(arrays: Any) -> Any:
+def reshard_into(array: ShardedArray, out: ShardedArray, transport: _core.Transport | None = None) -> None:
+    """Writes `array` into `out`'s existing shards, in `out`'s layout (same shape and dtype).
+
+    `out` must be writable: a shard adopted from a read-only numpy array (or a
+    map) is an InvalidArgumentError before anything moves.
+    """
+    _core._reshard_into(array._array, out._array, transport)
+
+
+def to_host(arrays: Any, transport: _core.Transport | None = None) -> Any:
     """The whole array as one numpy array (it owns reshard's host buffer; no extra copy).
 
     A dict / list / tuple nesting of ShardedArrays gives the same nesting of
-    numpy arrays, gathered in one operation.
+    numpy arrays, gathered in one operation. Collective over `transport`: every
+    process gets the whole array.
     """
     if _is_array(arrays):
-        return _core._to_host(arrays._array).view(arrays.dtype).reshape(arrays.shape)
+        return _core._to_host(arrays._array, transport).view(arrays.dtype).reshape(arrays.shape)
     leaves, rebuild = _tree.flatten(arrays, _is_array, "ShardedArray")
-    hosts = _core._to_host_arrays([a._array for a in leaves])
+    hosts = _core._to_host_arrays([a._array for a in leaves], transport)
     return rebuild([h.view(a.dtype).reshape(a.shape) for h, a in zip(hosts, leaves)])
 
 
 def from_host(
-    host: Any, sharding: _core.NamedSharding, topology: _core.Topology | None = None
+    host: Any,
+    sharding: _core.NamedSharding,
+    topology: _core.Topology | None = None,
+    transport: _core.Transport | None = None,
 ) -> ShardedArray:
-    """A whole host array placed with `sharding`: each device gets its slice."""
+    """A whole host array placed with `sharding`: each device of this process gets a copy of its slice.
+
+    Collective over `transport` (every process passes the whole array); nothing is sent.
+    """
     host = np.asarray(host)
     name = dtype_name(host.dtype)
     flat = np.ascontiguousarray(host.reshape(-1)).view(np.uint8)
     topology = topology or _default_topology(sharding)
-    return ShardedArray(_core._from_host(flat, host.shape, name, sharding, topology))
+    return ShardedArray(_core._from_host(flat, host.shape, name, sharding, topology, transport))

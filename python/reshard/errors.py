@@ -196,6 +196,24 @@ class UnsupportedError(ReshardError, ValueError):
     code = "unsupported"
 
 
+class MisalignedSliceError(FormatError):
+    """A slice of a sub-byte tensor whose bits do not fill whole bytes."""
+
+    code = "misaligned_slice"
+
+
+class InvalidManifestError(FormatError):
+    """A checkpoint manifest that is malformed, inconsistent or of an unknown version."""
+
+    code = "invalid_manifest"
+
+
+class ChecksumMismatchError(FormatError):
+    """Stored bytes whose checksum differs from the one recorded for them (a damaged checkpoint)."""
+
+    code = "checksum_mismatch"
+
+
 def _classes_by_code() -> dict[str, type[ReshardError]]:
     classes: dict[str, type[ReshardError]] = {}
     pending: list[type] = [ReshardError]

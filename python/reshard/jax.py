@@ -3,11 +3,18 @@ jax.Array to and from ShardedArray, and device_put / to_host on pytrees.
 
 JAX is optional: ``import reshard`` works without it; this module needs it.
 Devices are matched by ``jax.Device.id``; each device's ``process_index``
-gives the topology. The operations run in one process for now.
+gives the topology. ``save`` / ``restore`` write and read reshard checkpoints
+of whole pytrees (names from the tree paths), and ``check`` lists the arrays
+whose sharding ``jit`` on a mesh would refuse, with the plan that fixes each.
+``save`` and ``restore`` are collective over a transport (``reshard.mpi``);
+``device_put`` and ``to_host`` run in one process for now.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -23,9 +30,23 @@ except ImportError as e:  # pragma: no cover - exercised in a subprocess by the 
 
 from . import _core
 from . import array as _array
-from .errors import UnsupportedError
+from . import checkpoint as _checkpoint
+from ._plan import plan as _plan
+from .errors import InvalidArgumentError, UnsupportedError
 
-__all__ = ["device_put", "from_jax_array", "from_reshard", "to_host", "to_jax_array", "to_reshard", "topology"]
+__all__ = [
+    "Incompatible",
+    "check",
+    "device_put",
+    "from_jax_array",
+    "from_reshard",
+    "restore",
+    "save",
+    "to_host",
+    "to_jax_array",
+    "to_reshard",
+    "topology",
+]
 
 
 def _devices_by_id(devices: Any = None) -> dict[int, Any]:
@@ -83,7 +104,8 @@ def from_reshard(sharding: _core.NamedSharding, devices: Any = None) -> Any:
 def from_jax_array(x: Any, topology_: _core.Topology | None = None) -> _array.ShardedArray:
     """This process's shards of a ``jax.Array`` with a NamedSharding, as a ShardedArray.
 
-    The shards are read through numpy (a view of CPU memory) and copied into reshard's buffers.
+    The shards are read through numpy: on CPU a read-only view of JAX's own
+    buffer, which the ShardedArray adopts without a copy (and keeps alive).
     """
     topology_ = topology_ or topology()
     sharding = to_reshard(x.sharding)
@@ -134,3 +156,174 @@ def to_host(tree: Any) -> Any:
     topo = topology()
     hosts = _array.to_host([from_jax_array(x, topo) for x in leaves])
     return jax.tree_util.tree_unflatten(treedef, hosts)
+
+
+def _key_name(key: Any) -> str:
+    for attr in ("key", "idx", "name"):  # DictKey, SequenceKey, GetAttrKey; FlattenedIndexKey has key
+        if hasattr(key, attr):
+            return str(getattr(key, attr))
+    return str(key)
+
+
+def _path_name(path: Any) -> str:
+    """A tree path as a checkpoint name: its keys joined by dots (``params.layers.0.w``)."""
+    return ".".join(_key_name(k) for k in path) or "_"
+
+
+def _named_leaves(tree: Any, is_leaf: Any = None) -> tuple[list[str], list[Any], Any]:
+    pairs, treedef = jax.tree_util.tree_flatten_with_path(tree, is_leaf=is_leaf)
+    names = [_path_name(path) for path, _ in pairs]
+    seen: dict[str, int] = {}
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+    clashes = sorted(n for n, c in seen.items() if c > 1)
+    if clashes:
+        raise InvalidArgumentError(f"tree paths {clashes} name several leaves once their keys are joined by dots")
+    return names, [leaf for _, leaf in pairs], treedef
+
+
+def save(path: str | os.PathLike, tree: Any, metadata: Mapping[str, str] | None = None, replace: bool = True,
+         transport: _core.Transport | None = None) -> _checkpoint.SaveStats:
+    """Saves a pytree of jax.Arrays as a reshard checkpoint, each under its tree path
+    (keys joined by dots: ``{"layers": [{"w": x}]}`` saves ``layers.0.w``).
+
+    Every process writes only the chunks its devices hold, a replicated chunk
+    once; numpy leaves are saved whole. Collective over `transport`.
+    """
+    names, leaves, _ = _named_leaves(tree)
+    topo = topology()
+    arrays: dict[str, _array.ShardedArray] = {}
+    for name, leaf in zip(names, leaves):
+        if isinstance(leaf, jax.Array):
+            arrays[name] = from_jax_array(leaf, topo)
+        else:
+            host = np.asarray(leaf)
+            one = _core.NamedSharding(_core.Mesh([jax.devices()[0].id], ("device",)), _core.PartitionSpec())
+            arrays[name] = _array.from_host(host, one, topo, transport)
+    return _checkpoint.save(path, arrays, metadata, replace, transport)
+
+
+def _is_target(x: Any) -> bool:
+    return isinstance(x, jax.sharding.Sharding) or isinstance(getattr(x, "sharding", None), jax.sharding.Sharding)
+
+
+def restore(path: str | os.PathLike, shardings: Any, verify_checksums: bool = True,
+            transport: _core.Transport | None = None) -> Any:
+    """The pytree of jax.Arrays saved at `path`, each laid out by its leaf of `shardings`.
+
+    `shardings` is a pytree (any subset of the saved tree's paths) whose leaves
+    are jax shardings, or anything with a ``.sharding`` (``jax.ShapeDtypeStruct``,
+    a jax.Array); any mesh, device order or device count. Each process reads only
+    the chunks its devices need, checksummed.
+    """
+    names, leaves, treedef = _named_leaves(shardings, is_leaf=_is_target)
+    targets = {}
+    for name, leaf in zip(names, leaves):
+        sharding = leaf if isinstance(leaf, jax.sharding.Sharding) else leaf.sharding
+        targets[name] = to_reshard(sharding)
+    restored = _checkpoint.restore(path, targets, topology(), verify_checksums, transport)
+    return jax.tree_util.tree_unflatten(treedef, [to_jax_array(restored[n]) for n in names])
+
+
+@dataclasses.dataclass(frozen=True)
+class Incompatible:
+    """An array whose sharding ``jit`` on the checked mesh refuses ("incompatible devices"),
+    and the reshard that fixes it.
+
+    `reason` is "another device order" (same mesh shape and axes, devices
+    permuted), "another mesh" (the same devices in another mesh's order) or
+    "another device set". `target` is the sharding to move it to (its spec on
+    the mesh, replicated where the spec does not fit), and `plan` reshard's plan
+    for that move; `bytes_per_process[p]` is what it copies onto process p's
+    devices (pieces already on their device excluded) and `bytes_cross_process`
+    what crosses between processes.
+    """
+
+    path: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    reason: str
+    devices: tuple[int, ...]
+    mesh_devices: tuple[int, ...]
+    target: Any
+    plan: _core.Plan
+    bytes_per_process: tuple[int, ...]
+    bytes_cross_process: int
+
+    def __str__(self) -> str:
+        where = (f"{self.path} {list(self.shape)} {self.dtype}: {self.reason} (devices {list(self.devices)}, "
+                 f"the mesh's {list(self.mesh_devices)})")
+        if not any(self.bytes_per_process):
+            return f"{where}; fix: relabel as {self.target.spec} on the mesh (every piece is in place, no bytes move)"
+        per = ", ".join(f"process {p}: {_size(b)}" for p, b in enumerate(self.bytes_per_process))
+        return (f"{where}; fix: reshard to {self.target.spec} on the mesh, moving {per} "
+                f"({_size(self.bytes_cross_process)} between processes)")
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"  # unreachable
+
+
+def _device_ids(sharding: Any) -> tuple[int, ...]:
+    """The devices a computation on `sharding` runs on, in jit's order (the mesh's, flattened)."""
+    if isinstance(sharding, _JaxNamedSharding):
+        return tuple(d.id for d in sharding.mesh.devices.flat)
+    if isinstance(sharding, _JaxSingleDeviceSharding):
+        return tuple(d.id for d in sharding.device_set)
+    return tuple(d.id for d in sharding._device_assignment)  # other Sharding kinds keep it here
+
+
+def _reason(sharding: Any, mesh: Any, devices: tuple[int, ...], mesh_devices: tuple[int, ...]) -> str:
+    if set(devices) != set(mesh_devices):
+        return "another device set"
+    if isinstance(sharding, _JaxNamedSharding) and sharding.mesh.shape == mesh.shape:
+        return "another device order"
+    return "another mesh"
+
+
+def _fix_target(x: Any, mesh: Any) -> Any:
+    spec = x.sharding.spec if isinstance(x.sharding, _JaxNamedSharding) else _JaxPartitionSpec()
+    target = _JaxNamedSharding(mesh, spec, memory_kind=x.sharding.memory_kind)
+    try:
+        to_reshard(target).shard_shape(tuple(x.shape))
+        return target
+    except (ValueError, UnsupportedError):  # axes the mesh lacks, or indivisible
+        return _JaxNamedSharding(mesh, _JaxPartitionSpec(), memory_kind=x.sharding.memory_kind)
+
+
+def check(tree: Any, mesh: Any) -> list[Incompatible]:
+    """The arrays of `tree` whose sharding ``jit`` on `mesh` would refuse, each with its fix.
+
+    jit runs on the mesh's devices in the mesh's order; it refuses a committed
+    array laid out on another device order, another mesh's order or another
+    set of devices ("incompatible devices"), while it moves uncommitted arrays
+    itself. The fix of each is the reshard to its spec on `mesh` (replicated if
+    the spec does not fit there), with the bytes that would move per process
+    (``reshard.jax.device_put(x, record.target)`` performs it). Empty when
+    every array is compatible.
+    """
+    names, leaves, _ = _named_leaves(tree)
+    mesh_devices = tuple(d.id for d in mesh.devices.flat)
+    topo = topology()
+    found = []
+    for name, x in zip(names, leaves):
+        if not isinstance(x, jax.Array) or not x.committed:
+            continue
+        devices = _device_ids(x.sharding)
+        if devices == mesh_devices:
+            continue
+        target = _fix_target(x, mesh)
+        p = _plan(tuple(x.shape), np.dtype(x.dtype), to_reshard(x.sharding), to_reshard(target), topo)
+        per_process = [0] * topo.num_processes
+        itemsize = np.dtype(x.dtype).itemsize
+        for t in p.transfers:
+            if t.src != t.dst:  # a piece already on its device does not move
+                per_process[topo.process_of(t.dst)] += t.box.volume * itemsize
+        found.append(Incompatible(name, tuple(x.shape), np.dtype(x.dtype), _reason(x.sharding, mesh, devices,
+                                                                                    mesh_devices),
+                                  devices, mesh_devices, target, p, tuple(per_process), p.stats.bytes_cross_process))
+    return found

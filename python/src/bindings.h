@@ -8,8 +8,10 @@
 
 #include <nanobind/nanobind.h>
 
+#include "reshard/execute/buffer.h"
 #include "reshard/layout/box.h"
 #include "reshard/layout/sharding.h"
+#include "reshard/pipelines/layout_rules.h"
 
 namespace reshard::python {
 
@@ -28,6 +30,24 @@ void bind_plan(nb::module_& m);
 void bind_formats(nb::module_& m);
 void bind_hf_folder(nb::module_& m);
 void bind_execute(nb::module_& m);
+void bind_transport(nb::module_& m);
+void bind_pipelines(nb::module_& m);
+void bind_checkpoint(nb::module_& m);
+void bind_export_import(nb::module_& m);
+void bind_mpi(nb::module_& m);
+
+// Checkpoint layout rules given as a rules file's text or as (pattern,
+// PartitionSpec) pairs; none for None.
+std::vector<LayoutRule> rules_from_python(nb::handle rules);
+
+// A Buffer over the bytes of a Python object exporting a C-contiguous buffer
+// (a numpy array), without a copy: writable when the object is, read-only
+// otherwise. The export, and so the object, lives as long as any copy of the
+// Buffer. Error(kInvalidArgument) for anything else.
+Buffer adopt_python_buffer(nb::handle object);
+// A 1-D uint8 numpy array over `buffer`'s bytes, sharing them (read-only for
+// a read-only buffer); it keeps the buffer alive.
+nb::object buffer_to_numpy(const Buffer& buffer);
 
 // A shape from any sequence of ints (a tuple, a list, a numpy shape).
 Shape shape_from_python(nb::handle sequence);

@@ -1,9 +1,9 @@
 // Bindings of the execute layer, kept thin: a ShardedArray whose shards come
-// out as writable uint8 numpy arrays over the C++ buffers (owned by a copy of
-// the Buffer, so the memory outlives either side), and the single-process
-// operations reshard, to_host and from_host. reshard/array.py gives them
-// dtypes, shapes and Python's names.
-#include <cstring>
+// out as uint8 numpy arrays over the C++ buffers (owned by a copy of the
+// Buffer, so the memory outlives either side) and can be built over numpy
+// arrays' own memory, and the operations reshard, reshard_into, to_host and
+// from_host, each over a transport (None: one process). reshard/array.py
+// gives them dtypes, shapes and Python's names.
 #include <string>
 #include <vector>
 
@@ -12,77 +12,69 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
-#include "reshard/execute/in_process_transport.h"
 #include "reshard/execute/operations.h"
 #include "reshard/layout/dtype.h"
 #include "reshard/layout/error.h"
+#include "transport_scope.h"
 
 namespace reshard::python {
 namespace {
 
 using ReadOnlyBytes = nb::ndarray<const uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
-using NumpyBytes = nb::ndarray<nb::numpy, uint8_t, nb::ndim<1>>;
 
-// A uint8 numpy array over `buffer`'s bytes, sharing them.
-NumpyBytes buffer_to_numpy(const Buffer& buffer) {
-  auto* owned = new Buffer(buffer);
-  nb::capsule owner(owned, [](void* p) noexcept { delete static_cast<Buffer*>(p); });
-  const size_t shape[1] = {owned->size()};
-  return NumpyBytes(reinterpret_cast<uint8_t*>(owned->data()), 1, shape, owner);
-}
-
-// One process and no peers: what the Python front end runs on until it joins
-// a multi-process job. A fresh group per call, so threads never share one.
-void check_one_process(const Topology& topology) {
-  if (topology.num_processes() != 1) {
-    throw Error(ErrorCode::kUnsupported,
-                "this operation runs in one process, but the topology has " +
-                    std::to_string(topology.num_processes()) + " processes");
-  }
-}
-
-template <typename Body>
-auto single_process(const Topology& topology, Body&& body) {
-  check_one_process(topology);
-  InProcessGroup group(1);
-  nb::gil_scoped_release release;
-  return body(group.transport(0));
-}
-
+// The shards adopt the memory of `bytes` (objects exporting C-contiguous
+// buffers: numpy arrays of the shards' bytes), read-only where it is.
 ShardedArray from_shard_bytes(nb::handle shape, const std::string& dtype, const NamedSharding& sharding,
-                              const Topology& topology, int process, const std::vector<ReadOnlyBytes>& bytes) {
-  ShardedArray array = ShardedArray::allocate(shape_from_python(shape), dtype_from_string(dtype), sharding,
-                                              topology, process);
-  std::vector<Shard>& shards = array.mutable_shards();
-  if (bytes.size() != shards.size()) {
-    throw Error(ErrorCode::kInvalidArgument, "expected " + std::to_string(shards.size()) +
+                              const Topology& topology, int process, const std::vector<nb::object>& bytes) {
+  const Shape global = shape_from_python(shape);
+  const DType type = dtype_from_string(dtype);
+  const auto slices = sharding.addressable_index_map(global, topology, process);
+  if (bytes.size() != slices.size()) {
+    throw Error(ErrorCode::kInvalidArgument, "expected " + std::to_string(slices.size()) +
                                                  " shards for this process, got " + std::to_string(bytes.size()));
   }
-  for (size_t i = 0; i < shards.size(); ++i) {
-    if (bytes[i].size() != shards[i].buffer.size()) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  "shard of device " + std::to_string(shards[i].device) + " has " + std::to_string(bytes[i].size()) +
-                      " bytes, its slice " + shards[i].box.to_string() + " needs " +
-                      std::to_string(shards[i].buffer.size()));
-    }
-    if (bytes[i].size() != 0) std::memcpy(shards[i].buffer.data(), bytes[i].data(), bytes[i].size());
+  std::vector<Shard> shards;
+  shards.reserve(slices.size());
+  for (size_t i = 0; i < slices.size(); ++i) {
+    shards.push_back(Shard{slices[i].first, slices[i].second, adopt_python_buffer(bytes[i])});
   }
-  return array;
+  // The constructor checks every buffer's size against its slice.
+  return ShardedArray(global, type, sharding, topology, process, std::move(shards));
 }
 
 ShardedArray from_host(ReadOnlyBytes bytes, nb::handle shape, const std::string& dtype, const NamedSharding& target,
-                       const Topology& topology) {
+                       const Topology& topology, Transport* transport) {
   const HostView host{shape_from_python(shape), dtype_from_string(dtype),
                       {reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()}};
-  return single_process(topology, [&](Transport& transport) { return reshard::from_host(host, target, topology, transport); });
+  return with_transport(transport, topology,
+                        [&](Transport& t) { return reshard::from_host(host, target, topology, t); });
+}
+
+// The topology a batch runs in (the operation checks that all agree).
+// Without a transport, every array must be of one process.
+const Topology& topology_of(const std::vector<ShardedArray>& arrays, const Transport* transport) {
+  if (transport == nullptr) {
+    for (const ShardedArray& array : arrays) check_one_process(array.topology());
+  }
+  return arrays.front().topology();
+}
+
+bool shares_memory(const ShardedArray& a, const ShardedArray& b) {
+  if (a.shards().size() != b.shards().size()) return false;
+  for (size_t i = 0; i < a.shards().size(); ++i) {
+    if (!a.shards()[i].buffer.shares_memory_with(b.shards()[i].buffer)) return false;
+  }
+  return true;
 }
 
 void bind_sharded_array(nb::module_& m) {
   nb::class_<Shard>(m, "Shard", "One device's slice of a sharded array.")
       .def_ro("device", &Shard::device, "The device id.")
       .def_ro("box", &Shard::box, "The slice, in global coordinates.")
+      .def_prop_ro("writable", [](const Shard& s) { return s.buffer.writable(); },
+                   "Whether the slice's memory may be written (not for a read-only numpy array or a map).")
       .def("_bytes", [](const Shard& s) { return buffer_to_numpy(s.buffer); },
-           "The slice's elements (row-major) as a writable uint8 array sharing the buffer.");
+           "The slice's elements (row-major) as a uint8 array sharing the buffer (read-only if it is).");
 
   nb::class_<ShardedArray>(m, "_ShardedArray", "One process's shards of a global array (see reshard.ShardedArray).")
       .def_static("allocate", [](nb::handle shape, const std::string& dtype, const NamedSharding& sharding,
@@ -92,7 +84,10 @@ void bind_sharded_array(nb::module_& m) {
          "This process's shards, allocated and uninitialised.")
       .def_static("from_shard_bytes", &from_shard_bytes, nb::arg("shape"), nb::arg("dtype"), nb::arg("sharding"),
                   nb::arg("topology"), nb::arg("process"), nb::arg("shards"),
-                  "This process's shards (mesh order) copied from uint8 arrays of their bytes.")
+                  nb::sig("def from_shard_bytes(shape: collections.abc.Sequence[int], dtype: str, sharding: NamedSharding, "
+                          "topology: Topology, process: int, shards: collections.abc.Sequence[numpy.ndarray]) -> _ShardedArray"),
+                  "This process's shards (mesh order) over the memory of C-contiguous uint8 arrays of\n"
+                  "their bytes, without a copy (read-only where an array is).")
       .def_prop_ro("shape", [](const ShardedArray& a) { return shape_to_python(a.shape()); },
                    nb::for_getter(nb::sig("def shape(self) -> tuple[int, ...]")), "The global shape.")
       .def_prop_ro("dtype", [](const ShardedArray& a) { return std::string(dtype_name(a.dtype())); },
@@ -101,43 +96,57 @@ void bind_sharded_array(nb::module_& m) {
       .def_prop_ro("topology", &ShardedArray::topology, "The job's topology.")
       .def_prop_ro("process", &ShardedArray::process, "The process whose shards these are.")
       .def_prop_ro("shards", &ShardedArray::shards, "This process's shards, in mesh order.")
-      .def("shares_memory_with", [](const ShardedArray& a, const ShardedArray& b) {
-        if (a.shards().size() != b.shards().size()) return false;
-        for (size_t i = 0; i < a.shards().size(); ++i) {
-          if (!a.shards()[i].buffer.shares_memory_with(b.shards()[i].buffer)) return false;
-        }
-        return true;
-      }, nb::arg("other"), "Whether every shard shares its buffer with `other`'s.");
+      .def("shares_memory_with", &shares_memory, nb::arg("other"),
+           "Whether every shard shares its buffer with `other`'s.");
+}
 
-  m.def("_reshard", [](const ShardedArray& array, const NamedSharding& target) {
-    return single_process(array.topology(), [&](Transport& t) { return reshard_array(array, target, t); });
-  }, nb::arg("array"), nb::arg("target"), "The array laid out by `target` (one process).");
-  m.def("_to_host", [](const ShardedArray& array) {
-    const HostArray host = single_process(array.topology(), [&](Transport& t) { return reshard::to_host(array, t); });
+void bind_operations(nb::module_& m) {
+  m.def("_reshard", [](const ShardedArray& array, const NamedSharding& target, Transport* transport) {
+    return with_transport(transport, array.topology(), [&](Transport& t) { return reshard_array(array, target, t); });
+  }, nb::arg("array"), nb::arg("target"), nb::arg("transport").none() = nb::none(),
+        "The array laid out by `target` (collective over `transport`; None: one process).");
+  m.def("_reshard_into", [](const ShardedArray& array, ShardedArray& target, Transport* transport) {
+    target.check_writable();
+    with_transport(transport, array.topology(), [&](Transport& t) { return reshard_into(array, target, t); });
+  }, nb::arg("array"), nb::arg("target"), nb::arg("transport").none() = nb::none(),
+        "Writes the array into `target`'s shards, laid out as they are (InvalidArgumentError if read-only).");
+  m.def("_to_host", [](const ShardedArray& array, Transport* transport) {
+    const HostArray host =
+        with_transport(transport, array.topology(), [&](Transport& t) { return reshard::to_host(array, t); });
     return buffer_to_numpy(host.buffer);
-  }, nb::arg("array"), "The whole array's bytes, row-major, as a uint8 numpy array (one process).");
-  m.def("_reshard_arrays", [](const std::vector<ShardedArray>& arrays, const std::vector<NamedSharding>& targets) {
+  }, nb::arg("array"), nb::arg("transport").none() = nb::none(),
+        nb::sig("def _to_host(array: _ShardedArray, transport: Transport | None = None) -> numpy.ndarray"),
+        "The whole array's bytes, row-major, as a uint8 numpy array on every process.");
+  m.def("_reshard_arrays", [](const std::vector<ShardedArray>& arrays, const std::vector<NamedSharding>& targets,
+                              Transport* transport) {
     if (arrays.empty()) return std::vector<ShardedArray>{};
-    for (const ShardedArray& array : arrays) check_one_process(array.topology());
-    return single_process(arrays.front().topology(), [&](Transport& t) { return reshard_arrays(arrays, targets, t); });
-  }, nb::arg("arrays"), nb::arg("targets"),
-        "Each array laid out by its target, all in one operation (one process).");
-  m.def("_to_host_arrays", [](const std::vector<ShardedArray>& arrays) {
-    std::vector<NumpyBytes> out;
+    return with_transport(transport, topology_of(arrays, transport),
+                          [&](Transport& t) { return reshard_arrays(arrays, targets, t); });
+  }, nb::arg("arrays"), nb::arg("targets"), nb::arg("transport").none() = nb::none(),
+        "Each array laid out by its target, all in one operation.");
+  m.def("_to_host_arrays", [](const std::vector<ShardedArray>& arrays, Transport* transport) {
+    std::vector<nb::object> out;
     if (arrays.empty()) return out;
-    for (const ShardedArray& array : arrays) check_one_process(array.topology());
     const std::vector<HostArray> hosts =
-        single_process(arrays.front().topology(), [&](Transport& t) { return reshard::to_host(arrays, t); });
+        with_transport(transport, topology_of(arrays, transport), [&](Transport& t) { return reshard::to_host(arrays, t); });
     out.reserve(hosts.size());
     for (const HostArray& host : hosts) out.push_back(buffer_to_numpy(host.buffer));
     return out;
-  }, nb::arg("arrays"), "Every array's bytes, row-major, as uint8 numpy arrays, in one operation (one process).");
+  }, nb::arg("arrays"), nb::arg("transport").none() = nb::none(),
+        nb::sig("def _to_host_arrays(arrays: collections.abc.Sequence[_ShardedArray], transport: Transport | None = None) "
+                "-> list[numpy.ndarray]"),
+        "Every array's bytes, row-major, as uint8 numpy arrays, in one operation.");
   m.def("_from_host", &from_host, nb::arg("bytes"), nb::arg("shape"), nb::arg("dtype"), nb::arg("target"),
-        nb::arg("topology"), "A host array's bytes placed with `target` (one process).");
+        nb::arg("topology"), nb::arg("transport").none() = nb::none(),
+        "A host array's bytes (whole, on every process) placed with `target`: each process its shards.");
 }
 
 }  // namespace
 
-void bind_execute(nb::module_& m) { bind_sharded_array(m); }
+void bind_execute(nb::module_& m) {
+  bind_transport(m);
+  bind_sharded_array(m);
+  bind_operations(m);
+}
 
 }  // namespace reshard::python

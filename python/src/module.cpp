@@ -10,4 +10,6 @@ NB_MODULE(_core, m) {
   reshard::python::bind_plan(m);
   reshard::python::bind_formats(m);
   reshard::python::bind_execute(m);
+  reshard::python::bind_pipelines(m);
+  reshard::python::bind_mpi(m);
 }

@@ -130,3 +130,115 @@ def test_errors():
         reshard.from_host(np.zeros(8), sharding, reshard.Topology.uniform(4, 2))
     with pytest.raises(errors.UnknownDeviceError):
         reshard.from_host(np.zeros(8), sharding, reshard.Topology.uniform(2, 1))
+
+
+def test_from_shards_adopts_numpy_memory_both_ways():
+    mesh = reshard.Mesh(np.array([2, 0, 1, 3]), ("x",))
+    sharding = reshard.NamedSharding(mesh, P("x"))
+    pieces = {d: np.full((2, 3), float(d), np.float32) for d in range(4)}
+    array = reshard.ShardedArray.from_shards((8, 3), np.float32, sharding, pieces)
+    for shard in array.shards:
+        assert np.shares_memory(shard.data, pieces[shard.device]) and shard.data.flags.writeable
+    pieces[1][0, 0] = 41.0  # numpy -> shard
+    assert {s.device: s for s in array.shards}[1].data[0, 0] == 41.0
+    array.shards[0].data[1, 2] = -7.0  # shard (device 2 comes first) -> numpy
+    assert pieces[2][1, 2] == -7.0
+    assert reshard.to_host(array)[4, 0] == 41.0  # device 1 holds rows 4..5
+
+
+def test_adopted_numpy_arrays_live_as_long_as_the_shards():
+    import gc
+    import weakref
+
+    mesh = reshard.Mesh(np.arange(2), ("x",))
+    sharding = reshard.NamedSharding(mesh, P("x"))
+    pieces = {0: np.arange(4, dtype=np.int64), 1: np.arange(4, 8, dtype=np.int64)}
+    alive = weakref.ref(pieces[1])
+    array = reshard.ShardedArray.from_shards((8,), np.int64, sharding, pieces)
+    del pieces
+    gc.collect()
+    assert alive() is not None  # the shard holds the numpy array
+    moved = reshard.reshard(array, sharding)  # shares the buffers, so it holds them too
+    del array
+    gc.collect()
+    assert alive() is not None
+    np.testing.assert_array_equal(moved.shards[1].data, [4, 5, 6, 7])
+    view = moved.shards[1].data
+    del moved
+    gc.collect()
+    assert alive() is not None  # a view of the shard keeps it, and so the numpy array
+    del view
+    gc.collect()
+    assert alive() is None
+
+
+def test_only_a_non_contiguous_shard_is_copied_and_a_wrong_dtype_is_refused():
+    mesh = reshard.Mesh(np.arange(2), ("x",))
+    sharding = reshard.NamedSharding(mesh, P(None, "x"))
+    whole = np.arange(16, dtype=np.int32).reshape(4, 4)
+    strided = {0: whole[:, :2], 1: np.ascontiguousarray(whole[:, 2:])}
+    array = reshard.ShardedArray.from_shards((4, 4), np.int32, sharding, strided)
+    assert not np.shares_memory(array.shards[0].data, whole)  # copied: not C-contiguous
+    assert np.shares_memory(array.shards[1].data, strided[1])  # adopted
+    np.testing.assert_array_equal(reshard.to_host(array), whole)
+    with pytest.raises(errors.InvalidArgumentError, match="device 1 has dtype int64"):
+        reshard.ShardedArray.from_shards((4, 4), np.int32, sharding, {0: strided[1], 1: strided[1].astype(np.int64)})
+
+
+def test_a_read_only_numpy_array_is_a_read_only_shard_and_never_a_destination():
+    mesh = reshard.Mesh(np.arange(2), ("x",))
+    sharding = reshard.NamedSharding(mesh, P("x"))
+    frozen = {d: np.arange(4 * d, 4 * d + 4, dtype=np.float32) for d in range(2)}
+    for piece in frozen.values():
+        piece.flags.writeable = False
+    source = reshard.ShardedArray.from_shards((8,), np.float32, sharding, frozen)
+    assert not source.writable
+    assert all(np.shares_memory(s.data, frozen[s.device]) and not s.data.flags.writeable for s in source.shards)
+    with pytest.raises(ValueError, match="read-only"):
+        source.shards[0].data[0] = 1.0
+    # As a source it is fine.
+    other = reshard.NamedSharding(reshard.Mesh(np.array([1, 0]), ("x",)), P("x"))
+    moved = reshard.reshard(source, other)
+    np.testing.assert_array_equal(reshard.to_host(moved), np.arange(8, dtype=np.float32))
+    # As a destination it is a typed error, and nothing was written.
+    with pytest.raises(errors.InvalidArgumentError, match="read-only"):
+        reshard.reshard_into(moved, source)
+    np.testing.assert_array_equal(frozen[1], [4, 5, 6, 7])
+    writable = reshard.ShardedArray.from_shards((8,), np.float32, sharding, {d: np.zeros(4, np.float32) for d in range(2)})
+    reshard.reshard_into(moved, writable)
+    np.testing.assert_array_equal(reshard.to_host(writable), np.arange(8, dtype=np.float32))
+
+
+def test_in_process_group_runs_ranks_as_threads():
+    import threading
+
+    topology = reshard.Topology.uniform(4, 2)
+    src = reshard.NamedSharding(reshard.Mesh(np.array([0, 2, 1, 3]), ("x",)), P("x"))
+    dst = reshard.NamedSharding(reshard.Mesh(np.arange(4), ("x",)), P("x"))
+    values = np.arange(32, dtype=np.float64).reshape(8, 4)
+    group = reshard.InProcessGroup(2)
+    results, failures = {}, []
+
+    def rank(r):
+        try:
+            t = group.transport(r)
+            a = reshard.from_host(values, src, topology, transport=t)
+            b = reshard.reshard(a, dst, transport=t)
+            results[r] = (b, reshard.to_host(b, transport=t), t.bytes_received)
+        except Exception as e:  # re-raised below
+            failures.append(e)
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures
+    for r, (b, host, received) in results.items():
+        assert [s.device for s in b.shards] == [2 * r, 2 * r + 1]
+        for s in b.shards:
+            np.testing.assert_array_equal(s.data, values[s.index])
+        np.testing.assert_array_equal(host, values)
+        assert received > 0
+    with pytest.raises(errors.InvalidArgumentError, match="transport has 2 processes"):
+        reshard.from_host(values, src, reshard.Topology.uniform(4, 4), transport=group.transport(0))

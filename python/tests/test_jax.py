@@ -129,3 +129,38 @@ def test_reshard_imports_without_jax():
         "try:\n    import reshard.jax\nexcept ImportError as e:\n    assert 'needs JAX' in str(e), e\nelse:\n    raise SystemExit('imported')\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_save_and_restore_a_pytree_onto_another_device_order(tmp_path, rng, devices):
+    values = {"w": random_values(rng, (16, 8), np.float32), "b": random_values(rng, (8,), ml_dtypes.bfloat16),
+              "e": random_values(rng, (4, 16), np.int32)}
+    a = seed_sharding(devices, SEED_ORDERS[0], jax.sharding.PartitionSpec("data", "model"))
+    b = seed_sharding(devices, SEED_ORDERS[1], jax.sharding.PartitionSpec("model", "data"))
+    a1 = seed_sharding(devices, SEED_ORDERS[0], jax.sharding.PartitionSpec("data"))
+    tree = {"params": {"w": jax.device_put(values["w"], a), "layers": [jax.device_put(values["b"], a1)]},
+            "opt": (jax.device_put(values["e"], b),), "step": np.int64(3)}
+    stats = rjax.save(tmp_path / "ckpt", tree)
+    assert stats.bytes_written == sum(v.nbytes for v in values.values()) + 8
+    names = sorted(reshard.safetensors.safe_open(f).keys() for f in (tmp_path / "ckpt").glob("*.safetensors"))
+    assert names  # data files are plain safetensors
+    replicated = seed_sharding(devices, SEED_ORDERS[1], jax.sharding.PartitionSpec())
+    targets = {"params": {"w": b, "layers": [jax.ShapeDtypeStruct((8,), ml_dtypes.bfloat16, sharding=replicated)]},
+               "opt": (a,)}
+    restored = rjax.restore(tmp_path / "ckpt", targets)
+    assert restored["params"]["w"].sharding == b and restored["opt"][0].sharding == a
+    np.testing.assert_array_equal(np.asarray(restored["params"]["w"]), values["w"])
+    assert np.asarray(restored["params"]["layers"][0]).tobytes() == values["b"].tobytes()
+    np.testing.assert_array_equal(np.asarray(restored["opt"][0]), values["e"])
+    step = rjax.restore(tmp_path / "ckpt", {"step": jax.sharding.SingleDeviceSharding(devices[9])})["step"]
+    assert int(step) == 3 and step.sharding.device_set == {devices[9]}
+    with pytest.raises(errors.MissingTensorError):
+        rjax.restore(tmp_path / "ckpt", {"params": {"v": b}})
+
+
+def test_from_jax_array_adopts_the_cpu_buffers(devices):
+    sharding = seed_sharding(devices, SEED_ORDERS[0], jax.sharding.PartitionSpec("data"))
+    x = jax.device_put(np.arange(64, dtype=np.float32).reshape(8, 8), sharding)
+    ours = rjax.from_jax_array(x)
+    theirs = {s.device.id: np.asarray(s.data) for s in x.addressable_shards}
+    for shard in ours.shards:
+        assert np.shares_memory(shard.data, theirs[shard.device]) and not shard.data.flags.writeable

@@ -1,0 +1,125 @@
+"""reshard checkpoints: save sharded arrays from every process at once, restore them onto any layout.
+
+A checkpoint is a folder of safetensors data files (one per writing process)
+and a ``manifest.json`` of every tensor's chunks with their checksums (see
+src/formats/CHECKPOINT.md). Each process writes only the chunks it holds (a
+replicated chunk once), and the folder appears under its name only when whole.
+A restore reads only the chunks this process's devices need, checks their
+checksums first (a damaged chunk is a ``ChecksumMismatchError`` naming it),
+and may take any subset of the tensors onto any layout and number of processes.
+
+Every function is collective over `transport` (each process calls it with its
+own part); None runs in this process alone.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from . import _core
+from .array import ShardedArray
+
+SaveHandle = _core.SaveHandle
+SaveStats = _core.SaveStats
+RestoreStats = _core.RestoreStats
+
+__all__ = ["RestoreStats", "SaveHandle", "SaveStats", "restore", "restore_into", "save", "save_async"]
+
+
+def _named(arrays: Mapping[str, ShardedArray]) -> tuple[list[str], list[_core._ShardedArray]]:
+    if not isinstance(arrays, Mapping):
+        raise TypeError(f"a checkpoint's arrays are a mapping of names to ShardedArrays, not a {type(arrays).__name__}")
+    for name, array in arrays.items():
+        if not isinstance(array, ShardedArray):
+            raise TypeError(f"{name!r} is a {type(array).__name__}, not a ShardedArray")
+    return list(arrays), [a._array for a in arrays.values()]
+
+
+def _metadata(metadata: Mapping[str, str] | None) -> list[tuple[str, str]] | None:
+    return None if metadata is None else list(metadata.items())
+
+
+def save(
+    path: str | os.PathLike,
+    arrays: Mapping[str, ShardedArray],
+    metadata: Mapping[str, str] | None = None,
+    replace: bool = True,
+    transport: _core.Transport | None = None,
+) -> SaveStats:
+    """Saves `arrays` (name to ShardedArray) as the checkpoint folder `path`; what this process wrote.
+
+    `metadata` (str to str) is kept in the manifest. An existing checkpoint is
+    replaced at the final rename unless ``replace=False`` (then it is an
+    InvalidArgumentError); a save that fails leaves what was there.
+    """
+    names, cores = _named(arrays)
+    return _core._save_checkpoint(os.fspath(path), names, cores, _metadata(metadata), replace, transport)
+
+
+def save_async(
+    path: str | os.PathLike,
+    arrays: Mapping[str, ShardedArray],
+    metadata: Mapping[str, str] | None = None,
+    replace: bool = True,
+    staging_bytes: int = 1 << 30,
+    transport: _core.Transport | None = None,
+) -> SaveHandle:
+    """Like save, returning once this process's chunks are staged in host memory.
+
+    The arrays may change as soon as it returns; the writing and the commit go
+    on in the background. ``handle.wait()`` (which releases the GIL) returns
+    the SaveStats or raises the save's error; ``handle.ready()`` polls. A larger
+    save stages in waves of at most `staging_bytes`. `transport` must not be
+    used by anything else until wait() returns.
+    """
+    names, cores = _named(arrays)
+    return _core._save_checkpoint_async(os.fspath(path), names, cores, _metadata(metadata), replace, staging_bytes,
+                                        transport)
+
+
+def _topology_for(shardings: list[_core.NamedSharding]) -> _core.Topology:
+    if not shardings:
+        return _core.Topology.uniform(1, 1)
+    return _core.Topology.uniform(max(max(s.mesh.device_ids) for s in shardings) + 1, 1)
+
+
+def restore(
+    path: str | os.PathLike,
+    targets: Mapping[str, _core.NamedSharding],
+    topology: _core.Topology | None = None,
+    verify_checksums: bool = True,
+    transport: _core.Transport | None = None,
+    with_stats: bool = False,
+) -> Any:
+    """The tensors named by `targets` (any subset, name to NamedSharding), each laid out by its sharding.
+
+    Returns {name: ShardedArray} in the order of `targets` (and the RestoreStats
+    with ``with_stats=True``). A name the checkpoint lacks is a
+    MissingTensorError; a damaged chunk a ChecksumMismatchError (unless
+    ``verify_checksums=False``, which reads only the bytes the slices need).
+    """
+    names = list(targets)
+    shardings = [targets[n] for n in names]
+    topology = topology or _topology_for(shardings)
+    cores, stats = _core._restore_checkpoint(os.fspath(path), names, shardings, topology, verify_checksums, transport)
+    restored = {n: ShardedArray(a) for n, a in zip(names, cores)}
+    return (restored, stats) if with_stats else restored
+
+
+def restore_into(
+    path: str | os.PathLike,
+    arrays: Mapping[str, ShardedArray],
+    verify_checksums: bool = True,
+    transport: _core.Transport | None = None,
+) -> RestoreStats:
+    """Fills `arrays` (name to ShardedArray, allocated by the caller in any layout) from the checkpoint.
+
+    Shapes and dtypes must match the saved ones; a read-only array (adopted from
+    a read-only numpy array) is an InvalidArgumentError before anything is read.
+    """
+    names, cores = _named(arrays)
+    return _core._restore_checkpoint_into(os.fspath(path), names, cores, verify_checksums, transport)
+
+

@@ -1,0 +1,105 @@
+"""Multi-process reshard under MPI: the Python processes that ``mpirun`` (or ``srun``) starts form one job.
+
+    import reshard, reshard.mpi
+    t = reshard.mpi.transport()          # collective: every rank calls it
+    topology = reshard.Topology.uniform(8, t.size)
+    a = reshard.from_host(values, sharding, topology, transport=t)
+    b = reshard.reshard(a, other, transport=t)
+    reshard.save_checkpoint("ckpt", {"w": b}, transport=t)
+
+``session()`` initialises MPI once (asking for MPI_THREAD_MULTIPLE) and is
+finalised when the interpreter exits, after every transport is closed, as MPI
+requires (whatever Python objects still hold them). ``transport(comm)`` takes an mpi4py communicator when the program
+already has one. Available when the extension was built with MPI
+(``available()``); on a build without, the functions raise UnsupportedError.
+"""
+
+from __future__ import annotations
+
+import atexit
+from typing import Any
+
+from . import _core
+from .errors import UnsupportedError
+
+__all__ = ["Session", "available", "launched_by_mpi", "session", "transport"]
+
+_started = False
+
+
+class Session:
+    """This process's place in the MPI job (what ``session()`` returns)."""
+
+    @property
+    def rank(self) -> int:
+        """This process's rank in MPI_COMM_WORLD."""
+        return _core._mpi_world_rank()
+
+    @property
+    def size(self) -> int:
+        """The number of processes in MPI_COMM_WORLD."""
+        return _core._mpi_world_size()
+
+    @property
+    def thread_level(self) -> int:
+        """The thread level MPI provides (3 is MPI_THREAD_MULTIPLE)."""
+        return _core._mpi_thread_level()
+
+    @property
+    def owns_mpi(self) -> bool:
+        """Whether reshard initialised MPI (and so finalises it at exit); not when mpi4py did."""
+        return _core._mpi_owns()
+
+    def __repr__(self) -> str:
+        return f"reshard.mpi.Session(rank={self.rank}, size={self.size})"
+
+
+def available() -> bool:
+    """Whether this build of reshard has the MPI transport."""
+    return bool(_core._mpi_available)
+
+
+def _require() -> None:
+    if not available():
+        raise UnsupportedError("this reshard was built without MPI (install libopenmpi-dev and rebuild)")
+
+
+def launched_by_mpi() -> bool:
+    """Whether an MPI launcher (mpirun, mpiexec, srun) started this process."""
+    return available() and _core._launched_by_mpi()
+
+
+def session(peer_timeout: float = 60.0) -> Session:
+    """The process's MPI session: MPI initialised on the first call (unless mpi4py or the
+    program already did), finalised at exit. `peer_timeout` is the seconds a silent peer is
+    waited for before it is taken for dead (TransportTimeoutError naming it)."""
+    global _started
+    _require()
+    if not _started:
+        _core._mpi_init(peer_timeout)
+        _started = True
+        atexit.register(_finalize)
+    return Session()
+
+
+def transport(comm: Any = None, chunk_bytes: int = 8 << 20, max_bytes_in_flight: int = 128 << 20,
+              timeout: float = 0.0) -> _core.Transport:
+    """A transport between the processes of MPI_COMM_WORLD, or of `comm` (an mpi4py communicator).
+
+    Collective: every process of the communicator calls it. Traffic runs on
+    communicators of its own, so it never mixes with the caller's messages.
+    `timeout` 0 takes the session's peer timeout. ``close()`` releases it early.
+    """
+    session()
+    handle = None
+    if comm is not None:
+        from mpi4py import MPI  # only when the caller has an mpi4py communicator
+
+        handle = MPI._handleof(comm)
+    return _core._mpi_transport(handle, chunk_bytes, max_bytes_in_flight, timeout)
+
+
+def _finalize() -> None:
+    global _started
+    _core._mpi_finalize()  # closes every transport first
+    _started = False

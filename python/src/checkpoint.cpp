@@ -1,0 +1,191 @@
+// Bindings of reshard checkpoints: save (blocking, or staged with a handle to
+// wait on), restore onto any layout (by name, any subset) and restore into
+// arrays the caller allocated. All collective over a transport (None: one
+// process). reshard/checkpoint.py gives them Python's names and mappings.
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nanobind/stl/filesystem.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "reshard/pipelines/checkpoint_restore.h"
+#include "reshard/pipelines/checkpoint_save.h"
+#include "transport_scope.h"
+
+namespace reshard::python {
+namespace {
+
+using MetadataItems = std::vector<std::pair<std::string, std::string>>;
+
+std::vector<NamedArray> named_arrays(const std::vector<std::string>& names, const std::vector<ShardedArray>& arrays) {
+  if (names.size() != arrays.size()) {
+    throw Error(ErrorCode::kInvalidArgument, std::to_string(names.size()) + " names for " +
+                                                 std::to_string(arrays.size()) + " arrays");
+  }
+  std::vector<NamedArray> out;
+  out.reserve(arrays.size());
+  for (size_t i = 0; i < arrays.size(); ++i) out.push_back(NamedArray{names[i], arrays[i]});
+  return out;
+}
+
+// The topology the operation runs in: the arrays' (one process when there are none).
+Topology topology_of(const std::vector<NamedArray>& arrays) {
+  return arrays.empty() ? Topology::uniform(1, 1) : arrays.front().array.topology();
+}
+
+SaveOptions save_options(std::optional<MetadataItems> metadata, bool replace, uint64_t staging_bytes) {
+  SaveOptions options;
+  if (metadata) options.metadata = safetensors::Metadata(metadata->begin(), metadata->end());
+  options.replace = replace;
+  options.staging_bytes = staging_bytes;
+  return options;
+}
+
+SaveStats save(const std::filesystem::path& path, const std::vector<std::string>& names,
+               const std::vector<ShardedArray>& arrays, std::optional<MetadataItems> metadata, bool replace,
+               Transport* transport) {
+  const std::vector<NamedArray> named = named_arrays(names, arrays);
+  const SaveOptions options = save_options(std::move(metadata), replace, SaveOptions{}.staging_bytes);
+  return with_transport(transport, topology_of(named),
+                        [&](Transport& t) { return save_checkpoint(path, named, t, options); });
+}
+
+// An asynchronous save as Python holds it: the handle, and the one-process
+// group it runs on when the caller gave no transport (which must outlive the
+// handle's background work, so it is destroyed after the handle).
+class PendingSave {
+ public:
+  PendingSave() = default;
+  PendingSave(const PendingSave&) = delete;
+  PendingSave& operator=(const PendingSave&) = delete;
+  // Waits for the background work (its errors are lost: call wait()), without the GIL.
+  ~PendingSave() {
+    if (waited_ || !nb::is_alive()) return;
+    nb::gil_scoped_release release;
+    handle_ = SaveHandle();
+  }
+
+  static std::unique_ptr<PendingSave> start(const std::filesystem::path& path, const std::vector<NamedArray>& named,
+                                            const SaveOptions& options, Transport* transport) {
+    auto pending = std::make_unique<PendingSave>();
+    const Topology topology = topology_of(named);
+    if (transport == nullptr) {
+      check_one_process(topology);
+      pending->group_ = std::make_unique<InProcessGroup>(1);
+      transport = &pending->group_->transport(0);
+    } else {
+      check_transport_fits(*transport, topology);
+    }
+    nb::gil_scoped_release release;
+    pending->handle_ = save_checkpoint_async(path, named, *transport, options);
+    return pending;
+  }
+
+  SaveStats wait() {
+    if (waited_) throw Error(ErrorCode::kInvalidArgument, "wait() was already called on this save");
+    waited_ = true;
+    nb::gil_scoped_release release;
+    return handle_.wait();
+  }
+  bool ready() const { return waited_ || handle_.ready(); }
+
+ private:
+  std::unique_ptr<InProcessGroup> group_;
+  SaveHandle handle_;
+  bool waited_ = false;
+};
+
+std::unique_ptr<PendingSave> save_async(const std::filesystem::path& path, const std::vector<std::string>& names,
+                                        const std::vector<ShardedArray>& arrays, std::optional<MetadataItems> metadata,
+                                        bool replace, uint64_t staging_bytes, Transport* transport) {
+  const std::vector<NamedArray> named = named_arrays(names, arrays);
+  return PendingSave::start(path, named, save_options(std::move(metadata), replace, staging_bytes), transport);
+}
+
+std::pair<std::vector<ShardedArray>, RestoreStats> restore(const std::filesystem::path& path,
+                                                           const std::vector<std::string>& names,
+                                                           const std::vector<NamedSharding>& shardings,
+                                                           const Topology& topology, bool verify_checksums,
+                                                           Transport* transport) {
+  if (names.size() != shardings.size()) {
+    throw Error(ErrorCode::kInvalidArgument, std::to_string(names.size()) + " names for " +
+                                                 std::to_string(shardings.size()) + " shardings");
+  }
+  std::vector<RestoreTarget> targets;
+  targets.reserve(names.size());
+  for (size_t i = 0; i < names.size(); ++i) targets.push_back(RestoreTarget{names[i], shardings[i], topology});
+  RestoreStats stats;
+  const RestoreOptions options{.verify_checksums = verify_checksums};
+  std::vector<NamedArray> restored = with_transport(
+      transport, topology, [&](Transport& t) { return restore_checkpoint(path, targets, t, options, &stats); });
+  std::vector<ShardedArray> arrays;
+  arrays.reserve(restored.size());
+  for (NamedArray& named : restored) arrays.push_back(std::move(named.array));
+  return {std::move(arrays), stats};
+}
+
+RestoreStats restore_into(const std::filesystem::path& path, const std::vector<std::string>& names,
+                          const std::vector<ShardedArray>& arrays, bool verify_checksums, Transport* transport) {
+  std::vector<NamedArray> named = named_arrays(names, arrays);  // copies share the arrays' buffers
+  for (const NamedArray& array : named) array.array.check_writable();
+  RestoreStats stats;
+  const RestoreOptions options{.verify_checksums = verify_checksums};
+  with_transport(transport, topology_of(named),
+                 [&](Transport& t) { restore_checkpoint_into(path, named, t, options, &stats); });
+  return stats;
+}
+
+void bind_stats(nb::module_& m) {
+  nb::class_<SaveStats>(m, "SaveStats", "What this process did in a save.")
+      .def_ro("chunks_written", &SaveStats::chunks_written, "Chunks this process wrote.")
+      .def_ro("bytes_written", &SaveStats::bytes_written, "Chunk bytes this process wrote.")
+      .def_ro("waves", &SaveStats::waves, "Staging waves (asynchronous saves).")
+      .def("__repr__", [](const SaveStats& s) {
+        return "SaveStats(chunks_written=" + std::to_string(s.chunks_written) +
+               ", bytes_written=" + std::to_string(s.bytes_written) + ", waves=" + std::to_string(s.waves) + ")";
+      });
+  nb::class_<RestoreStats>(m, "RestoreStats", "What this process read in a restore.")
+      .def_ro("header_bytes_read", &RestoreStats::header_bytes_read, "The manifest and data files' headers.")
+      .def_ro("data_bytes_read", &RestoreStats::data_bytes_read, "Chunk bytes.")
+      .def("__repr__", [](const RestoreStats& s) {
+        return "RestoreStats(header_bytes_read=" + std::to_string(s.header_bytes_read) +
+               ", data_bytes_read=" + std::to_string(s.data_bytes_read) + ")";
+      });
+}
+
+}  // namespace
+
+void bind_checkpoint(nb::module_& m) {
+  bind_stats(m);
+  nb::class_<PendingSave>(m, "SaveHandle",
+                          "An asynchronous save in progress: wait() for its result, ready() to poll.")
+      .def("wait", &PendingSave::wait,
+           "Blocks (without the GIL) until the save is committed everywhere, or raises its error. Once.")
+      .def("ready", &PendingSave::ready, "Whether wait() would return at once.");
+
+  m.def("_save_checkpoint", &save, nb::arg("path"), nb::arg("names"), nb::arg("arrays"), nb::arg("metadata").none(),
+        nb::arg("replace"), nb::arg("transport").none() = nb::none(),
+        "Saves the arrays under their names as a checkpoint folder (collective).");
+  m.def("_save_checkpoint_async", &save_async, nb::arg("path"), nb::arg("names"), nb::arg("arrays"),
+        nb::arg("metadata").none(), nb::arg("replace"), nb::arg("staging_bytes"),
+        nb::arg("transport").none() = nb::none(), nb::keep_alive<0, 7>(),
+        "Stages the arrays and saves them in the background; the handle keeps the transport alive.");
+  m.def("_restore_checkpoint", &restore, nb::arg("path"), nb::arg("names"), nb::arg("shardings"),
+        nb::arg("topology"), nb::arg("verify_checksums"), nb::arg("transport").none() = nb::none(),
+        "The named tensors laid out by their shardings, and what was read (collective).");
+  m.def("_restore_checkpoint_into", &restore_into, nb::arg("path"), nb::arg("names"), nb::arg("arrays"),
+        nb::arg("verify_checksums"), nb::arg("transport").none() = nb::none(),
+        "Fills the arrays' shards with the tensors of their names (collective).");
+}
+
+}  // namespace reshard::python

@@ -1,0 +1,160 @@
+// Bindings of export (a framework-layout checkpoint or sharded arrays to a
+// Hugging Face model, PEFT adapter or merged model, through a tensor map) and
+// import (a Hugging Face folder into the framework layout, the map run
+// backwards), both collective over a transport. reshard/pipelines.py gives
+// them Python's keywords.
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nanobind/stl/filesystem.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "reshard/pipelines/export_model.h"
+#include "reshard/pipelines/import_model.h"
+#include "transport_scope.h"
+
+namespace reshard::python {
+namespace {
+
+ExportKind export_kind(const std::string& kind) {
+  if (kind == "model") return ExportKind::kModel;
+  if (kind == "adapter") return ExportKind::kAdapterOnly;
+  if (kind == "merged") return ExportKind::kMergedModel;
+  throw Error(ErrorCode::kInvalidArgument, "unknown export kind '" + kind + "' (expected 'model', 'adapter' or 'merged')");
+}
+
+// A map given by preset name, file path or JSON text ('{' first).
+TensorMap tensor_map_from(const std::string& map) {
+  if (!map.empty() && map.front() == '{') return parse_tensor_map(map, "map");
+  return load_tensor_map(map);
+}
+
+ExportOptions export_options(const std::string& kind, const std::optional<std::string>& dtype, uint64_t max_shard_size,
+                             std::optional<std::filesystem::path> base, std::optional<int> gather_to, bool replace,
+                             std::optional<std::string> hf_config_json, const std::optional<std::string>& lora_config_json) {
+  ExportOptions options;
+  options.kind = export_kind(kind);
+  if (dtype) options.dtype = dtype_from_string(*dtype);
+  options.max_shard_size = max_shard_size;
+  options.base = std::move(base);
+  options.gather_to = gather_to;
+  options.replace = replace;
+  options.hf_config_json = std::move(hf_config_json);
+  if (lora_config_json) options.lora_config = parse_lora_config(*lora_config_json, "lora_config");
+  return options;
+}
+
+ExportResult export_from_checkpoint(const std::filesystem::path& checkpoint, const std::filesystem::path& out,
+                                    const std::string& map, const std::string& kind,
+                                    const std::optional<std::string>& dtype, uint64_t max_shard_size,
+                                    std::optional<std::filesystem::path> base, std::optional<int> gather_to,
+                                    bool replace, std::optional<std::string> hf_config_json,
+                                    const std::optional<std::string>& lora_config_json, Transport* transport) {
+  const TensorMap tensor_map = tensor_map_from(map);
+  const ExportOptions options = export_options(kind, dtype, max_shard_size, std::move(base), gather_to, replace,
+                                               std::move(hf_config_json), lora_config_json);
+  return run_collective(transport,
+                        [&](Transport& t) { return export_checkpoint(checkpoint, out, tensor_map, options, t); });
+}
+
+ExportResult export_from_arrays(const std::vector<std::string>& names, const std::vector<ShardedArray>& arrays,
+                                const std::filesystem::path& out, const std::string& map, const std::string& kind,
+                                const std::optional<std::string>& dtype, uint64_t max_shard_size,
+                                std::optional<std::filesystem::path> base, std::optional<int> gather_to, bool replace,
+                                std::optional<std::string> hf_config_json,
+                                const std::optional<std::string>& lora_config_json, Transport* transport) {
+  if (names.size() != arrays.size()) throw Error(ErrorCode::kInvalidArgument, "as many names as arrays");
+  std::vector<NamedArray> named;
+  for (size_t i = 0; i < arrays.size(); ++i) named.push_back(NamedArray{names[i], arrays[i]});
+  const TensorMap tensor_map = tensor_map_from(map);
+  const ExportOptions options = export_options(kind, dtype, max_shard_size, std::move(base), gather_to, replace,
+                                               std::move(hf_config_json), lora_config_json);
+  const Topology topology = arrays.empty() ? Topology::uniform(1, 1) : arrays.front().topology();
+  return with_transport(transport, topology,
+                        [&](Transport& t) { return export_arrays(named, out, tensor_map, options, t); });
+}
+
+ImportOptions import_options(const Mesh& mesh, const Topology& topology, std::vector<LayoutRule> rules,
+                             std::optional<std::string> best_effort_axis, const std::optional<std::string>& dtype,
+                             AxisSizes sizes, bool replace) {
+  ImportOptions options(CheckpointLayout{mesh, topology, std::move(rules), std::move(best_effort_axis)});
+  if (dtype) options.dtype = dtype_from_string(*dtype);
+  options.sizes = std::move(sizes);
+  options.replace = replace;
+  return options;
+}
+
+}  // namespace
+
+void bind_export_import(nb::module_& m) {
+  nb::class_<ExportResult>(m, "ExportResult", "What an export wrote.")
+      .def_ro("tensors", &ExportResult::tensors, "Tensors in the output.")
+      .def_ro("merged", &ExportResult::merged, "Weights a LoRA delta was merged into.")
+      .def_ro("files", &ExportResult::files, "Weight files written.")
+      .def_ro("bytes", &ExportResult::bytes, "Tensor bytes of the output.")
+      .def_ro("bytes_written", &ExportResult::bytes_written, "Tensor bytes this process wrote.")
+      .def("__repr__", [](const ExportResult& r) {
+        return "ExportResult(tensors=" + std::to_string(r.tensors) + ", merged=" + std::to_string(r.merged) +
+               ", files=" + std::to_string(r.files) + ", bytes=" + std::to_string(r.bytes) +
+               ", bytes_written=" + std::to_string(r.bytes_written) + ")";
+      });
+  nb::class_<ImportResult>(m, "ImportResult", "What an import produced.")
+      .def_ro("tensors", &ImportResult::tensors, "Framework tensors produced.")
+      .def_ro("bytes", &ImportResult::bytes, "Their bytes.")
+      .def_ro("bytes_read", &ImportResult::bytes_read, "Source tensor bytes this process read.")
+      .def_prop_ro("metadata", [](const ImportResult& r) {
+        return std::map<std::string, std::string>(r.metadata.begin(), r.metadata.end());
+      }, "The configs saved as checkpoint metadata (config.json, adapter_config.json).");
+
+  m.def("_export_checkpoint", &export_from_checkpoint, nb::arg("checkpoint"), nb::arg("out"), nb::arg("map"),
+        nb::arg("kind"), nb::arg("dtype").none(), nb::arg("max_shard_size"), nb::arg("base").none(),
+        nb::arg("gather_to").none(), nb::arg("replace"), nb::arg("hf_config_json").none(),
+        nb::arg("lora_config_json").none(), nb::arg("transport").none() = nb::none(),
+        "Exports a framework-layout checkpoint through a tensor map (collective).");
+  m.def("_export_arrays", &export_from_arrays, nb::arg("names"), nb::arg("arrays"), nb::arg("out"), nb::arg("map"),
+        nb::arg("kind"), nb::arg("dtype").none(), nb::arg("max_shard_size"), nb::arg("base").none(),
+        nb::arg("gather_to").none(), nb::arg("replace"), nb::arg("hf_config_json").none(),
+        nb::arg("lora_config_json").none(), nb::arg("transport").none() = nb::none(),
+        "Exports sharded arrays through a tensor map (collective).");
+  m.def("_import_arrays", [](const std::filesystem::path& hf_dir, const std::string& map, const Mesh& mesh,
+                             const Topology& topology, nb::handle rules, std::optional<std::string> best_effort,
+                             const std::optional<std::string>& dtype, AxisSizes sizes, Transport* transport) {
+    const TensorMap tensor_map = tensor_map_from(map);
+    const ImportOptions options = import_options(mesh, topology, rules_from_python(rules), std::move(best_effort),
+                                                 dtype, std::move(sizes), true);
+    ImportResult result;
+    std::vector<NamedArray> named = with_transport(
+        transport, topology, [&](Transport& t) { return import_arrays(hf_dir, tensor_map, options, t, &result); });
+    std::vector<std::pair<std::string, ShardedArray>> out;
+    for (NamedArray& a : named) out.emplace_back(std::move(a.name), std::move(a.array));
+    return std::make_pair(std::move(out), result);
+  }, nb::arg("hf_dir"), nb::arg("map"), nb::arg("mesh"), nb::arg("topology"), nb::arg("rules").none(),
+        nb::arg("best_effort").none(), nb::arg("dtype").none(), nb::arg("sizes"),
+        nb::arg("transport").none() = nb::none(), "Imports a Hugging Face folder as sharded arrays (collective).");
+  m.def("_import_checkpoint", [](const std::filesystem::path& hf_dir, const std::filesystem::path& checkpoint,
+                                 const std::string& map, const Mesh& mesh, const Topology& topology, nb::handle rules,
+                                 std::optional<std::string> best_effort, const std::optional<std::string>& dtype,
+                                 AxisSizes sizes, bool replace, Transport* transport) {
+    const TensorMap tensor_map = tensor_map_from(map);
+    const ImportOptions options = import_options(mesh, topology, rules_from_python(rules), std::move(best_effort),
+                                                 dtype, std::move(sizes), replace);
+    return with_transport(transport, topology, [&](Transport& t) {
+      return import_checkpoint(hf_dir, checkpoint, tensor_map, options, t);
+    });
+  }, nb::arg("hf_dir"), nb::arg("checkpoint"), nb::arg("map"), nb::arg("mesh"), nb::arg("topology"),
+        nb::arg("rules").none(), nb::arg("best_effort").none(), nb::arg("dtype").none(), nb::arg("sizes"),
+        nb::arg("replace"), nb::arg("transport").none() = nb::none(),
+        "Imports a Hugging Face folder as a framework-layout checkpoint (collective).");
+}
+
+}  // namespace reshard::python

@@ -1,0 +1,123 @@
+// Bindings of the whole-model pipelines: convert (a .safetensors file, a
+// Hugging Face folder and a checkpoint, either way; collective over a
+// transport) and merge_lora (a PEFT LoRA adapter into its base model).
+// reshard/pipelines.py gives them Python's keywords.
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nanobind/stl/filesystem.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "reshard/pipelines/convert.h"
+#include "reshard/pipelines/merge_lora.h"
+#include "transport_scope.h"
+
+namespace reshard::python {
+
+std::vector<LayoutRule> rules_from_python(nb::handle rules) {
+  if (rules.is_none()) return {};
+  if (nb::isinstance<nb::str>(rules)) return parse_layout_rules(nb::cast<std::string>(rules), "rules");
+  std::vector<LayoutRule> out;
+  for (nb::handle rule : nb::iter(rules)) {
+    auto [pattern, spec] = nb::cast<std::pair<std::string, PartitionSpec>>(rule);
+    out.push_back(LayoutRule{std::move(pattern), std::move(spec)});
+  }
+  return out;
+}
+
+namespace {
+
+ConvertOutput output_from_string(const std::string& output) {
+  if (output == "safetensors") return ConvertOutput::kSafetensorsFile;
+  if (output == "hf") return ConvertOutput::kHfFolder;
+  if (output == "checkpoint") return ConvertOutput::kCheckpoint;
+  throw Error(ErrorCode::kInvalidArgument,
+              "unknown output '" + output + "' (expected 'safetensors', 'hf' or 'checkpoint')");
+}
+
+std::optional<DType> optional_dtype(const std::optional<std::string>& dtype) {
+  if (!dtype) return std::nullopt;
+  return dtype_from_string(*dtype);
+}
+
+ConvertResult convert(const std::filesystem::path& src, const std::filesystem::path& dst, const std::string& output,
+                      const std::optional<std::string>& dtype, uint64_t max_shard_size, bool replace,
+                      std::optional<Mesh> mesh, std::optional<Topology> topology, nb::handle rules,
+                      std::optional<std::string> best_effort_axis, Transport* transport) {
+  ConvertOptions options;
+  options.output = output_from_string(output);
+  options.dtype = optional_dtype(dtype);
+  options.max_shard_size = max_shard_size;
+  options.replace = replace;
+  if (options.output == ConvertOutput::kCheckpoint) {
+    if (!mesh || !topology) {
+      throw Error(ErrorCode::kInvalidArgument, "a checkpoint output needs a mesh (and topology) to lay tensors out on");
+    }
+    options.layout = CheckpointLayout{*mesh, *topology, rules_from_python(rules), std::move(best_effort_axis)};
+  } else if (mesh || !rules.is_none() || best_effort_axis) {
+    throw Error(ErrorCode::kInvalidArgument, "mesh, rules and best_effort lay out a checkpoint output, not a " + output);
+  }
+  if (options.layout) {
+    return with_transport(transport, options.layout->topology,
+                          [&](Transport& t) { return convert_model(src, dst, options, t); });
+  }
+  return run_collective(transport, [&](Transport& t) { return convert_model(src, dst, options, t); });
+}
+
+MergeLoraSummary merge_lora(const std::filesystem::path& base, const std::filesystem::path& adapter,
+                            const std::filesystem::path& out, const std::optional<std::string>& dtype,
+                            uint64_t max_shard_size, bool replace, size_t chunk_bytes) {
+  MergeLoraOptions options;
+  options.dtype = optional_dtype(dtype);
+  options.max_shard_size = max_shard_size;
+  options.replace = replace;
+  options.chunk_bytes = chunk_bytes;
+  nb::gil_scoped_release release;
+  return merge_lora_folder(base, adapter, out, options);
+}
+
+}  // namespace
+
+void bind_pipelines(nb::module_& m) {
+  bind_checkpoint(m);
+  bind_export_import(m);
+  nb::class_<ConvertResult>(m, "ConvertResult", "What a conversion wrote.")
+      .def_ro("files", &ConvertResult::files, "Files written (data files for a checkpoint).")
+      .def_ro("tensors", &ConvertResult::tensors, "Tensors written.")
+      .def_ro("bytes", &ConvertResult::bytes, "Tensor bytes of the output.")
+      .def("__repr__", [](const ConvertResult& r) {
+        return "ConvertResult(files=" + std::to_string(r.files) + ", tensors=" + std::to_string(r.tensors) +
+               ", bytes=" + std::to_string(r.bytes) + ")";
+      });
+  nb::class_<MergeLoraSummary>(m, "MergeLoraSummary", "What a LoRA merge wrote.")
+      .def_ro("tensors", &MergeLoraSummary::tensors, "Tensors in the output.")
+      .def_ro("merged", &MergeLoraSummary::merged, "Weights a LoRA delta was added to.")
+      .def_ro("files", &MergeLoraSummary::files, "Weight files written.")
+      .def_ro("bytes", &MergeLoraSummary::bytes, "Tensor bytes written.")
+      .def_ro("copied", &MergeLoraSummary::copied, "Config files copied beside the weights.")
+      .def("__repr__", [](const MergeLoraSummary& s) {
+        return "MergeLoraSummary(tensors=" + std::to_string(s.tensors) + ", merged=" + std::to_string(s.merged) +
+               ", files=" + std::to_string(s.files) + ", bytes=" + std::to_string(s.bytes) + ")";
+      });
+
+  m.def("_convert", &convert, nb::arg("src"), nb::arg("dst"), nb::arg("output"), nb::arg("dtype").none(),
+        nb::arg("max_shard_size"), nb::arg("replace"), nb::arg("mesh").none(), nb::arg("topology").none(),
+        nb::arg("rules").none(), nb::arg("best_effort_axis").none(), nb::arg("transport").none() = nb::none(),
+        nb::sig("def _convert(src: str | os.PathLike, dst: str | os.PathLike, output: str, dtype: str | None, "
+                "max_shard_size: int, replace: bool, mesh: Mesh | None, topology: Topology | None, "
+                "rules: str | collections.abc.Sequence[tuple[str, PartitionSpec]] | None, "
+                "best_effort_axis: str | None, transport: Transport | None = None) -> ConvertResult"),
+        "Converts between a .safetensors file, a Hugging Face folder and a checkpoint (collective).");
+  m.def("_merge_lora", &merge_lora, nb::arg("base"), nb::arg("adapter"), nb::arg("out"), nb::arg("dtype").none(),
+        nb::arg("max_shard_size"), nb::arg("replace"), nb::arg("chunk_bytes"),
+        "Merges a PEFT LoRA adapter into its base model, writing a Hugging Face folder.");
+}
+
+}  // namespace reshard::python

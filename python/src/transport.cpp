@@ -1,0 +1,53 @@
+// Bindings of transports: the abstract Transport that operations take, and
+// InProcessGroup (processes as threads of this one, for tests and for
+// programs that simulate a job). The MPI transport is in mpi.cpp.
+#include <chrono>
+#include <string>
+
+#include "bindings.h"
+#include "transport_scope.h"
+
+namespace reshard::python {
+
+void check_one_process(const Topology& topology) {
+  if (topology.num_processes() != 1) {
+    throw Error(ErrorCode::kUnsupported, "without a transport this operation runs in one process, but the topology has " +
+                                             std::to_string(topology.num_processes()) +
+                                             " processes (pass transport=, e.g. reshard.mpi.transport())");
+  }
+}
+
+void check_transport_fits(const Transport& transport, const Topology& topology) {
+  if (transport.size() != topology.num_processes()) {
+    throw Error(ErrorCode::kInvalidArgument, "the transport has " + std::to_string(transport.size()) +
+                                                 " processes, the topology " +
+                                                 std::to_string(topology.num_processes()));
+  }
+}
+
+void bind_transport(nb::module_& m) {
+  nb::class_<Transport>(m, "Transport",
+                        "Moves bytes between the processes of a job (an MPI transport, or one rank of an\n"
+                        "InProcessGroup). Operations taking transport= are collective over it.")
+      .def_prop_ro("rank", &Transport::rank, "This process's rank.")
+      .def_prop_ro("size", &Transport::size, "The number of processes.")
+      .def_prop_ro("bytes_sent", [](const Transport& t) { return t.counters().bytes_sent; },
+                   "Payload bytes this process has sent so far.")
+      .def_prop_ro("bytes_received", [](const Transport& t) { return t.counters().bytes_received; },
+                   "Payload bytes this process has received so far.")
+      .def("barrier", &Transport::barrier, nb::call_guard<nb::gil_scoped_release>(),
+           "Returns once every process has entered it.")
+      .def_prop_rw("timeout", [](const Transport& t) { return static_cast<double>(t.timeout().count()) / 1000.0; },
+                   [](Transport& t, double seconds) {
+                     t.set_timeout(std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0)));
+                   }, "Seconds a peer may stay silent before waits on it fail (TransportTimeoutError).");
+
+  nb::class_<InProcessGroup>(m, "InProcessGroup",
+                             "A job whose processes are threads of this one: transport(rank) is each thread's.")
+      .def(nb::init<int>(), nb::arg("size"), "A group of `size` processes.")
+      .def_prop_ro("size", &InProcessGroup::size, "The number of processes.")
+      .def("transport", &InProcessGroup::transport, nb::arg("rank"), nb::rv_policy::reference_internal,
+           "The transport of process `rank` (lives as long as the group).");
+}
+
+}  // namespace reshard::python
