@@ -6,8 +6,10 @@ Devices are matched by ``jax.Device.id``; each device's ``process_index``
 gives the topology. ``save`` / ``restore`` write and read reshard checkpoints
 of whole pytrees (names from the tree paths), and ``check`` lists the arrays
 whose sharding ``jit`` on a mesh would refuse, with the plan that fixes each.
-``save`` and ``restore`` are collective over a transport (``reshard.mpi``);
-``device_put`` and ``to_host`` run in one process for now.
+``export`` writes a pytree as Hugging Face files through a tensor map and
+``load_pretrained`` reads them back onto any shardings. ``save``, ``restore``,
+``export`` and ``load_pretrained`` are collective over a transport
+(``reshard.mpi``); ``device_put`` and ``to_host`` run in one process for now.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ except ImportError as e:  # pragma: no cover - exercised in a subprocess by the 
 from . import _core
 from . import array as _array
 from . import checkpoint as _checkpoint
+from . import pipelines as _pipelines
 from ._plan import plan as _plan
 from .errors import InvalidArgumentError, UnsupportedError
 
@@ -38,7 +41,9 @@ __all__ = [
     "Incompatible",
     "check",
     "device_put",
+    "export",
     "from_jax_array",
+    "load_pretrained",
     "from_reshard",
     "restore",
     "save",
@@ -182,14 +187,8 @@ def _named_leaves(tree: Any, is_leaf: Any = None) -> tuple[list[str], list[Any],
     return names, [leaf for _, leaf in pairs], treedef
 
 
-def save(path: str | os.PathLike, tree: Any, metadata: Mapping[str, str] | None = None, replace: bool = True,
-         transport: _core.Transport | None = None) -> _checkpoint.SaveStats:
-    """Saves a pytree of jax.Arrays as a reshard checkpoint, each under its tree path
-    (keys joined by dots: ``{"layers": [{"w": x}]}`` saves ``layers.0.w``).
-
-    Every process writes only the chunks its devices hold, a replicated chunk
-    once; numpy leaves are saved whole. Collective over `transport`.
-    """
+def _sharded_leaves(tree: Any, transport: _core.Transport | None) -> dict[str, _array.ShardedArray]:
+    """{tree path: ShardedArray} of a pytree: jax.Arrays adopted as they lie, numpy leaves whole on one device."""
     names, leaves, _ = _named_leaves(tree)
     topo = topology()
     arrays: dict[str, _array.ShardedArray] = {}
@@ -200,7 +199,18 @@ def save(path: str | os.PathLike, tree: Any, metadata: Mapping[str, str] | None 
             host = np.asarray(leaf)
             one = _core.NamedSharding(_core.Mesh([jax.devices()[0].id], ("device",)), _core.PartitionSpec())
             arrays[name] = _array.from_host(host, one, topo, transport)
-    return _checkpoint.save(path, arrays, metadata, replace, transport)
+    return arrays
+
+
+def save(path: str | os.PathLike, tree: Any, metadata: Mapping[str, str] | None = None, replace: bool = True,
+         transport: _core.Transport | None = None) -> _checkpoint.SaveStats:
+    """Saves a pytree of jax.Arrays as a reshard checkpoint, each under its tree path
+    (keys joined by dots: ``{"layers": [{"w": x}]}`` saves ``layers.0.w``).
+
+    Every process writes only the chunks its devices hold, a replicated chunk
+    once; numpy leaves are saved whole. Collective over `transport`.
+    """
+    return _checkpoint.save(path, _sharded_leaves(tree, transport), metadata, replace, transport)
 
 
 def _is_target(x: Any) -> bool:
@@ -223,6 +233,102 @@ def restore(path: str | os.PathLike, shardings: Any, verify_checksums: bool = Tr
         targets[name] = to_reshard(sharding)
     restored = _checkpoint.restore(path, targets, topology(), verify_checksums, transport)
     return jax.tree_util.tree_unflatten(treedef, [to_jax_array(restored[n]) for n in names])
+
+
+def export(tree: Any, out: str | os.PathLike, map: str, kind: str = "model", dtype: Any = None,
+           transport: _core.Transport | None = None, **options: Any) -> _pipelines.ExportResult:
+    """Exports a pytree of jax.Arrays (a model in a training framework's layout) to Hugging
+    Face files through the tensor map `map`, as ``reshard.export``, without gathering.
+
+    Each leaf is named by its tree path (keys joined by dots, as ``save``), so
+    ``{"transformer": {"norm": {"weight": x}}}`` is ``transformer.norm.weight``
+    for the map. `kind` is "model", "adapter" or "merged"; `options` are
+    ``reshard.export``'s (max_shard_size, base, gather_to, replace, hf_config,
+    lora_config). Every process writes what its devices hold. Collective over `transport`.
+    """
+    return _pipelines.export(_sharded_leaves(tree, transport), out, map, kind=kind, dtype=dtype,
+                             transport=transport, **options)
+
+
+def _glob_exact(name: str) -> str:
+    """An fnmatch pattern matching exactly `name`."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in name)
+
+
+def _spec_of(spec: Any) -> _core.PartitionSpec:
+    if isinstance(spec, _core.PartitionSpec):
+        return spec
+    return _core.PartitionSpec(*(_spec_entry_to_reshard(e) for e in spec))
+
+
+def _mesh_of(mesh: Any) -> _core.Mesh:
+    if isinstance(mesh, _core.Mesh):
+        return mesh
+    return to_reshard(_JaxNamedSharding(mesh, _JaxPartitionSpec())).mesh
+
+
+def _nest(names: list[str], values: list[Any]) -> dict[str, Any]:
+    """Nested dicts from dotted names (``a.b.c`` is ``tree["a"]["b"]["c"]``)."""
+    root: dict[str, Any] = {}
+    for name, value in zip(names, values):
+        *parents, last = name.split(".")
+        node = root
+        for part in parents:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise InvalidArgumentError(f"{name!r}: {part!r} is both a tensor and a prefix of another")
+        if last in node:
+            raise InvalidArgumentError(f"{name!r}: {last!r} is both a tensor and a prefix of another")
+        node[last] = value
+    return root
+
+
+def load_pretrained(hf_dir: str | os.PathLike, map: str, shardings: Any = None, *, mesh: Any = None,
+                    rules: Any = None, best_effort: str | None = None, dtype: Any = None,
+                    sizes: Mapping[str, int] | None = None, transport: _core.Transport | None = None) -> Any:
+    """A Hugging Face folder (or PEFT adapter) as a pytree of jax.Arrays in the framework
+    layout: `map` run backwards, as ``reshard.import_model``, each process reading only
+    what its devices need.
+
+    Either `shardings`, a pytree whose leaves are jax shardings or have a
+    ``.sharding`` (``jax.ShapeDtypeStruct``, a jax.Array), named by tree path
+    (keys joined by dots) and giving the result's tree, any meshes and device
+    orders; or a jax `mesh` with `rules` ((glob, PartitionSpec) pairs, first
+    match wins, replicated if none) or `best_effort` (shard over that axis),
+    giving nested dicts by the names' dotted parts. `sizes` gives axis sizes the
+    shapes do not (config.json's otherwise); `dtype` casts F32/F16/BF16.
+    """
+    topo = topology()
+    if shardings is not None:
+        if mesh is not None or rules is not None or best_effort is not None:
+            raise InvalidArgumentError("load_pretrained takes shardings, or mesh with rules/best_effort, not both")
+        names, leaves, treedef = _named_leaves(shardings, is_leaf=_is_target)
+        jax_targets = [leaf if isinstance(leaf, jax.sharding.Sharding) else leaf.sharding for leaf in leaves]
+        targets = [to_reshard(t) for t in jax_targets]
+        # Read onto the first target's mesh by exact-name rules; leaves on other meshes move after.
+        first_mesh = targets[0].mesh if targets else _core.Mesh([jax.devices()[0].id], ("device",))
+        name_rules = [(_glob_exact(n), t.spec) for n, t in zip(names, targets) if t.mesh == first_mesh]
+        imported = _pipelines.import_model(hf_dir, map, first_mesh, topo, rules=name_rules, dtype=dtype,
+                                           sizes=sizes, transport=transport)
+        missing = [n for n in names if n not in imported]
+        if missing:
+            from .errors import MissingTensorError
+
+            raise MissingTensorError(f"{os.fspath(hf_dir)} through the map gives no tensors {missing}")
+        moving = [i for i, (n, t) in enumerate(zip(names, targets)) if imported[n].sharding != t]
+        moved = _array.reshard([imported[names[i]] for i in moving], [targets[i] for i in moving],
+                               transport=transport) if moving else []
+        arrays = [imported[n] for n in names]
+        for i, m in zip(moving, moved):
+            arrays[i] = m
+        return jax.tree_util.tree_unflatten(treedef, [to_jax_array(a) for a in arrays])
+    if mesh is None:
+        raise InvalidArgumentError("load_pretrained needs shardings, or a mesh with rules or best_effort")
+    ours = None if rules is None or isinstance(rules, str) else [(p, _spec_of(s)) for p, s in rules]
+    imported = _pipelines.import_model(hf_dir, map, _mesh_of(mesh), topo, rules=ours if ours is not None else rules,
+                                       best_effort=best_effort, dtype=dtype, sizes=sizes, transport=transport)
+    names = sorted(imported)
+    return _nest(names, [to_jax_array(imported[n]) for n in names])
 
 
 @dataclasses.dataclass(frozen=True)
