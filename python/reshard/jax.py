@@ -124,9 +124,10 @@ def to_jax_array(array: _array.ShardedArray, devices: Any = None) -> Any:
     sharding = from_reshard(array.sharding, devices)
     by_id = _devices_by_id(devices)
     kind = array.sharding.memory_kind
-    pieces = [
-        jax.device_put(s.data, _JaxSingleDeviceSharding(by_id[s.device], memory_kind=kind)) for s in array.shards
-    ]
+    shards = array.shards
+    # One batched device_put for all shards: per-shard calls cost most of a small array's time.
+    pieces = jax.device_put([s.data for s in shards],
+                            [_JaxSingleDeviceSharding(by_id[s.device], memory_kind=kind) for s in shards])
     return jax.make_array_from_single_device_arrays(array.shape, sharding, pieces)
 
 
