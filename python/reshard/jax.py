@@ -8,8 +8,11 @@ of whole pytrees (names from the tree paths), and ``check`` lists the arrays
 whose sharding ``jit`` on a mesh would refuse, with the plan that fixes each.
 ``export`` writes a pytree as Hugging Face files through a tensor map and
 ``load_pretrained`` reads them back onto any shardings. ``save``, ``restore``,
-``export`` and ``load_pretrained`` are collective over a transport
-(``reshard.mpi``); ``device_put`` and ``to_host`` run in one process for now.
+``export``, ``load_pretrained``, ``device_put`` and ``to_host`` are collective
+over a transport (``reshard.mpi``). Across processes the JAX side must be one
+multi-process JAX job (``jax.distributed``) whose process indices are the
+transport's ranks: each process then moves its devices' shards. Single-process
+JAX in each of several processes is refused (UnsupportedError) before anything moves.
 """
 
 from __future__ import annotations
@@ -65,6 +68,18 @@ def topology(devices: Any = None) -> _core.Topology:
     if sorted(by_id) != list(range(len(by_id))):
         raise UnsupportedError(f"reshard needs device ids 0..{len(by_id) - 1}, JAX's are {sorted(by_id)}")
     return _core.Topology([by_id[d].process_index for d in range(len(by_id))])
+
+
+def _job_topology(transport: _core.Transport | None) -> _core.Topology:
+    """The topology of JAX's devices, checked against `transport`: JAX's processes must be
+    the transport's (a single-process JAX runs without one), or collectives would disagree."""
+    size, rank = (1, 0) if transport is None else (transport.size, transport.rank)
+    if jax.process_count() != size or jax.process_index() != rank:
+        raise UnsupportedError(
+            f"JAX runs {jax.process_count()} process(es) (this is process {jax.process_index()}), the transport "
+            f"{size} (this is rank {rank}): reshard.jax across processes needs one multi-process JAX job "
+            "(jax.distributed.initialize) whose process indices are the transport's ranks")
+    return topology()
 
 
 def _spec_entry_to_reshard(entry: Any) -> Any:
@@ -135,32 +150,34 @@ def _is_jax_sharding(x: Any) -> bool:
     return isinstance(x, jax.sharding.Sharding)
 
 
-def device_put(tree: Any, shardings: Any) -> Any:
+def device_put(tree: Any, shardings: Any, transport: _core.Transport | None = None) -> Any:
     """`tree` (a pytree of jax.Arrays with NamedShardings, or numpy arrays) laid out by
     `shardings` (one NamedSharding for all, or a pytree prefix of `tree`), as
-    jax.device_put, across any meshes and device orders; all arrays move in one operation."""
+    jax.device_put, across any meshes and device orders; all arrays move in one operation.
+    Collective over `transport` (a multi-process JAX job, see the module's note)."""
     leaves, treedef = jax.tree_util.tree_flatten(tree)
     targets = jax.tree_util.tree_leaves(jax.tree_util.tree_broadcast(shardings, tree, is_leaf=_is_jax_sharding),
                                         is_leaf=_is_jax_sharding)
-    topo = topology()
+    topo = _job_topology(transport)
     ours = [to_reshard(t) for t in targets]
     sources, placed = [], {}
     for i, (leaf, target) in enumerate(zip(leaves, ours)):
         if isinstance(leaf, jax.Array):
             sources.append((i, from_jax_array(leaf, topo)))
         else:
-            placed[i] = _array.from_host(np.asarray(leaf), target, topo)
-    moved = _array.reshard([s for _, s in sources], [ours[i] for i, _ in sources])
+            placed[i] = _array.from_host(np.asarray(leaf), target, topo, transport)
+    moved = _array.reshard([s for _, s in sources], [ours[i] for i, _ in sources], transport)
     for (i, _), m in zip(sources, moved):
         placed[i] = m
     return jax.tree_util.tree_unflatten(treedef, [to_jax_array(placed[i]) for i in range(len(leaves))])
 
 
-def to_host(tree: Any) -> Any:
-    """Every jax.Array of `tree` whole, as numpy arrays in the same pytree, gathered in one operation."""
+def to_host(tree: Any, transport: _core.Transport | None = None) -> Any:
+    """Every jax.Array of `tree` whole, as numpy arrays in the same pytree, gathered in one
+    operation. Collective over `transport`: every process gets every array whole."""
     leaves, treedef = jax.tree_util.tree_flatten(tree)
-    topo = topology()
-    hosts = _array.to_host([from_jax_array(x, topo) for x in leaves])
+    topo = _job_topology(transport)
+    hosts = _array.to_host([from_jax_array(x, topo) for x in leaves], transport)
     return jax.tree_util.tree_unflatten(treedef, hosts)
 
 
@@ -191,7 +208,7 @@ def _named_leaves(tree: Any, is_leaf: Any = None) -> tuple[list[str], list[Any],
 def _sharded_leaves(tree: Any, transport: _core.Transport | None) -> dict[str, _array.ShardedArray]:
     """{tree path: ShardedArray} of a pytree: jax.Arrays adopted as they lie, numpy leaves whole on one device."""
     names, leaves, _ = _named_leaves(tree)
-    topo = topology()
+    topo = _job_topology(transport)
     arrays: dict[str, _array.ShardedArray] = {}
     for name, leaf in zip(names, leaves):
         if isinstance(leaf, jax.Array):
@@ -232,7 +249,7 @@ def restore(path: str | os.PathLike, shardings: Any, verify_checksums: bool = Tr
     for name, leaf in zip(names, leaves):
         sharding = leaf if isinstance(leaf, jax.sharding.Sharding) else leaf.sharding
         targets[name] = to_reshard(sharding)
-    restored = _checkpoint.restore(path, targets, topology(), verify_checksums, transport)
+    restored = _checkpoint.restore(path, targets, _job_topology(transport), verify_checksums, transport)
     return jax.tree_util.tree_unflatten(treedef, [to_jax_array(restored[n]) for n in names])
 
 
@@ -298,8 +315,9 @@ def load_pretrained(hf_dir: str | os.PathLike, map: str, shardings: Any = None, 
     match wins, replicated if none) or `best_effort` (shard over that axis),
     giving nested dicts by the names' dotted parts. `sizes` gives axis sizes the
     shapes do not (config.json's otherwise); `dtype` casts F32/F16/BF16.
+    Collective over `transport`.
     """
-    topo = topology()
+    topo = _job_topology(transport)
     if shardings is not None:
         if mesh is not None or rules is not None or best_effort is not None:
             raise InvalidArgumentError("load_pretrained takes shardings, or mesh with rules/best_effort, not both")
