@@ -14,5 +14,6 @@ void add_verify_command(CLI::App& app);
 void add_convert_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
 void add_merge_lora_command(CLI::App& app);
+void add_demo_command(CLI::App& app);
 
 }  // namespace reshard::cli
