@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "hf_config_dtype.h"
 #include "reshard/formats/atomic_file.h"
 #include "reshard/formats/hf_folder.h"
 #include "reshard/formats/hf_folder_plan.h"
@@ -123,28 +124,6 @@ void produce_merged(const TensorCatalog& base, const TensorCatalog::Entry& w, co
   }
 }
 
-std::string torch_dtype_name(DType dtype) {
-  switch (dtype) {
-    case DType::kBF16: return "bfloat16";
-    case DType::kF16: return "float16";
-    default: return "float32";
-  }
-}
-
-// config.json with torch_dtype set to the cast's type, written as
-// transformers writes it (indent 2, sorted keys, a final newline).
-std::string with_torch_dtype(const std::string& text, DType dtype, const fs::path& path) {
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(ErrorCode::kParse, fmt::format("{}: not valid JSON: {}", path.string(), e.what()));
-  }
-  if (!json.is_object()) return text;
-  json["torch_dtype"] = torch_dtype_name(dtype);
-  return json.dump(2, ' ', true) + "\n";
-}
-
 std::vector<std::string> copy_configs(const fs::path& base, const fs::path& staging, std::optional<DType> dtype) {
   std::vector<std::string> copied;
   std::error_code ec;
@@ -152,7 +131,7 @@ std::vector<std::string> copy_configs(const fs::path& base, const fs::path& stag
   for (const char* name : kMergeLoraCopiedFiles) {
     if (!fs::is_regular_file(base / name, ec)) continue;
     std::string text = read_small_file(base / name);
-    if (dtype && std::string_view(name) == "config.json") text = with_torch_dtype(text, *dtype, base / name);
+    if (dtype && std::string_view(name) == "config.json") text = pipelines_detail::with_torch_dtype(text, *dtype, (base / name).string());
     write_file_atomically(staging / name, text);
     copied.emplace_back(name);
   }

@@ -54,6 +54,9 @@ struct ExportOptions {
   // config.json; an adapter export without a LoRA config is an error).
   std::optional<std::string> hf_config_json;
   std::optional<LoraConfig> lora_config;
+  // At most this many bytes of an output tensor (a range of its rows, or one
+  // row when larger) are produced at a time: what bounds memory per process.
+  uint64_t block_bytes = uint64_t{64} << 20;
   // Called with output bytes this process has just produced, for progress.
   std::function<void(uint64_t bytes)> progress;
 };
