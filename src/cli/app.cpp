@@ -42,6 +42,7 @@ int run(int argc, char** argv) {
   add_inspect_command(app);
   add_verify_command(app);
   add_convert_command(app);
+  add_import_command(app);
   add_merge_lora_command(app);
   add_demo_command(app);
   add_bench_command(app);

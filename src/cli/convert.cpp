@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "cli/checkpoint_layout_flags.h"
 #include "cli/commands.h"
 #include "cli/job.h"
 #include "cli/layout_options.h"
@@ -31,61 +32,17 @@ struct ConvertFlags {
   std::string dst;
   std::string max_shard_size = "5GB";
   std::string dtype;
-  std::string mesh;
-  std::string devices;
-  std::string num_devices;
-  std::string rules;
-  std::string best_effort;
+  CheckpointLayoutFlags layout;
   bool force = false;
   bool max_shard_size_given = false;
 };
 
 [[noreturn]] void usage(const std::string& message) { throw Error(ErrorCode::kParse, message); }
 
-std::optional<DType> parse_target_dtype(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  const DType dtype = dtype_from_flag(text, "--dtype");
-  if (!is_castable_float(dtype)) usage(fmt::format("--dtype {}: must be f32, f16 or bf16", text));
-  return dtype;
-}
-
-std::string read_rules_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::kIo, fmt::format("--rules {}: cannot open the file", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return std::move(text).str();
-}
-
-// The checkpoint layout of --mesh/--devices with --rules or --best-effort.
-CheckpointLayout layout_from_flags(const ConvertFlags& flags, int processes) {
-  if (flags.rules.empty() == flags.best_effort.empty()) {
-    usage("--mesh: give exactly one of --rules FILE and --best-effort AXIS");
-  }
-  LayoutFlags mesh_flags;
-  mesh_flags.mesh = flags.mesh;
-  mesh_flags.devices = flags.devices;
-  Mesh mesh = sharding_from_flags(mesh_flags).mesh();
-  JobFlags job;
-  job.num_devices = flags.num_devices;
-  Topology topology = topology_from_flags(job, {&mesh}, processes);
-  CheckpointLayout layout{std::move(mesh), std::move(topology), {}, std::nullopt};
-  if (!flags.best_effort.empty()) {
-    if (!layout.mesh.axis_index(flags.best_effort)) {
-      usage(fmt::format("--best-effort {}: the mesh has no such axis", flags.best_effort));
-    }
-    layout.best_effort_axis = flags.best_effort;
-  } else {
-    const std::string text = read_rules_file(flags.rules);
-    layout.rules = parse_layout_rules(text, flags.rules);
-  }
-  return layout;
-}
-
 // --mesh makes a checkpoint; else a DST named *.safetensors (and not an
 // existing folder) is one file; anything else is a Hugging Face folder.
 ConvertOutput output_kind(const ConvertFlags& flags) {
-  if (!flags.mesh.empty()) return ConvertOutput::kCheckpoint;
+  if (!flags.layout.mesh.empty()) return ConvertOutput::kCheckpoint;
   std::error_code ec;
   const fs::path dst(flags.dst);
   if (dst.extension() == ".safetensors" && !fs::is_directory(dst, ec)) return ConvertOutput::kSafetensorsFile;
@@ -104,20 +61,20 @@ std::string_view output_name(ConvertOutput output) {
 void convert(const ConvertFlags& flags) {
   ConvertOptions options;
   options.output = output_kind(flags);
-  options.dtype = parse_target_dtype(flags.dtype);
+  options.dtype = float_cast_from_flag(flags.dtype);
   options.max_shard_size = parse_byte_size(flags.max_shard_size);
   options.replace = flags.force;
   if (options.output != ConvertOutput::kHfFolder && flags.max_shard_size_given) {
     usage(fmt::format("--max-shard-size: the destination is a {}", output_name(options.output)));
   }
-  if (options.output != ConvertOutput::kCheckpoint && (!flags.rules.empty() || !flags.best_effort.empty())) {
+  if (options.output != ConvertOutput::kCheckpoint && (!flags.layout.rules.empty() || !flags.layout.best_effort.empty())) {
     usage("--rules and --best-effort lay out a checkpoint: give --mesh too");
   }
-  if (options.output != ConvertOutput::kCheckpoint && (!flags.devices.empty() || !flags.num_devices.empty())) {
+  if (options.output != ConvertOutput::kCheckpoint && (!flags.layout.devices.empty() || !flags.layout.num_devices.empty())) {
     usage("--devices and --num-devices describe a checkpoint's mesh: give --mesh too");
   }
   const JobWorld world = job_world();
-  if (options.output == ConvertOutput::kCheckpoint) options.layout = layout_from_flags(flags, world.size);
+  if (options.output == ConvertOutput::kCheckpoint) options.layout = checkpoint_layout_from_flags(flags.layout, world.size);
   Transport& transport = job_transport();
   std::optional<Progress> progress;
   if (world.rank == 0 && world.size == 1) {
@@ -170,14 +127,7 @@ void add_convert_command(CLI::App& app) {
   cmd->add_flag("--force", flags->force,
                 "Replace an existing DST: a file whole; in a folder only the weight files (model*.safetensors and "
                 "the index); a checkpoint at the final rename");
-  cmd->add_option("--mesh", flags->mesh, "Write a checkpoint laid out on this mesh, e.g. data=2,model=4");
-  cmd->add_option("--devices", flags->devices, "The checkpoint mesh's devices in row-major order (default 0..n-1)");
-  cmd->add_option("--num-devices", flags->num_devices,
-                  "Devices of the job (default: the largest id used, plus one); device d belongs to process "
-                  "floor(d / (T / P))");
-  cmd->add_option("--rules", flags->rules, "A rules file: tensor-name patterns to specs (see above)");
-  cmd->add_option("--best-effort", flags->best_effort,
-                  "Shard each tensor's last dimension divisible by this axis's size over it; replicate the rest");
+  add_checkpoint_layout_flags(*cmd, flags->layout, "Write a checkpoint laid out on this mesh, e.g. data=2,model=4");
   add_timeout_option(*cmd);
   cmd->callback([flags, max_shard] {
     flags->max_shard_size_given = max_shard->count() > 0;

@@ -219,9 +219,17 @@ void resolve_stacks(const CompiledRule& rule, std::span<const TensorSpec> source
     }
     groups[rest][std::stoll(digits)] = match.source;
   }
+  // A known size of the stack axis (e.g. the layer count of config.json) also
+  // catches missing last indices, which the indices alone cannot show.
+  const auto known_count = rule.known.find(axis);
   for (const auto& [captures, members] : groups) {
     const TensorSpec& first = sources[members.begin()->second];
-    const auto count = static_cast<int64_t>(members.size());
+    const int64_t count = known_count != rule.known.end() ? known_count->second : static_cast<int64_t>(members.size());
+    if (known_count != rule.known.end() && members.rbegin()->first >= count) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("{}: {} has index {} along '{}', whose size is {}", r.label(),
+                              describe(sources[members.rbegin()->second]), members.rbegin()->first, axis, count));
+    }
     for (int64_t index = 0; index < count; ++index) {
       const auto it = members.find(index);
       if (it == members.end()) {

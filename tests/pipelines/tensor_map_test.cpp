@@ -105,6 +105,15 @@ TEST(TensorMapResolve, StackingNeedsEveryIndex) {
   EXPECT_TRUE(throws_error([&] { resolve_tensor_map(stack, uneven); }, ErrorCode::kInvalidArgument,
                            {"cannot be stacked"}));
   const std::vector<TensorSpec> good = {{"l.1.w", DType::kF32, {2}}, {"l.0.w", DType::kF32, {2}}};
+  // A known size of the stack axis catches missing last indices, and indices past it.
+  ResolveOptions three_layers;
+  three_layers.sizes["layer"] = 3;
+  EXPECT_TRUE(throws_error([&] { resolve_tensor_map(stack, good, three_layers); }, ErrorCode::kMissingTensor,
+                           {"index 2", "rule 0"}));
+  ResolveOptions one_layer;
+  one_layer.sizes["layer"] = 1;
+  EXPECT_TRUE(throws_error([&] { resolve_tensor_map(stack, good, one_layer); }, ErrorCode::kInvalidArgument,
+                           {"tensor 'l.1.w'", "index 1", "size is 1"}));
   const ResolvedMap resolved = resolve_tensor_map(stack, good);
   ASSERT_EQ(resolved.outputs.size(), 1u);
   EXPECT_EQ(resolved.outputs[0].out.shape, (safetensors::Dims{2, 2}));

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "reshard/execute/transport.h"
@@ -20,12 +21,15 @@
 namespace reshard {
 
 struct ImportOptions {
+  // A layout has no default (its topology has none): options start from one.
+  explicit ImportOptions(CheckpointLayout framework_layout) : layout(std::move(framework_layout)) {}
+
   // The framework layout of every imported tensor (mesh, topology, rules).
   CheckpointLayout layout;
   // Cast F32/F16/BF16 tensors to this.
   std::optional<DType> dtype;
-  // Axis sizes the shapes alone do not give (heads, head_dim...); when absent
-  // and the folder has a config.json, llama_axis_sizes_from_config's.
+  // Axis sizes the shapes alone do not give (heads, head_dim...); the
+  // folder's config.json gives llama_axis_sizes_from_config's, these win.
   AxisSizes sizes;
   // Replace a checkpoint already at the output path (at the final rename).
   bool replace = true;
@@ -35,7 +39,7 @@ struct ImportOptions {
 struct ImportResult {
   size_t tensors = 0;       // framework tensors produced
   uint64_t bytes = 0;       // their bytes
-  uint64_t bytes_read = 0;  // source tensor bytes this process read
+  uint64_t bytes_read = 0;  // source tensor bytes this process's copies read (each distinct slice once)
   // The folder's config.json under kHfConfigMetadataKey and adapter_config.json
   // under kLoraConfigMetadataKey (those present): the checkpoint metadata an
   // import saves, so that an export of it writes them back.
@@ -45,6 +49,13 @@ struct ImportResult {
 // Collective over `transport`: every process builds the slices of the
 // framework tensors its devices hold straight from the folder's files
 // (reading only those byte ranges), returned as arrays in `options.layout`.
+// `map` is the forward map (framework to Hugging Face, as export and --map
+// take it); import runs inverse_tensor_map of it. `hf_dir` is a model folder
+// (model.safetensors or an index; an adapter_model.safetensors beside them is
+// imported too), a PEFT adapter folder (the map's model rules may then match
+// nothing) or a .safetensors file. Every error (a tensor no rule matches, a
+// shape that does not factor, a layout that does not fit, naming the tensor
+// and the rule) is raised on every process before a byte is read.
 std::vector<NamedArray> import_arrays(const std::filesystem::path& hf_dir, const TensorMap& map,
                                       const ImportOptions& options, Transport& transport,
                                       ImportResult* result = nullptr);

@@ -67,11 +67,13 @@ struct ResolvedMap {
 // rule whose `from` matches it. Errors (all before any byte moves), naming the
 // tensor and the rule:
 //   kInvalidArgument  a tensor no rule matches (unless skip_unmatched), or
-//                     stacked tensors whose dtypes or shapes differ;
+//                     stacked tensors whose dtypes or shapes differ, or an
+//                     index past a stack axis's known size;
 //   kRank             a rearrange whose side has not the tensor's rank;
 //   kIndivisible      a dimension that does not factor into the axis sizes;
 //   kMissingTensor    a rule matching nothing (unless optional), or a stack
-//                     missing an index (layers 0..N-1 must all be there);
+//                     missing an index (layers 0..N-1 must all be there, N
+//                     the axis's size when known, else the highest index + 1);
 //   kDuplicateTensor  two outputs with one name;
 //   kUnsupported      a sub-byte dtype (F4, F6) the copies cannot address.
 ResolvedMap resolve_tensor_map(const TensorMap& map, std::span<const safetensors::TensorSpec> sources,

@@ -1,0 +1,108 @@
+#include "reshard/pipelines/import_model.h"
+
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "agreement.h"
+#include "import_fill.h"
+#include "import_plan.h"
+#include "import_source.h"
+#include "reshard/layout/checked.h"
+#include "reshard/layout/error.h"
+#include "reshard/pipelines/checkpoint_save.h"
+
+namespace reshard {
+namespace {
+
+namespace fs = std::filesystem;
+namespace detail = pipelines_detail;
+
+// Every process learns whether every step so far succeeded everywhere.
+void agree(Transport& transport, const detail::Failure& failure, std::string_view what) {
+  const auto reports = detail::exchange_reports(transport, {failure.message, {}});
+  detail::require_all_succeeded(reports, transport.rank(), what, failure.error);
+}
+
+void check_layout_fits(const CheckpointLayout& layout, const Transport& transport) {
+  if (layout.topology.num_processes() != transport.size()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("the layout's topology has {} processes, the job {}", layout.topology.num_processes(),
+                            transport.size()));
+  }
+}
+
+safetensors::Metadata configs_as_metadata(const detail::ImportSource& source) {
+  safetensors::Metadata metadata;
+  if (source.config_json()) metadata.emplace_back(kHfConfigMetadataKey, *source.config_json());
+  if (source.adapter_config_json()) metadata.emplace_back(kLoraConfigMetadataKey, *source.adapter_config_json());
+  return metadata;
+}
+
+uint64_t output_bytes(const ResolvedMap& map) {
+  uint64_t total = 0;
+  for (const ResolvedTensor& tensor : map.outputs) {
+    const uint64_t elements = safetensors::element_count(tensor.out.shape, tensor.out.name);
+    total = checked_add(total, dtype_byte_size(tensor.out.dtype, elements), "import size");
+  }
+  return total;
+}
+
+// An existing path that save_checkpoint would refuse, refused before reading.
+void refuse_existing(const fs::path& checkpoint, bool replace) {
+  std::error_code ec;
+  if (!replace && fs::exists(checkpoint, ec)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("{}: already exists (use --force to replace it)", checkpoint.string()));
+  }
+}
+
+}  // namespace
+
+std::vector<NamedArray> import_arrays(const fs::path& hf_dir, const TensorMap& map, const ImportOptions& options,
+                                      Transport& transport, ImportResult* result) {
+  const std::string what = fmt::format("importing {}", hf_dir.string());
+  std::optional<detail::ImportSource> source;
+  std::optional<detail::ImportPlan> plan;
+  detail::Failure failure;
+  // Everything that can be wrong with the folder, the map or the layout, before a byte is read.
+  detail::run_step(failure, [&] {
+    check_layout_fits(options.layout, transport);
+    source.emplace(detail::ImportSource::open(hf_dir));
+    plan.emplace(detail::plan_import(*source, map, options));
+  });
+  agree(transport, failure, what);
+  std::vector<NamedArray> arrays;
+  detail::FillStats stats;
+  detail::run_step(failure, [&] {
+    for (size_t t = 0; t < plan->map.outputs.size(); ++t) {
+      arrays.push_back({plan->map.outputs[t].out.name,
+                        detail::fill_import_tensor(*plan, t, *source, options.layout.topology, transport.rank(), stats,
+                                                   options.progress)});
+    }
+  });
+  agree(transport, failure, what);
+  if (result) {
+    result->tensors = arrays.size();
+    result->bytes = output_bytes(plan->map);
+    result->bytes_read = stats.bytes_read;
+    result->metadata = configs_as_metadata(*source);
+  }
+  return arrays;
+}
+
+ImportResult import_checkpoint(const fs::path& hf_dir, const fs::path& checkpoint, const TensorMap& map,
+                               const ImportOptions& options, Transport& transport) {
+  detail::Failure failure;
+  detail::run_step(failure, [&] { refuse_existing(checkpoint, options.replace); });
+  agree(transport, failure, fmt::format("importing into {}", checkpoint.string()));
+  ImportResult result;
+  const std::vector<NamedArray> arrays = import_arrays(hf_dir, map, options, transport, &result);
+  SaveOptions save;
+  if (!result.metadata.empty()) save.metadata = result.metadata;
+  save.replace = options.replace;
+  save_checkpoint(checkpoint, arrays, transport, save);
+  return result;
+}
+
+}  // namespace reshard
