@@ -43,7 +43,7 @@ constexpr const char* kHelp =
     "  mpirun -np 4 reshard demo --out demo-files/\n"
     "  reshard demo --layers 4 --embed 256 --heads 8 --kv-heads 2 --mlp 512 --rank 16 --seed 7\n"
     "  reshard demo --lora-modules q_proj,v_proj --json\n"
-    "  reshard demo --self-test-flip restore   # corrupts one bit: the check must fail (exit 1)";
+    "  reshard demo --self-test-flip merged    # corrupts one bit: the check must fail (exit 1)";
 
 constexpr int kDevices = 16;
 constexpr int kThreadProcesses = 4;
@@ -116,9 +116,13 @@ std::vector<Step> demo_steps() {
         save_step(ctx, arrays);
       },
       restore_step,
+      export_adapter_step,
+      export_merged_step,
+      import_step,
+      restore_imported_step,
   };
 }
-constexpr int kLoggedSteps = 3;  // build, save, restore
+constexpr int kLoggedSteps = 7;  // build, save, restore, adapter, merged, import, resume
 
 // One process of the job: the whole demo, collectively.
 void run_demo_process(const DemoModel& model, const DemoOptions& options, Transport& transport,
@@ -184,7 +188,7 @@ void add_demo_command(CLI::App& app) {
       ->delimiter(',');
   cmd->add_flag("--json", o.json, "Print one JSON document (steps, sizes, times, checks) instead of the account");
   cmd->add_option("--self-test-flip", o.flip,
-                  "Flip one bit of the data a check reads before it compares (restore; adapter, merged and import once those steps exist), "
+                  "Flip one bit of the data a check reads before it compares (restore, adapter, merged or import), "
                   "to see the check fail")
       ->check(CLI::IsMember(std::vector<std::string>(std::begin(kFlipSteps), std::end(kFlipSteps))));
   add_timeout_option(*cmd);

@@ -40,6 +40,7 @@ std::string rate_text(uint64_t bytes, double seconds) {
 }
 
 DemoLog::DemoLog(bool speaks, bool json, int steps) : speaks_(speaks), json_(json), steps_(steps) {
+  for (const char* key : {"model", "processes", "devices", "out"}) doc_[key] = nullptr;  // introduction first
   doc_["steps"] = nlohmann::ordered_json::array();
   doc_["checks"] = nlohmann::ordered_json::array();
 }

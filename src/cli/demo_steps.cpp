@@ -24,7 +24,8 @@ uint64_t flat_of(std::span<const int64_t> index, const Shape& shape) {
   return flat;
 }
 
-// Collective: `value` summed over the processes.
+}  // namespace
+
 uint64_t sum_over_processes(Transport& transport, uint64_t value) {
   const auto gathered = transport.all_gather(std::as_bytes(std::span(&value, 1)));
   uint64_t total = 0;
@@ -35,6 +36,8 @@ uint64_t sum_over_processes(Transport& transport, uint64_t value) {
   }
   return total;
 }
+
+namespace {
 
 // Colour only for a person at a terminal, as `reshard show`.
 bool want_color() {
@@ -120,7 +123,8 @@ void flip_first_bit(NamedArray& array) {
   }
 }
 
-CheckTally check_restored(DemoContext& ctx, std::vector<NamedArray>& restored, bool merged, std::string_view flip) {
+CheckTally check_restored(DemoContext& ctx, std::vector<NamedArray>& restored, const Mesh& mesh, bool merged,
+                          std::string_view flip) {
   if (ctx.flips(flip) && !restored.empty()) flip_first_bit(restored.front());
   CheckTally local;
   const double seconds = timed(ctx.transport, [&] {
@@ -138,7 +142,7 @@ CheckTally check_restored(DemoContext& ctx, std::vector<NamedArray>& restored, b
     }
   });
   const std::string what = fmt::format("{} on mesh {}", merged ? "the imported merged model" : "the restored checkpoint",
-                                       ctx.resume_mesh.to_string());
+                                       mesh.to_string());
   CheckTally total = agree_on_check(local, ctx.transport, what);
   total.tensors = restored.size();  // each process counted the tensors it holds part of
   ctx.log.check(std::string(flip), what, ", on every device that holds a copy", total, seconds);
@@ -164,7 +168,7 @@ void restore_step(DemoContext& ctx) {
   ctx.log.detail(fmt::format("each process read only the chunks its devices need ({} in all), checksums verified",
                              bytes_text(read)));
   log_picture(ctx, ctx.model.tensors.front(), ctx.resume_mesh);
-  check_restored(ctx, restored, false, "restore");
+  check_restored(ctx, restored, ctx.resume_mesh, false, "restore");
 }
 
 }  // namespace reshard::cli::demo

@@ -19,7 +19,7 @@
 namespace reshard::cli::demo {
 
 // The checks --self-test-flip can corrupt (one bit, before comparing).
-inline constexpr std::string_view kFlipSteps[] = {"restore"};
+inline constexpr std::string_view kFlipSteps[] = {"restore", "adapter", "merged", "import"};
 
 struct DemoOptions {
   ModelSizes sizes;
@@ -56,16 +56,28 @@ double timed(Transport& transport, Body&& body) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// In order: the model built on the training mesh, saved, restored onto the
+// resume mesh (demo_steps.cpp); exported as an adapter and as a merged model,
+// the merged model imported onto the resume mesh and restored onto the
+// training mesh (demo_export_steps.cpp). Each logs itself and checks its result.
 std::vector<NamedArray> build_step(DemoContext& ctx);
 void save_step(DemoContext& ctx, const std::vector<NamedArray>& arrays);
 void restore_step(DemoContext& ctx);
+void export_adapter_step(DemoContext& ctx);
+void export_merged_step(DemoContext& ctx);
+void import_step(DemoContext& ctx);
+void restore_imported_step(DemoContext& ctx);
+
+// Collective: `value` summed over the processes.
+uint64_t sum_over_processes(Transport& transport, uint64_t value);
 
 // Flips the lowest bit of the first element of `array`'s first shard.
 void flip_first_bit(NamedArray& array);
 
-// Checks a checkpoint's restore (onto `mesh`) against the reference
-// (`merged`: the merged weights, as an import of the merged model gives).
-CheckTally check_restored(DemoContext& ctx, std::vector<NamedArray>& restored, bool merged, std::string_view flip);
+// Checks arrays restored onto `mesh` against the reference (`merged`: the
+// merged weights, as an import of the merged model gives).
+CheckTally check_restored(DemoContext& ctx, std::vector<NamedArray>& restored, const Mesh& mesh, bool merged,
+                          std::string_view flip);
 
 // Rank 0's picture (to the log) of `tensor` laid out on `mesh`, when it is 1-D or 2-D.
 void log_picture(DemoContext& ctx, const FrameworkTensor& tensor, const Mesh& mesh);

@@ -3,6 +3,7 @@
 // Under mpirun it runs as tests/cli/mpi registers it.
 #include <filesystem>
 #include <string>
+#include <utility>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -22,7 +23,7 @@ TEST(DemoCli, RunsEveryStepAndPasses) {
   const auto result = run_reshard({"demo", "--seed", seed_flag()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("16 devices in 4 processes (threads of this one)"), std::string::npos) << result.out;
-  EXPECT_NE(result.out.find("[1/"), std::string::npos);
+  EXPECT_NE(result.out.find("[7/7] restore the imported checkpoint"), std::string::npos) << result.out;
   EXPECT_NE(result.out.find("MB/s"), std::string::npos);
   EXPECT_NE(result.out.find("CPU 15"), std::string::npos) << "no layout picture";
   EXPECT_NE(result.out.find("ok: every tensor of every step equals the reference bit for bit"), std::string::npos);
@@ -36,8 +37,10 @@ TEST(DemoCli, JsonIsOneDocument) {
   EXPECT_EQ(doc["ok"], true);
   EXPECT_EQ(doc["processes"], 4);
   EXPECT_EQ(doc["model"]["lora_modules"], nlohmann::json({"q_proj", "v_proj"}));
-  ASSERT_GE(doc["steps"].size(), 3u);
+  ASSERT_EQ(doc["steps"].size(), 7u);
   EXPECT_EQ(doc["steps"][0]["step"], "build");
+  EXPECT_EQ(doc["steps"][4]["step"], "merged");
+  EXPECT_EQ(doc["checks"].size(), 4u);
   for (const auto& check : doc["checks"]) EXPECT_EQ(check["mismatches"], 0);
 }
 
@@ -46,15 +49,24 @@ TEST(DemoCli, OutKeepsTheFiles) {
   const auto result = run_reshard({"demo", "--out", (folder / "demo").string(), "--layers", "1"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(fs::exists(folder / "demo/checkpoint/manifest.json"));
+  EXPECT_TRUE(fs::exists(folder / "demo/adapter/adapter_model.safetensors"));
+  EXPECT_TRUE(fs::exists(folder / "demo/adapter/adapter_config.json"));
+  EXPECT_TRUE(fs::exists(folder / "demo/merged/model.safetensors"));
+  EXPECT_TRUE(fs::exists(folder / "demo/merged/config.json"));
+  EXPECT_TRUE(fs::exists(folder / "demo/imported/manifest.json"));
   // A second run over the same folder replaces what the first left.
   EXPECT_EQ(run_reshard({"demo", "--out", (folder / "demo").string(), "--layers", "1"}).exit_code, 0);
 }
 
 TEST(DemoCli, AFlippedBitFailsTheCheck) {
-  const auto result = run_reshard({"demo", "--self-test-flip", "restore", "--layers", "1"});
-  EXPECT_EQ(result.exit_code, 1);
-  EXPECT_NE(result.err.find("error: check failed: the restored checkpoint"), std::string::npos) << result.err;
-  EXPECT_EQ(result.out.find("ok: "), std::string::npos);
+  const std::pair<const char*, const char*> cases[] = {{"merged", "error: check failed: the merged model"},
+                                                       {"import", "error: check failed: the imported merged model"}};
+  for (const auto& [step, message] : cases) {
+    const auto result = run_reshard({"demo", "--self-test-flip", step, "--layers", "1"});
+    EXPECT_EQ(result.exit_code, 1) << step;
+    EXPECT_NE(result.err.find(message), std::string::npos) << result.err;
+    EXPECT_EQ(result.out.find("ok: "), std::string::npos) << step;
+  }
 }
 
 TEST(DemoCli, BadSizesAreUsageErrors) {
