@@ -81,9 +81,11 @@ void check_shards(std::string_view name, const ShardedArray& array, const Expect
       const uint32_t got = load_bits(data + at * element_bytes, element_bytes);
       const uint32_t want = expected(flat);
       if (got != want) {
-        tally.fail([&] { return fmt::format("tensor {} element [{}] on device {} is {} where the reference computes {}", name,
-                               fmt::join(index_of(flat, array.shape()), ", "), shard.device,
-                               hex(got, element_bytes), hex(want, element_bytes)); });
+        tally.fail([&] {
+          return fmt::format("tensor {} element [{}] on device {} is {} where the reference computes {}", name,
+                             fmt::join(index_of(flat, array.shape()), ", "), shard.device, hex(got, element_bytes),
+                             hex(want, element_bytes));
+        });
       }
     });
     const uint64_t n = static_cast<uint64_t>(shard.buffer.size()) / element_bytes;
@@ -97,16 +99,20 @@ void check_stored(std::string_view name, DType dtype, const Shape& shape, std::s
                   CheckTally& tally) {
   ++tally.tensors;
   if (stored_dtype != dtype_name(dtype) || stored_shape != shape) {
-    tally.fail([&] { return fmt::format("tensor {} is stored as {} [{}] where the reference is {} [{}]", name, stored_dtype,
-                           fmt::join(stored_shape, ", "), dtype_name(dtype), fmt::join(shape, ", ")); });
+    tally.fail([&] {
+      return fmt::format("tensor {} is stored as {} [{}] where the reference is {} [{}]", name, stored_dtype,
+                         fmt::join(stored_shape, ", "), dtype_name(dtype), fmt::join(shape, ", "));
+    });
     return;
   }
   const size_t element_bytes = static_cast<size_t>(dtype_bits(dtype) / 8);
   uint64_t elements = 1;
   for (const int64_t d : shape) elements *= static_cast<uint64_t>(d);
   if (bytes.size() != elements * element_bytes) {
-    tally.fail([&] { return fmt::format("tensor {} has {} bytes where its shape needs {}", name, bytes.size(),
-                           elements * element_bytes); });
+    tally.fail([&] {
+      return fmt::format("tensor {} has {} bytes where its shape needs {}", name, bytes.size(),
+                         elements * element_bytes);
+    });
     return;
   }
   const auto* data = reinterpret_cast<const std::byte*>(bytes.data());
@@ -114,9 +120,10 @@ void check_stored(std::string_view name, DType dtype, const Shape& shape, std::s
     const uint32_t got = load_bits(data + flat * element_bytes, element_bytes);
     const uint32_t want = expected(flat);
     if (got != want) {
-      tally.fail([&] { return fmt::format("tensor {} element [{}] is {} where the reference computes {}", name,
-                             fmt::join(index_of(flat, shape), ", "), hex(got, element_bytes),
-                             hex(want, element_bytes)); });
+      tally.fail([&] {
+        return fmt::format("tensor {} element [{}] is {} where the reference computes {}", name,
+                           fmt::join(index_of(flat, shape), ", "), hex(got, element_bytes), hex(want, element_bytes));
+      });
     }
   }
   tally.elements += elements;
@@ -124,8 +131,11 @@ void check_stored(std::string_view name, DType dtype, const Shape& shape, std::s
 }
 
 CheckTally agree_on_check(const CheckTally& local, Transport& transport, std::string_view what) {
-  const nlohmann::json mine = {{"tensors", local.tensors}, {"elements", local.elements}, {"bytes", local.bytes},
-                               {"mismatches", local.mismatches}, {"first", local.first}};
+  const nlohmann::json mine = {{"tensors", local.tensors},
+                               {"elements", local.elements},
+                               {"bytes", local.bytes},
+                               {"mismatches", local.mismatches},
+                               {"first", local.first}};
   const std::string text = mine.dump();
   const auto gathered = transport.all_gather(std::as_bytes(std::span(text.data(), text.size())));
   CheckTally total;

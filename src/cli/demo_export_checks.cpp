@@ -30,8 +30,10 @@ void check_names(const StoredFolder& stored, const std::vector<HfTensor>& expect
   }
   for (const auto& [file, metadata] : stored.metadata) {
     if (Json::parse(metadata) != Json{{"format", "pt"}}) {
-      tally.fail([&] { return fmt::format("{} has metadata {} where Hugging Face writes {{\"format\":\"pt\"}}",
-                                          file.filename().string(), metadata); });
+      tally.fail([&] {
+        return fmt::format("{} has metadata {} where Hugging Face writes {{\"format\":\"pt\"}}",
+                           file.filename().string(), metadata);
+      });
     }
   }
 }
@@ -54,8 +56,9 @@ void check_tensors(DemoContext& ctx, const StoredFolder& stored, const std::vect
       bytes[0] = static_cast<char>(bytes[0] ^ 1);
       flipped = true;
     }
-    check_stored(t.name, t.dtype, t.shape, it->second.dtype, it->second.shape, bytes,
-                 [&](uint64_t flat) { return hf_element_bits(ctx.model, t, flat); }, tally);
+    check_stored(
+        t.name, t.dtype, t.shape, it->second.dtype, it->second.shape, bytes,
+        [&](uint64_t flat) { return hf_element_bits(ctx.model, t, flat); }, tally);
   }
 }
 
@@ -100,8 +103,11 @@ void check_adapter_config(const DemoModel& model, const std::string& text, Check
   expect_field(config, "alpha_pattern", Json::object(), tally);
   // json.dumps(config, indent=2, sort_keys=True): nlohmann's objects are sorted too.
   if (config.dump(2) != text) {
-    tally.fail([&] { return std::string("adapter_config.json is not written as PEFT writes it (sorted keys, "
-                                        "two-space indent, no newline at the end)"); });
+    tally.fail([&] {
+      return std::string(
+          "adapter_config.json is not written as PEFT writes it (sorted keys, "
+          "two-space indent, no newline at the end)");
+    });
   }
 }
 
@@ -116,8 +122,8 @@ void check_hf_config(const DemoModel& model, const fs::path& path, CheckTally& t
   const Json want = Json::parse(hf_config_json(model));
   const Json got = Json::parse(text, nullptr, false);
   if (got != want) {
-    tally.fail([&] { return fmt::format("{} is {} where the model's config is {}", path.string(), got.dump(),
-                                        want.dump()); });
+    tally.fail(
+        [&] { return fmt::format("{} is {} where the model's config is {}", path.string(), got.dump(), want.dump()); });
   }
 }
 
@@ -126,7 +132,8 @@ void check_hf_config(const DemoModel& model, const fs::path& path, CheckTally& t
 CheckTally check_adapter_folder(DemoContext& ctx, const fs::path& folder, std::string_view flip) {
   const std::vector<HfTensor> expected = hf_adapter_tensors(ctx.model);
   CheckTally local;
-  const StoredFolder stored = read_stored_folder(folder, "adapter_model.safetensors", "adapter_model.safetensors.index.json");
+  const StoredFolder stored =
+      read_stored_folder(folder, "adapter_model.safetensors", "adapter_model.safetensors.index.json");
   if (ctx.transport.rank() == 0) {
     check_names(stored, expected, local);
     std::string text;
@@ -150,8 +157,7 @@ CheckTally check_model_folder(DemoContext& ctx, const fs::path& folder, bool mer
     check_hf_config(ctx.model, folder / "config.json", local);
   }
   check_tensors(ctx, stored, expected, flip, local);
-  return agree_on_check(local, ctx.transport,
-                        fmt::format("the {}model {}", merged ? "merged " : "", folder.string()));
+  return agree_on_check(local, ctx.transport, fmt::format("the {}model {}", merged ? "merged " : "", folder.string()));
 }
 
 }  // namespace reshard::cli::demo

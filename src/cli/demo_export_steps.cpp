@@ -29,10 +29,11 @@ ExportResult run_export(DemoContext& ctx, ExportKind kind, const char* folder, d
 }
 
 std::string written_by(const ExportResult& result) {
-  return fmt::format("{} tensor{} in {} file{}; this process (rank 0) wrote {} of them, the others the rest, each at "
-                     "its final offset",
-                     result.tensors, result.tensors == 1 ? "" : "s", result.files, result.files == 1 ? "" : "s",
-                     bytes_text(result.bytes_written));
+  return fmt::format(
+      "{} tensor{} in {} file{}; this process (rank 0) wrote {} of them, the others the rest, each at "
+      "its final offset",
+      result.tensors, result.tensors == 1 ? "" : "s", result.files, result.files == 1 ? "" : "s",
+      bytes_text(result.bytes_written));
 }
 
 bool is_lora(const FrameworkTensor& t) { return t.kind == TensorKind::kLoraA || t.kind == TensorKind::kLoraB; }
@@ -48,7 +49,8 @@ void export_adapter_step(DemoContext& ctx) {
                result.bytes, seconds);
   ctx.log.detail(written_by(result) + "; adapter_config.json from the checkpoint's metadata");
   CheckTally tally;
-  const double check_seconds = timed(ctx.transport, [&] { tally = check_adapter_folder(ctx, ctx.dir / "adapter", "adapter"); });
+  const double check_seconds =
+      timed(ctx.transport, [&] { tally = check_adapter_folder(ctx, ctx.dir / "adapter", "adapter"); });
   ctx.log.check("adapter", "the adapter's tensors and adapter_config.json", "", tally, check_seconds);
 }
 
@@ -59,10 +61,11 @@ void export_merged_step(DemoContext& ctx) {
                fmt::format("export the merged model {} (W + (B @ A) * {} on every adapted weight, in f32, to bf16)",
                            (ctx.dir / "merged").string(), ctx.model.scaling()),
                result.bytes, seconds);
-  ctx.log.detail(written_by(result) + fmt::format("; {} weights merged; config.json from the checkpoint's metadata",
-                                                       result.merged));
+  ctx.log.detail(written_by(result) +
+                 fmt::format("; {} weights merged; config.json from the checkpoint's metadata", result.merged));
   CheckTally tally;
-  const double check_seconds = timed(ctx.transport, [&] { tally = check_model_folder(ctx, ctx.dir / "merged", true, "merged"); });
+  const double check_seconds =
+      timed(ctx.transport, [&] { tally = check_model_folder(ctx, ctx.dir / "merged", true, "merged"); });
   ctx.log.check("merged", "the merged model's tensors and config.json", "", tally, check_seconds);
 }
 
@@ -80,9 +83,10 @@ void import_step(DemoContext& ctx) {
                fmt::format("import the merged model back into the framework layout on mesh {}, as the checkpoint {}",
                            ctx.resume_mesh.to_string(), (ctx.dir / "imported").string()),
                result.bytes, seconds);
-  ctx.log.detail(fmt::format("{} framework tensors restacked and their head axes split again (sizes from config.json); "
-                             "each process read only the bytes its devices need",
-                             result.tensors));
+  ctx.log.detail(
+      fmt::format("{} framework tensors restacked and their head axes split again (sizes from config.json); "
+                  "each process read only the bytes its devices need",
+                  result.tensors));
 }
 
 void restore_imported_step(DemoContext& ctx) {
@@ -95,9 +99,10 @@ void restore_imported_step(DemoContext& ctx) {
   const double seconds = timed(ctx.transport, [&] {
     restored = restore_checkpoint(ctx.dir / "imported", targets, ctx.transport, RestoreOptions{}, &stats);
   });
-  ctx.log.step("resume", fmt::format("restore the imported checkpoint onto the training layout, mesh {}",
-                                     ctx.train_mesh.to_string()),
-               sum_over_processes(ctx.transport, stats.data_bytes_read), seconds);
+  ctx.log.step(
+      "resume",
+      fmt::format("restore the imported checkpoint onto the training layout, mesh {}", ctx.train_mesh.to_string()),
+      sum_over_processes(ctx.transport, stats.data_bytes_read), seconds);
   check_restored(ctx, restored, ctx.train_mesh, true, "import");
 }
 

@@ -38,11 +38,12 @@ void read_file_header(const fs::path& path, StoredFolder& folder) {
   const uint64_t file_size = file_size_of(path);
   const std::string length_bytes = read_range(path, 0, 8);
   uint64_t header_size = 0;
-  for (int i = 7; i >= 0; --i) header_size = (header_size << 8) | static_cast<unsigned char>(length_bytes[static_cast<size_t>(i)]);
+  for (int i = 7; i >= 0; --i)
+    header_size = (header_size << 8) | static_cast<unsigned char>(length_bytes[static_cast<size_t>(i)]);
   const uint64_t data_start = checked_add(uint64_t{8}, header_size, "safetensors header length");
   if (data_start > file_size) {
-    throw Error(ErrorCode::kInvalidOffset, fmt::format("{}: header of {} bytes in a file of {}", path.string(),
-                                                       header_size, file_size));
+    throw Error(ErrorCode::kInvalidOffset,
+                fmt::format("{}: header of {} bytes in a file of {}", path.string(), header_size, file_size));
   }
   Json header;
   try {
@@ -107,7 +108,9 @@ StoredFolder read_stored_folder(const fs::path& folder, std::string_view single_
   return stored;
 }
 
-std::string read_stored_bytes(const StoredTensor& tensor) { return read_range(tensor.file, tensor.offset, tensor.size); }
+std::string read_stored_bytes(const StoredTensor& tensor) {
+  return read_range(tensor.file, tensor.offset, tensor.size);
+}
 
 std::string read_text_file(const fs::path& path) { return read_range(path, 0, file_size_of(path)); }
 

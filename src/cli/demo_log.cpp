@@ -59,7 +59,8 @@ void DemoLog::step(const std::string& key, const std::string& title, uint64_t by
   ++step_;
   print(fmt::format("\n[{}/{}] {}: {} in {} ({})", step_, steps_, title, bytes_text(bytes), time_text(seconds),
                     rate_text(bytes, seconds)));
-  doc_["steps"].push_back({{"step", key}, {"bytes", bytes}, {"seconds", seconds}, {"mb_per_s", mb_per_s(bytes, seconds)}});
+  doc_["steps"].push_back(
+      {{"step", key}, {"bytes", bytes}, {"seconds", seconds}, {"mb_per_s", mb_per_s(bytes, seconds)}});
 }
 
 void DemoLog::detail(const std::string& text) { print(indented(text, 6)); }

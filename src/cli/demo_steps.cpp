@@ -20,7 +20,8 @@ namespace {
 
 uint64_t flat_of(std::span<const int64_t> index, const Shape& shape) {
   uint64_t flat = 0;
-  for (size_t d = 0; d < shape.size(); ++d) flat = flat * static_cast<uint64_t>(shape[d]) + static_cast<uint64_t>(index[d]);
+  for (size_t d = 0; d < shape.size(); ++d)
+    flat = flat * static_cast<uint64_t>(shape[d]) + static_cast<uint64_t>(index[d]);
   return flat;
 }
 
@@ -100,9 +101,9 @@ std::vector<NamedArray> build_step(DemoContext& ctx) {
 
 void save_step(DemoContext& ctx, const std::vector<NamedArray>& arrays) {
   SaveOptions options;
-  options.metadata = safetensors::Metadata{
-      {std::string(kHfConfigMetadataKey), hf_config_json(ctx.model)},
-      {std::string(kLoraConfigMetadataKey), lora_config_json(demo_lora_config(ctx.model))}};
+  options.metadata =
+      safetensors::Metadata{{std::string(kHfConfigMetadataKey), hf_config_json(ctx.model)},
+                            {std::string(kLoraConfigMetadataKey), lora_config_json(demo_lora_config(ctx.model))}};
   SaveStats stats;
   const std::filesystem::path path = ctx.dir / "checkpoint";
   const double seconds = timed(ctx.transport, [&] { stats = save_checkpoint(path, arrays, ctx.transport, options); });
@@ -110,9 +111,10 @@ void save_step(DemoContext& ctx, const std::vector<NamedArray>& arrays) {
   const uint64_t chunks = sum_over_processes(ctx.transport, stats.chunks_written);
   ctx.log.step("save", fmt::format("save the checkpoint {} from every process at once", path.string()), written,
                seconds);
-  ctx.log.detail(fmt::format("{} chunks written by {} process{}, each chunk once (by one of its holders, replicas "
-                             "not repeated); config.json and adapter_config.json in the checkpoint's metadata",
-                             chunks, ctx.transport.size(), ctx.transport.size() == 1 ? "" : "es"));
+  ctx.log.detail(
+      fmt::format("{} chunks written by {} process{}, each chunk once (by one of its holders, replicas "
+                  "not repeated); config.json and adapter_config.json in the checkpoint's metadata",
+                  chunks, ctx.transport.size(), ctx.transport.size() == 1 ? "" : "es"));
 }
 
 void flip_first_bit(NamedArray& array) {
@@ -136,13 +138,16 @@ CheckTally check_restored(DemoContext& ctx, std::vector<NamedArray>& restored, c
         continue;
       }
       const FrameworkTensor& t = *it;
-      check_shards(array.name, array.array, [&](uint64_t flat) {
-        return merged ? merged_framework_bits(ctx.model, t, flat) : element_bits(ctx.model, t, flat);
-      }, local);
+      check_shards(
+          array.name, array.array,
+          [&](uint64_t flat) {
+            return merged ? merged_framework_bits(ctx.model, t, flat) : element_bits(ctx.model, t, flat);
+          },
+          local);
     }
   });
-  const std::string what = fmt::format("{} on mesh {}", merged ? "the imported merged model" : "the restored checkpoint",
-                                       mesh.to_string());
+  const std::string what =
+      fmt::format("{} on mesh {}", merged ? "the imported merged model" : "the restored checkpoint", mesh.to_string());
   CheckTally total = agree_on_check(local, ctx.transport, what);
   total.tensors = restored.size();  // each process counted the tensors it holds part of
   ctx.log.check(std::string(flip), what, ", on every device that holds a copy", total, seconds);
@@ -157,9 +162,8 @@ void restore_step(DemoContext& ctx) {
   RestoreStats stats;
   std::vector<NamedArray> restored;
   const std::filesystem::path path = ctx.dir / "checkpoint";
-  const double seconds = timed(ctx.transport, [&] {
-    restored = restore_checkpoint(path, targets, ctx.transport, RestoreOptions{}, &stats);
-  });
+  const double seconds = timed(
+      ctx.transport, [&] { restored = restore_checkpoint(path, targets, ctx.transport, RestoreOptions{}, &stats); });
   const uint64_t read = sum_over_processes(ctx.transport, stats.data_bytes_read);
   ctx.log.step("restore",
                fmt::format("restore it onto another cluster shape: mesh {} in natural device order",
