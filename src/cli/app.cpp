@@ -14,6 +14,7 @@ constexpr const char* kDescription =
     "reshard: move sharded tensors between device layouts, processes, hosts and files.\n"
     "\n"
     "Examples:\n"
+    "  reshard demo                 # the whole job on a small model, checked bit for bit\n"
     "  reshard show --mesh data=4,model=4 --spec 'None,data' --shape 8,4096\n"
     "  reshard plan --shape 32,8,4096 --dtype f32 --src-mesh data=4,model=4 \\\n"
     "      --src-spec 'None,None,data' --dst-mesh data=16 --dst-spec 'data' --processes 4\n";
@@ -44,6 +45,7 @@ int run(int argc, char** argv) {
   add_import_command(app);
   add_merge_lora_command(app);
   add_export_command(app);
+  add_demo_command(app);
   add_bench_command(app);
   try {
     app.parse(argc, argv);

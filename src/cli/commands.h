@@ -16,5 +16,6 @@ void add_import_command(CLI::App& app);
 void add_plan_command(CLI::App& app);
 void add_merge_lora_command(CLI::App& app);
 void add_export_command(CLI::App& app);
+void add_demo_command(CLI::App& app);
 
 }  // namespace reshard::cli
