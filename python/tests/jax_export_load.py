@@ -2,11 +2,13 @@
 reshard.jax.export writes a Levanter-Llama-shaped pytree, sharded over permuted
 device orders, as Hugging Face files that the safetensors package reads back as
 numpy computes them, and reshard.jax.load_pretrained reads them back onto other
-shardings (and meshes) bit for bit. argv[1]: the seed, argv[2]: a scratch folder.
+shardings (and meshes) bit for bit; the same for q_proj's LoRA factors as a PEFT
+adapter (kind="adapter"). argv[1]: the seed, argv[2]: a scratch folder.
 Exits non-zero on a mismatch."""
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import sys
@@ -24,6 +26,7 @@ from reshard import errors  # noqa: E402
 
 LAYERS, EMBED, KV, QPG, HEAD_DIM, MLP, VOCAB = 2, 16, 2, 2, 4, 32, 32
 HEADS = KV * QPG
+R = 2
 SIZES = {"kv_heads": KV, "q_per_group": QPG, "head_dim": HEAD_DIM, "heads": HEADS}
 STACKED = "transformer.layers.stacked"
 
@@ -104,6 +107,35 @@ def check(cond, what):
         raise SystemExit(f"mismatch: {what}")
 
 
+def adapter_round_trip(gen, scratch, tree, mesh_a, mesh_b) -> None:
+    """LoRA factors of q_proj beside the model: kind="adapter" writes them alone as a PEFT
+    adapter (as numpy computes them), and load_pretrained reads the adapter back."""
+    lora_a = gen.standard_normal((LAYERS, R, EMBED)).astype(np.float32)
+    lora_b = gen.standard_normal((LAYERS, KV, QPG, HEAD_DIM, R)).astype(np.float32)
+    q = tree["transformer"]["layers"]["stacked"]["self_attn"]["q_proj"]
+    q["lora"] = {"lora_A": {"weight": jax.device_put(lora_a, NamedSharding(mesh_a, P(None, None, "model")))},
+                 "lora_B": {"weight": jax.device_put(lora_b, NamedSharding(mesh_a, P(None, "data")))}}
+    rjax.export(tree, scratch / "adapter", "levanter-llama", kind="adapter",
+                lora_config=json.dumps({"peft_type": "LORA", "r": R, "lora_alpha": 2 * R}))
+    config = json.loads((scratch / "adapter" / "adapter_config.json").read_text())
+    check(config["r"] == R and config["target_modules"] == ["q_proj"], f"adapter_config.json {config}")
+    theirs = safetensors.numpy.load_file(str(scratch / "adapter" / "adapter_model.safetensors"))
+    prefix = "base_model.model.model.layers.{}.self_attn.q_proj."
+    expected = {}
+    for i in range(LAYERS):
+        expected[prefix.format(i) + "lora_A.weight"] = lora_a[i]
+        expected[prefix.format(i) + "lora_B.weight"] = lora_b[i].reshape(HEADS * HEAD_DIM, R)
+    check(sorted(theirs) == sorted(expected), f"adapter names {sorted(theirs)}")
+    for name, want in expected.items():
+        check(theirs[name].tobytes() == want.tobytes(), name)
+    back = rjax.load_pretrained(scratch / "adapter", "levanter-llama", mesh=mesh_b, best_effort="model",
+                                sizes=SIZES)
+    got = back["transformer"]["layers"]["stacked"]["self_attn"]["q_proj"]["lora"]
+    check(np.asarray(got["lora_A"]["weight"]).tobytes() == lora_a.tobytes(), "lora_A loaded back")
+    check(np.asarray(got["lora_B"]["weight"]).tobytes() == lora_b.tobytes(), "lora_B loaded back")
+    print(f"adapter: {len(theirs)} factors equal to numpy's, loaded back")
+
+
 def main() -> None:
     seed, scratch = int(sys.argv[1]), pathlib.Path(sys.argv[2])
     gen = np.random.default_rng(seed)
@@ -164,6 +196,7 @@ def main() -> None:
         check("nothing.here" in str(e), str(e))
     else:
         raise SystemExit("a name the folder lacks loaded")
+    adapter_round_trip(gen, scratch, tree, mesh_a, mesh_b)
     print("0 mismatches")
 
 
