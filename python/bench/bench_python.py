@@ -1,13 +1,19 @@
 """Python front end figures, each beside its baseline measured in the same run.
 
-  .venv/bin/python python/bench/bench_python.py [--mib 256] [--repeat 3]
+  .venv/bin/python python/bench/bench_python.py [--read-mib 1024] [--put-mib 256] [--repeat 3] [--calls 2000]
 
-1. Reading every tensor of a safetensors file: reshard (pread copies, and mmap
-   views) beside safetensors.numpy.load_file.
-2. Resharding a float32 array between two 8-device meshes in different device
-   orders: reshard.reshard beside jax.device_put (both on the CPU devices).
-3. Python call overhead: NamedSharding.devices_indices_map beside JAX's.
-Times are the best of --repeat runs; ratios are what to compare.
+1. Reading every tensor of a safetensors file (1 GiB by default): reshard
+   (pread copies, and mmap views) beside safetensors.numpy.load_file.
+2. Resharding a float32 array (256 MiB by default) between two 8-device meshes
+   in different device orders: reshard.jax.device_put (jax.Array to jax.Array)
+   and reshard.reshard (ShardedArray to ShardedArray) beside jax.device_put,
+   all on the CPU devices.
+3. Python call overhead on a small array: reshard.jax.device_put and
+   reshard.reshard of a 64-element array beside jax.device_put, and
+   NamedSharding.devices_indices_map beside JAX's.
+Times are the best of --repeat runs; ratios (baseline time / reshard time, so
+above 1 means reshard is faster) are what to compare on a loaded machine.
+The smaller sizes are for a quick check (python/tests/test_bench.py runs it so).
 """
 
 from __future__ import annotations
@@ -26,6 +32,9 @@ import safetensors.numpy  # noqa: E402
 from jax.sharding import Mesh as JaxMesh, NamedSharding as JaxSharding, PartitionSpec as JaxP  # noqa: E402
 
 import reshard  # noqa: E402
+import reshard.jax  # noqa: E402
+
+ORDER_A, ORDER_B = [0, 4, 1, 5, 2, 6, 3, 7], list(range(8))
 
 
 def best(fn, repeat: int) -> float:
@@ -37,69 +46,102 @@ def best(fn, repeat: int) -> float:
     return min(times)
 
 
+def gib_s(mib: float, seconds: float) -> str:
+    return f"{mib / 1024 / seconds:.2f} GiB/s"
+
+
 def bench_read(mib: int, repeat: int) -> None:
-    tensors = {f"layer{i}.w": np.random.default_rng(i).standard_normal((mib * 1024 * 1024 // 4 // 16,), np.float32)
-               for i in range(16)}
+    count = 16
+    gen = np.random.default_rng(0)
+    tensors = {f"layer{i}.w": gen.random((mib * 1024 * 1024 // 4 // count,), np.float32) for i in range(count)}
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "model.safetensors")
         reshard.safetensors.save_file(tensors, path)
+        del tensors
         reference = best(lambda: safetensors.numpy.load_file(path), repeat)
         pread = best(lambda: reshard.safetensors.load_file(path, mode="pread"), repeat)
         views = best(lambda: reshard.safetensors.load_file(path), repeat)
         touched = best(lambda: [a.sum() for a in reshard.safetensors.load_file(path).values()], repeat)
-    gib_s = lambda t: mib / 1024 / t  # noqa: E731
-    print(f"read {mib} MiB, 16 tensors: safetensors.numpy.load_file {gib_s(reference):.2f} GiB/s")
-    print(f"  reshard pread (copies)       {gib_s(pread):.2f} GiB/s  ratio {reference / pread:.2f}x")
+    print(f"read every tensor of a {mib} MiB file ({count} tensors): safetensors.numpy.load_file "
+          f"{gib_s(mib, reference)}")
+    print(f"  reshard pread (copies)       {gib_s(mib, pread)}  ratio {reference / pread:.2f}x")
     print(f"  reshard mmap (views)         {views * 1e3:.3f} ms      ratio {reference / views:.0f}x (no bytes read)")
-    print(f"  reshard mmap + sum of each   {gib_s(touched):.2f} GiB/s  ratio {reference / touched:.2f}x")
+    print(f"  reshard mmap + sum of each   {gib_s(mib, touched)}  ratio {reference / touched:.2f}x")
 
 
-def bench_reshard(mib: int, repeat: int) -> None:
-    devices = jax.devices()
-    order_a, order_b = [0, 4, 1, 5, 2, 6, 3, 7], list(range(8))
-    shape = (mib * 1024 * 1024 // 4 // 1024, 1024)
-    values = np.random.default_rng(0).standard_normal(shape, np.float32)
-    jax_a = JaxSharding(JaxMesh(np.array([devices[d] for d in order_a]).reshape(2, 4), ("x", "y")), JaxP("x", "y"))
-    jax_b = JaxSharding(JaxMesh(np.array([devices[d] for d in order_b]).reshape(2, 4), ("x", "y")), JaxP("x", "y"))
-    ours_a = reshard.NamedSharding(reshard.Mesh(np.array(order_a).reshape(2, 4), ("x", "y")), reshard.P("x", "y"))
-    ours_b = reshard.NamedSharding(reshard.Mesh(np.array(order_b).reshape(2, 4), ("x", "y")), reshard.P("x", "y"))
-    on_jax = jax.device_put(values, jax_a)
-    on_ours = reshard.from_host(values, ours_a)
+def jax_sharding(order, spec=("x", "y")):
+    devices = {d.id: d for d in jax.devices()}
+    return JaxSharding(JaxMesh(np.array([devices[d] for d in order]).reshape(2, 4), ("x", "y")), JaxP(*spec))
+
+
+def bench_device_put(mib: int, repeat: int) -> None:
+    shape = (max(1, mib * 1024 * 1024 // 4 // 1024), 1024)
+    values = np.random.default_rng(0).random(shape, np.float32)
+    jax_a, jax_b = jax_sharding(ORDER_A), jax_sharding(ORDER_B)
+    on_jax = jax.block_until_ready(jax.device_put(values, jax_a))
+    on_ours = reshard.from_host(values, reshard.jax.to_reshard(jax_a))
+    ours_b = reshard.jax.to_reshard(jax_b)
     theirs = best(lambda: jax.block_until_ready(jax.device_put(on_jax, jax_b)), repeat)
-    ours = best(lambda: reshard.reshard(on_ours, ours_b), repeat)
-    print(f"reshard {mib} MiB f32 between 2x4 meshes in two device orders:")
-    print(f"  jax.device_put {mib / 1024 / theirs:.2f} GiB/s, reshard.reshard {mib / 1024 / ours:.2f} GiB/s"
-          f"  ratio {theirs / ours:.2f}x")
+    ours = best(lambda: jax.block_until_ready(reshard.jax.device_put(on_jax, jax_b)), repeat)
+    core = best(lambda: reshard.reshard(on_ours, ours_b), repeat)
+    moved = reshard.jax.device_put(on_jax, jax_b)
+    assert moved.sharding == jax_b and np.array_equal(np.asarray(moved), values)
+    print(f"device_put {mib} MiB f32 between two 2x4 meshes in device orders {ORDER_A} and {ORDER_B}:")
+    print(f"  jax.device_put          {gib_s(mib, theirs)}")
+    print(f"  reshard.jax.device_put  {gib_s(mib, ours)}  ratio {theirs / ours:.2f}x")
+    print(f"  reshard.reshard         {gib_s(mib, core)}  ratio {theirs / core:.2f}x (ShardedArrays, no jax.Array)")
 
 
-def bench_overhead(repeat: int) -> None:
-    devices = jax.devices()
-    theirs_s = JaxSharding(JaxMesh(np.array(devices).reshape(2, 4), ("x", "y")), JaxP("x"))
+def per_call(fn, calls: int, repeat: int) -> float:
+    def loop():
+        for _ in range(calls):
+            fn()
+
+    return best(loop, repeat) / calls
+
+
+def bench_overhead(calls: int, repeat: int) -> None:
+    small = np.arange(64, dtype=np.float32).reshape(8, 8)
+    jax_a, jax_b = jax_sharding(ORDER_A, ("x",)), jax_sharding(ORDER_B, ("x",))
+    on_jax = jax.block_until_ready(jax.device_put(small, jax_a))
+    on_ours = reshard.from_host(small, reshard.jax.to_reshard(jax_a))
+    ours_b = reshard.jax.to_reshard(jax_b)
+    theirs = per_call(lambda: jax.block_until_ready(jax.device_put(on_jax, jax_b)), calls, repeat)
+    ours = per_call(lambda: jax.block_until_ready(reshard.jax.device_put(on_jax, jax_b)), calls, repeat)
+    core = per_call(lambda: reshard.reshard(on_ours, ours_b), calls, repeat)
+    print("call overhead, an 8x8 f32 array between the same two device orders:")
+    print(f"  jax.device_put          {theirs * 1e6:.1f} us per call")
+    print(f"  reshard.jax.device_put  {ours * 1e6:.1f} us per call  ratio {theirs / ours:.2f}x")
+    print(f"  reshard.reshard         {core * 1e6:.1f} us per call  ratio {theirs / core:.2f}x")
+
+    theirs_s = JaxSharding(JaxMesh(np.array(jax.devices()[:8]).reshape(2, 4), ("x", "y")), JaxP("x"))
     ours_s = reshard.NamedSharding(reshard.Mesh(np.arange(8).reshape(2, 4), ("x", "y")), reshard.P("x"))
-    n = 2000
-
     runs = iter(range(1, 2 * repeat + 1))
 
     def loop(s):
         # A shape never asked before in every call, so JAX's cache does not answer.
-        base = next(runs) * 2 * n
-        for i in range(n):
+        base = next(runs) * 2 * calls
+        for i in range(calls):
             s.devices_indices_map((base + 2 * i, 4))
 
-    theirs = best(lambda: loop(theirs_s), repeat) / n
-    ours = best(lambda: loop(ours_s), repeat) / n
-    print(f"devices_indices_map on 8 devices: JAX {theirs * 1e6:.1f} us, reshard {ours * 1e6:.1f} us per call"
+    theirs = best(lambda: loop(theirs_s), repeat) / calls
+    ours = best(lambda: loop(ours_s), repeat) / calls
+    print(f"  devices_indices_map on 8 devices: JAX {theirs * 1e6:.1f} us, reshard {ours * 1e6:.1f} us per call"
           f"  ratio {theirs / ours:.2f}x")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mib", type=int, default=256)
+    parser.add_argument("--read-mib", type=int, default=1024, help="size of the safetensors file read")
+    parser.add_argument("--put-mib", type=int, default=256, help="size of the array moved between device orders")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--calls", type=int, default=2000, help="calls per overhead measurement")
     args = parser.parse_args()
-    bench_read(args.mib, args.repeat)
-    bench_reshard(args.mib, args.repeat)
-    bench_overhead(args.repeat)
+    if len(jax.devices()) < 8:
+        raise SystemExit(f"needs 8 JAX devices, XLA_FLAGS gave {len(jax.devices())}")
+    bench_read(args.read_mib, args.repeat)
+    bench_device_put(args.put_mib, args.repeat)
+    bench_overhead(args.calls, args.repeat)
 
 
 if __name__ == "__main__":

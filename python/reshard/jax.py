@@ -6,8 +6,13 @@ Devices are matched by ``jax.Device.id``; each device's ``process_index``
 gives the topology. ``save`` / ``restore`` write and read reshard checkpoints
 of whole pytrees (names from the tree paths), and ``check`` lists the arrays
 whose sharding ``jit`` on a mesh would refuse, with the plan that fixes each.
-``save`` and ``restore`` are collective over a transport (``reshard.mpi``);
-``device_put`` and ``to_host`` run in one process for now.
+``export`` writes a pytree as Hugging Face files through a tensor map and
+``load_pretrained`` reads them back onto any shardings. ``save``, ``restore``,
+``export``, ``load_pretrained``, ``device_put`` and ``to_host`` are collective
+over a transport (``reshard.mpi``). Across processes the JAX side must be one
+multi-process JAX job (``jax.distributed``) whose process indices are the
+transport's ranks: each process then moves its devices' shards. Single-process
+JAX in each of several processes is refused (UnsupportedError) before anything moves.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ except ImportError as e:  # pragma: no cover - exercised in a subprocess by the 
 from . import _core
 from . import array as _array
 from . import checkpoint as _checkpoint
+from . import pipelines as _pipelines
 from ._plan import plan as _plan
 from .errors import InvalidArgumentError, UnsupportedError
 
@@ -38,7 +44,9 @@ __all__ = [
     "Incompatible",
     "check",
     "device_put",
+    "export",
     "from_jax_array",
+    "load_pretrained",
     "from_reshard",
     "restore",
     "save",
@@ -60,6 +68,18 @@ def topology(devices: Any = None) -> _core.Topology:
     if sorted(by_id) != list(range(len(by_id))):
         raise UnsupportedError(f"reshard needs device ids 0..{len(by_id) - 1}, JAX's are {sorted(by_id)}")
     return _core.Topology([by_id[d].process_index for d in range(len(by_id))])
+
+
+def _job_topology(transport: _core.Transport | None) -> _core.Topology:
+    """The topology of JAX's devices, checked against `transport`: JAX's processes must be
+    the transport's (a single-process JAX runs without one), or collectives would disagree."""
+    size, rank = (1, 0) if transport is None else (transport.size, transport.rank)
+    if jax.process_count() != size or jax.process_index() != rank:
+        raise UnsupportedError(
+            f"JAX runs {jax.process_count()} process(es) (this is process {jax.process_index()}), the transport "
+            f"{size} (this is rank {rank}): reshard.jax across processes needs one multi-process JAX job "
+            "(jax.distributed.initialize) whose process indices are the transport's ranks")
+    return topology()
 
 
 def _spec_entry_to_reshard(entry: Any) -> Any:
@@ -119,9 +139,10 @@ def to_jax_array(array: _array.ShardedArray, devices: Any = None) -> Any:
     sharding = from_reshard(array.sharding, devices)
     by_id = _devices_by_id(devices)
     kind = array.sharding.memory_kind
-    pieces = [
-        jax.device_put(s.data, _JaxSingleDeviceSharding(by_id[s.device], memory_kind=kind)) for s in array.shards
-    ]
+    shards = array.shards
+    # One batched device_put for all shards: per-shard calls cost most of a small array's time.
+    pieces = jax.device_put([s.data for s in shards],
+                            [_JaxSingleDeviceSharding(by_id[s.device], memory_kind=kind) for s in shards])
     return jax.make_array_from_single_device_arrays(array.shape, sharding, pieces)
 
 
@@ -129,32 +150,34 @@ def _is_jax_sharding(x: Any) -> bool:
     return isinstance(x, jax.sharding.Sharding)
 
 
-def device_put(tree: Any, shardings: Any) -> Any:
+def device_put(tree: Any, shardings: Any, transport: _core.Transport | None = None) -> Any:
     """`tree` (a pytree of jax.Arrays with NamedShardings, or numpy arrays) laid out by
     `shardings` (one NamedSharding for all, or a pytree prefix of `tree`), as
-    jax.device_put, across any meshes and device orders; all arrays move in one operation."""
+    jax.device_put, across any meshes and device orders; all arrays move in one operation.
+    Collective over `transport` (a multi-process JAX job, see the module's note)."""
     leaves, treedef = jax.tree_util.tree_flatten(tree)
     targets = jax.tree_util.tree_leaves(jax.tree_util.tree_broadcast(shardings, tree, is_leaf=_is_jax_sharding),
                                         is_leaf=_is_jax_sharding)
-    topo = topology()
+    topo = _job_topology(transport)
     ours = [to_reshard(t) for t in targets]
     sources, placed = [], {}
     for i, (leaf, target) in enumerate(zip(leaves, ours)):
         if isinstance(leaf, jax.Array):
             sources.append((i, from_jax_array(leaf, topo)))
         else:
-            placed[i] = _array.from_host(np.asarray(leaf), target, topo)
-    moved = _array.reshard([s for _, s in sources], [ours[i] for i, _ in sources])
+            placed[i] = _array.from_host(np.asarray(leaf), target, topo, transport)
+    moved = _array.reshard([s for _, s in sources], [ours[i] for i, _ in sources], transport)
     for (i, _), m in zip(sources, moved):
         placed[i] = m
     return jax.tree_util.tree_unflatten(treedef, [to_jax_array(placed[i]) for i in range(len(leaves))])
 
 
-def to_host(tree: Any) -> Any:
-    """Every jax.Array of `tree` whole, as numpy arrays in the same pytree, gathered in one operation."""
+def to_host(tree: Any, transport: _core.Transport | None = None) -> Any:
+    """Every jax.Array of `tree` whole, as numpy arrays in the same pytree, gathered in one
+    operation. Collective over `transport`: every process gets every array whole."""
     leaves, treedef = jax.tree_util.tree_flatten(tree)
-    topo = topology()
-    hosts = _array.to_host([from_jax_array(x, topo) for x in leaves])
+    topo = _job_topology(transport)
+    hosts = _array.to_host([from_jax_array(x, topo) for x in leaves], transport)
     return jax.tree_util.tree_unflatten(treedef, hosts)
 
 
@@ -182,16 +205,10 @@ def _named_leaves(tree: Any, is_leaf: Any = None) -> tuple[list[str], list[Any],
     return names, [leaf for _, leaf in pairs], treedef
 
 
-def save(path: str | os.PathLike, tree: Any, metadata: Mapping[str, str] | None = None, replace: bool = True,
-         transport: _core.Transport | None = None) -> _checkpoint.SaveStats:
-    """Saves a pytree of jax.Arrays as a reshard checkpoint, each under its tree path
-    (keys joined by dots: ``{"layers": [{"w": x}]}`` saves ``layers.0.w``).
-
-    Every process writes only the chunks its devices hold, a replicated chunk
-    once; numpy leaves are saved whole. Collective over `transport`.
-    """
+def _sharded_leaves(tree: Any, transport: _core.Transport | None) -> dict[str, _array.ShardedArray]:
+    """{tree path: ShardedArray} of a pytree: jax.Arrays adopted as they lie, numpy leaves whole on one device."""
     names, leaves, _ = _named_leaves(tree)
-    topo = topology()
+    topo = _job_topology(transport)
     arrays: dict[str, _array.ShardedArray] = {}
     for name, leaf in zip(names, leaves):
         if isinstance(leaf, jax.Array):
@@ -200,7 +217,18 @@ def save(path: str | os.PathLike, tree: Any, metadata: Mapping[str, str] | None 
             host = np.asarray(leaf)
             one = _core.NamedSharding(_core.Mesh([jax.devices()[0].id], ("device",)), _core.PartitionSpec())
             arrays[name] = _array.from_host(host, one, topo, transport)
-    return _checkpoint.save(path, arrays, metadata, replace, transport)
+    return arrays
+
+
+def save(path: str | os.PathLike, tree: Any, metadata: Mapping[str, str] | None = None, replace: bool = True,
+         transport: _core.Transport | None = None) -> _checkpoint.SaveStats:
+    """Saves a pytree of jax.Arrays as a reshard checkpoint, each under its tree path
+    (keys joined by dots: ``{"layers": [{"w": x}]}`` saves ``layers.0.w``).
+
+    Every process writes only the chunks its devices hold, a replicated chunk
+    once; numpy leaves are saved whole. Collective over `transport`.
+    """
+    return _checkpoint.save(path, _sharded_leaves(tree, transport), metadata, replace, transport)
 
 
 def _is_target(x: Any) -> bool:
@@ -221,8 +249,105 @@ def restore(path: str | os.PathLike, shardings: Any, verify_checksums: bool = Tr
     for name, leaf in zip(names, leaves):
         sharding = leaf if isinstance(leaf, jax.sharding.Sharding) else leaf.sharding
         targets[name] = to_reshard(sharding)
-    restored = _checkpoint.restore(path, targets, topology(), verify_checksums, transport)
+    restored = _checkpoint.restore(path, targets, _job_topology(transport), verify_checksums, transport)
     return jax.tree_util.tree_unflatten(treedef, [to_jax_array(restored[n]) for n in names])
+
+
+def export(tree: Any, out: str | os.PathLike, map: str, kind: str = "model", dtype: Any = None,
+           transport: _core.Transport | None = None, **options: Any) -> _pipelines.ExportResult:
+    """Exports a pytree of jax.Arrays (a model in a training framework's layout) to Hugging
+    Face files through the tensor map `map`, as ``reshard.export``, without gathering.
+
+    Each leaf is named by its tree path (keys joined by dots, as ``save``), so
+    ``{"transformer": {"norm": {"weight": x}}}`` is ``transformer.norm.weight``
+    for the map. `kind` is "model", "adapter" or "merged"; `options` are
+    ``reshard.export``'s (max_shard_size, base, gather_to, replace, hf_config,
+    lora_config). Every process writes what its devices hold. Collective over `transport`.
+    """
+    return _pipelines.export(_sharded_leaves(tree, transport), out, map, kind=kind, dtype=dtype,
+                             transport=transport, **options)
+
+
+def _glob_exact(name: str) -> str:
+    """An fnmatch pattern matching exactly `name`."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in name)
+
+
+def _spec_of(spec: Any) -> _core.PartitionSpec:
+    if isinstance(spec, _core.PartitionSpec):
+        return spec
+    return _core.PartitionSpec(*(_spec_entry_to_reshard(e) for e in spec))
+
+
+def _mesh_of(mesh: Any) -> _core.Mesh:
+    if isinstance(mesh, _core.Mesh):
+        return mesh
+    return to_reshard(_JaxNamedSharding(mesh, _JaxPartitionSpec())).mesh
+
+
+def _nest(names: list[str], values: list[Any]) -> dict[str, Any]:
+    """Nested dicts from dotted names (``a.b.c`` is ``tree["a"]["b"]["c"]``)."""
+    root: dict[str, Any] = {}
+    for name, value in zip(names, values):
+        *parents, last = name.split(".")
+        node = root
+        for part in parents:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise InvalidArgumentError(f"{name!r}: {part!r} is both a tensor and a prefix of another")
+        if last in node:
+            raise InvalidArgumentError(f"{name!r}: {last!r} is both a tensor and a prefix of another")
+        node[last] = value
+    return root
+
+
+def load_pretrained(hf_dir: str | os.PathLike, map: str, shardings: Any = None, *, mesh: Any = None,
+                    rules: Any = None, best_effort: str | None = None, dtype: Any = None,
+                    sizes: Mapping[str, int] | None = None, transport: _core.Transport | None = None) -> Any:
+    """A Hugging Face folder (or PEFT adapter) as a pytree of jax.Arrays in the framework
+    layout: `map` run backwards, as ``reshard.import_model``, each process reading only
+    what its devices need.
+
+    Either `shardings`, a pytree whose leaves are jax shardings or have a
+    ``.sharding`` (``jax.ShapeDtypeStruct``, a jax.Array), named by tree path
+    (keys joined by dots) and giving the result's tree, any meshes and device
+    orders; or a jax `mesh` with `rules` ((glob, PartitionSpec) pairs, first
+    match wins, replicated if none) or `best_effort` (shard over that axis),
+    giving nested dicts by the names' dotted parts. `sizes` gives axis sizes the
+    shapes do not (config.json's otherwise); `dtype` casts F32/F16/BF16.
+    Collective over `transport`.
+    """
+    topo = _job_topology(transport)
+    if shardings is not None:
+        if mesh is not None or rules is not None or best_effort is not None:
+            raise InvalidArgumentError("load_pretrained takes shardings, or mesh with rules/best_effort, not both")
+        names, leaves, treedef = _named_leaves(shardings, is_leaf=_is_target)
+        jax_targets = [leaf if isinstance(leaf, jax.sharding.Sharding) else leaf.sharding for leaf in leaves]
+        targets = [to_reshard(t) for t in jax_targets]
+        # Read onto the first target's mesh by exact-name rules; leaves on other meshes move after.
+        first_mesh = targets[0].mesh if targets else _core.Mesh([jax.devices()[0].id], ("device",))
+        name_rules = [(_glob_exact(n), t.spec) for n, t in zip(names, targets) if t.mesh == first_mesh]
+        imported = _pipelines.import_model(hf_dir, map, first_mesh, topo, rules=name_rules, dtype=dtype,
+                                           sizes=sizes, transport=transport)
+        missing = [n for n in names if n not in imported]
+        if missing:
+            from .errors import MissingTensorError
+
+            raise MissingTensorError(f"{os.fspath(hf_dir)} through the map gives no tensors {missing}")
+        moving = [i for i, (n, t) in enumerate(zip(names, targets)) if imported[n].sharding != t]
+        moved = _array.reshard([imported[names[i]] for i in moving], [targets[i] for i in moving],
+                               transport=transport) if moving else []
+        arrays = [imported[n] for n in names]
+        for i, m in zip(moving, moved):
+            arrays[i] = m
+        return jax.tree_util.tree_unflatten(treedef, [to_jax_array(a) for a in arrays])
+    if mesh is None:
+        raise InvalidArgumentError("load_pretrained needs shardings, or a mesh with rules or best_effort")
+    ours = None if rules is None or isinstance(rules, str) else [(p, _spec_of(s)) for p, s in rules]
+    imported = _pipelines.import_model(hf_dir, map, _mesh_of(mesh), topo, rules=ours if ours is not None else rules,
+                                       best_effort=best_effort, dtype=dtype, sizes=sizes, transport=transport)
+    names = sorted(imported)
+    return _nest(names, [to_jax_array(imported[n]) for n in names])
 
 
 @dataclasses.dataclass(frozen=True)

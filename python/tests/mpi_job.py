@@ -69,6 +69,24 @@ def over_mpi4py_communicator(values, src, dst, rank, size) -> list[str]:
     return [f"over mpi4py: {f}" for f in failures]
 
 
+def jax_across_processes_refused(t) -> list[str]:
+    """Single-process JAX in each rank is not one JAX job: reshard.jax refuses the transport
+    on every rank, typed and before any collective (the barrier after it would hang otherwise)."""
+    try:
+        import jax
+        import reshard.jax as rjax
+    except ImportError:  # optional
+        return []
+    x = jax.device_put(np.arange(8, dtype=np.float32), jax.devices()[0])
+    try:
+        rjax.device_put(x, x.sharding, transport=t)
+    except reshard.errors.UnsupportedError as e:
+        t.barrier()
+        return [] if "jax.distributed" in str(e) else [f"reshard.jax refused with {e}"]
+    t.barrier()
+    return [] if t.size == 1 else ["reshard.jax.device_put ran over processes JAX does not know"]
+
+
 def main(folder: pathlib.Path, seed: int) -> int:
     session = reshard.mpi.session()
     t = reshard.mpi.transport()
@@ -126,6 +144,7 @@ def main(folder: pathlib.Path, seed: int) -> int:
     failures += [f"{n} imported" for n, h in hosts.items() if h.tobytes() != values[n].tobytes()]
 
     failures += over_mpi4py_communicator(values, src, dst, rank, size)
+    failures += jax_across_processes_refused(t)
 
     if failures:
         print(f"rank {rank}: wrong: {failures}", flush=True)

@@ -164,3 +164,35 @@ def test_from_jax_array_adopts_the_cpu_buffers(devices):
     theirs = {s.device.id: np.asarray(s.data) for s in x.addressable_shards}
     for shard in ours.shards:
         assert np.shares_memory(shard.data, theirs[shard.device]) and not shard.data.flags.writeable
+
+
+def test_transports_must_be_jaxs_processes(rng, devices):
+    """A transport of one process is JAX's single process: the same results. A transport of
+    two with single-process JAX is refused by every process before anything moves (no hang)."""
+    import threading
+
+    src = seed_sharding(devices, SEED_ORDERS[0], jax.sharding.PartitionSpec("data", "model"))
+    dst = seed_sharding(devices, SEED_ORDERS[1], jax.sharding.PartitionSpec("model"))
+    values = random_values(rng, (16, 8), np.float32)
+    x = jax.device_put(values, src)
+    one = reshard.InProcessGroup(1).transport(0)
+    assert_same_shards(rjax.device_put({"x": x}, dst, transport=one)["x"], jax.device_put(x, dst), values)
+    np.testing.assert_array_equal(rjax.to_host([x], transport=one)[0], values)
+
+    group = reshard.InProcessGroup(2)
+    raised = [None, None]
+
+    def run(rank):
+        try:
+            rjax.device_put(x, dst, transport=group.transport(rank))
+        except errors.UnsupportedError as e:
+            raised[rank] = str(e)
+
+    threads = [threading.Thread(target=run, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert all(r is not None and "jax.distributed" in r for r in raised), raised
+    with pytest.raises(errors.UnsupportedError, match="transport 2"):
+        rjax.to_host(x, transport=group.transport(0))
