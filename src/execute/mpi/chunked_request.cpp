@@ -83,6 +83,7 @@ void ChunkedRequest::complete_finished_chunks() {
     if (finished == 0) continue;
     if (caller_data_ != nullptr) std::memcpy(caller_data_ + chunk.offset, message_.data + chunk.offset, chunk.size);
     ++completions_;
+    engine_.note_completion();
   }
   std::erase_if(posted_, [](const PostedChunk& chunk) { return chunk.request == MPI_REQUEST_NULL; });
 }

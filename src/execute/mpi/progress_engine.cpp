@@ -7,6 +7,7 @@
 
 #include "chunked_request.h"
 #include "orphans.h"
+#include "typed_request.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::mpi_detail {
@@ -19,8 +20,11 @@ constexpr auto kAnnounceLinger = std::chrono::milliseconds(250);
 // How long a wait on a peer that said goodbye goes on without progress
 // before it fails: messages it sent just before may still be on the way.
 constexpr auto kGoodbyeGrace = std::chrono::milliseconds(1000);
-// Idle looks sleep 10 us, doubling up to 1 ms: short waits stay fast, long
-// ones cost next to no CPU.
+// Looks poll without sleeping until no request has completed anything for
+// this long (a peer descheduled on a loaded machine, or not there yet); then
+// they sleep 10 us, doubling up to 1 ms: short waits stay fast, long ones
+// cost next to no CPU.
+constexpr auto kPollStretch = std::chrono::milliseconds(5);
 constexpr auto kFirstSleep = std::chrono::microseconds(10);
 constexpr auto kLongestSleep = std::chrono::microseconds(1000);
 
@@ -51,8 +55,13 @@ void ProgressEngine::remove(ChunkedRequest* request) {
   std::erase(requests_, request);
 }
 
+void ProgressEngine::add(TypedRequest* request) { typed_.push_back(request); }
+
+void ProgressEngine::remove(TypedRequest* request) { std::erase(typed_, request); }
+
 void ProgressEngine::progress() {
   for (ChunkedRequest* request : requests_) request->advance();
+  for (TypedRequest* request : typed_) request->advance_keeping_error();
   failures_.poll();
   // Waiting ranks beat too (rate-limited), in case there is no heartbeat thread.
   const auto now = Clock::now();
@@ -103,9 +112,12 @@ bool ProgressEngine::take_budget(size_t bytes, bool always) {
 void ProgressEngine::give_back_budget(size_t bytes) { in_flight_ -= std::min(bytes, in_flight_); }
 
 void ProgressEngine::wait(const WaitFor& what) {
-  auto last_progress = Clock::now();
+  auto last_progress = Clock::now();  // of this wait's own condition: for liveness
+  auto last_completion = last_progress;  // of any request: whether to keep polling
+  uint64_t completions_seen = completions_.load();
   auto sleep = kFirstSleep;
   while (true) {
+    bool polling = true;
     {
       auto guard = lock();
       throw_if_aborted();
@@ -114,15 +126,24 @@ void ProgressEngine::wait(const WaitFor& what) {
       if (result == WaitStep::kDone) return;
       throw_if_peer_failed();
       const auto now = Clock::now();
+      if (completions_ != completions_seen || result == WaitStep::kProgressed) {
+        completions_seen = completions_;
+        last_completion = now;
+        sleep = kFirstSleep;
+      }
       if (result == WaitStep::kProgressed) {
         last_progress = now;
-        sleep = kFirstSleep;
-        continue;
+      } else {
+        throw_if_peer_gone(what.peers(), now - last_progress, what.describe);
       }
-      throw_if_peer_gone(what.peers(), now - last_progress, what.describe);
+      polling = now - last_completion < kPollStretch;
     }
-    std::this_thread::sleep_for(sleep);
-    sleep = std::min(sleep * 2, kLongestSleep);
+    if (polling) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(sleep);
+      sleep = std::min(sleep * 2, kLongestSleep);
+    }
   }
 }
 

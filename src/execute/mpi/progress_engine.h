@@ -20,6 +20,7 @@
 namespace reshard::mpi_detail {
 
 class ChunkedRequest;
+class TypedRequest;
 
 // What one look at a wait's condition found.
 enum class WaitStep { kDone, kProgressed, kIdle };
@@ -39,8 +40,12 @@ struct WaitFor {
 // serialises all MPI calls of the transport.
 //
 // Waiting is separate from liveness: a wait lasts as long as the peers it
-// needs are alive (Heartbeats), however slow they are, and sleeps with a
-// backoff between looks instead of spinning: ranks often outnumber cores.
+// needs are alive (Heartbeats), however slow they are. While data moves (any
+// request of the transport completed something recently) a wait polls
+// without sleeping, yielding the core between looks: over shared memory MPI
+// moves large and non-contiguous messages only while some rank calls it, so
+// a sleep there stalls the peers too. After a stretch with no completions it
+// sleeps with a backoff between looks: ranks often outnumber cores.
 class ProgressEngine {
  public:
   // `control` carries failure notices, `heartbeat` the beats.
@@ -52,6 +57,11 @@ class ProgressEngine {
 
   void add(ChunkedRequest* request);
   void remove(ChunkedRequest* request);
+  void add(TypedRequest* request);
+  void remove(TypedRequest* request);
+
+  // A pending request completed a chunk or a message: waits keep polling.
+  void note_completion() { ++completions_; }
 
   // One round: every pending request completes and posts what it can, and
   // failure notices and heartbeats from peers are read.
@@ -105,6 +115,8 @@ class ProgressEngine {
   std::mutex mutex_;
   int rank_;
   std::vector<ChunkedRequest*> requests_;
+  std::vector<TypedRequest*> typed_;
+  std::atomic<uint64_t> completions_{0};  // of every request, for the wait's polling
   FailureChannel failures_;
   Heartbeats heartbeats_;
   std::optional<std::string> aborted_;  // this rank's own failure

@@ -29,10 +29,12 @@ TypedRequest::TypedRequest(ProgressEngine& engine, bool is_send, int peer, Tag t
     check_mpi(MPI_Isend(MPI_BOTTOM, 1, type_, peer_, mpi_tag_, comm_, &request_), describe());
     posted_ = true;
   }
+  engine_.add(this);
 }
 
 TypedRequest::~TypedRequest() {
   auto guard = engine_.lock();
+  engine_.remove(this);
   // A message still in MPI's hands (a send its peer has not taken, a matched
   // receive still arriving) goes to Orphans with a share of the runs' owner,
   // so their memory outlives it. Freeing the datatype does not affect it.
@@ -45,7 +47,19 @@ TypedRequest::~TypedRequest() {
   if (type_ != MPI_DATATYPE_NULL) MPI_Type_free(&type_);
 }
 
+void TypedRequest::advance_keeping_error() noexcept {
+  if (done_ || error_) return;
+  try {
+    advance();
+  } catch (const Error& e) {
+    error_ = e;
+  } catch (const std::exception& e) {
+    error_ = Error(ErrorCode::kTransport, fmt::format("rank {}: {}: {}", engine_.rank(), describe(), e.what()));
+  }
+}
+
 bool TypedRequest::advance() {
+  if (error_) throw *error_;
   if (done_) return true;
   if (!posted_) {
     int arrived = 0;
@@ -67,6 +81,7 @@ bool TypedRequest::advance() {
   check_mpi(MPI_Test(&request_, &finished, MPI_STATUS_IGNORE), describe());
   if (finished == 0) return false;
   done_ = true;
+  engine_.note_completion();
   engine_.count_completed(is_send_, bytes_);
   return true;
 }

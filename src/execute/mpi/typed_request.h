@@ -5,11 +5,13 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "progress_engine.h"
 #include "reshard/execute/transport.h"
+#include "reshard/layout/error.h"
 
 namespace reshard::mpi_detail {
 
@@ -17,7 +19,9 @@ namespace reshard::mpi_detail {
 // (MPI_BOTTOM), so MPI moves the bytes between the runs and its own buffers
 // with no packing pass of ours. A receive is posted only once a message of
 // the expected size has arrived (MPI_Improbe, MPI_Imrecv), as ChunkedRequest
-// does. Each request drives itself when waited on or tested. `owner` keeps
+// does. The engine drives every pending one (so a receive is matched as soon
+// as its message arrives, whatever is waited on); an MPI error is kept and
+// thrown by the next wait() or test(). `owner` keeps
 // the runs' memory alive; a request destroyed before MPI is done with it
 // leaves its MPI request to Orphans with a share of it.
 class TypedRequest final : public Request {
@@ -33,6 +37,9 @@ class TypedRequest final : public Request {
 
   void wait() override;
   bool test() override;
+
+  // Under the engine's lock: advance(), keeping an error for the next wait or test.
+  void advance_keeping_error() noexcept;
 
  private:
   // Under the lock: matches an arrived receive, tests for completion.
@@ -51,6 +58,7 @@ class TypedRequest final : public Request {
   MPI_Request request_ = MPI_REQUEST_NULL;
   bool posted_ = false;
   bool done_ = false;
+  std::optional<Error> error_;
 };
 
 }  // namespace reshard::mpi_detail

@@ -2,6 +2,10 @@
 // mixed with packed ones at the other end they still match byte for byte.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
+#include <vector>
+
 #include "execute/support/reference_arrays.h"
 #include "execute/support/transport_suite.h"
 #include "mpi_world.h"
@@ -51,6 +55,44 @@ TEST_F(TypedMessagesMpi, AStridedReshardArrivesWholeAndIsCounted) {
     }
   }
   EXPECT_EQ(after.bytes_received - before.bytes_received, planned_in);
+}
+
+// A typed receive is matched and completed by waits on other requests too, as
+// chunked ones are: MPI moves a non-contiguous message only while it is
+// driven, so one left to its own wait would stall its sender meanwhile.
+TEST_F(TypedMessagesMpi, WaitsOnOtherRequestsDriveATypedReceive) {
+  MpiTransport t(MPI_COMM_WORLD, typed_options());
+  if (t.size() < 2 || t.rank() > 1) return;
+  // Four runs of 64 bytes, one apart: strided at both ends.
+  auto strided = std::make_shared<std::vector<std::byte>>(512, std::byte{0});
+  std::vector<std::byte> plain(16, std::byte{0});
+  const Tag base = 0;
+  if (t.rank() == 0) {
+    std::vector<ConstByteRun> runs;
+    for (size_t i = 0; i < 4; ++i) {
+      std::fill_n(strided->begin() + static_cast<std::ptrdiff_t>(128 * i), 64, std::byte{static_cast<uint8_t>(i + 1)});
+      runs.push_back(ConstByteRun{strided->data() + 128 * i, 64});
+    }
+    auto typed = t.isend_gather(1, base + 1, runs, strided);
+    t.send(1, base + 2, plain);
+    t.send(1, base + 3, plain);
+    typed->wait();
+    return;
+  }
+  std::vector<ByteRun> runs;
+  for (size_t i = 0; i < 4; ++i) runs.push_back(ByteRun{strided->data() + 128 * i, 64});
+  const TransportCounters before = t.counters();
+  auto typed = t.irecv_scatter(0, base + 1, runs, strided);
+  t.recv(0, base + 2, plain);
+  t.recv(0, base + 3, plain);
+  // Sent before the plain messages, so it arrived before them and the waits
+  // on them received it.
+  EXPECT_EQ(t.counters().bytes_received - before.bytes_received, 256u + 32u);
+  typed->wait();
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ((*strided)[128 * i], std::byte{static_cast<uint8_t>(i + 1)});
+    EXPECT_EQ((*strided)[128 * i + 64], std::byte{0});
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <span>
 #include <cstring>
@@ -327,7 +328,9 @@ BenchReport run_reshard_mpi_benchmark() {
   const Topology topology = Topology::uniform(devices, world.size);
   BenchReport report;
   report.benchmark = "reshard";
-  {
+  const char* only_env = std::getenv("RESHARD_BENCH_ONLY");
+  const std::string only = only_env != nullptr ? only_env : "";
+  if (only.empty() || only == "split") {
     ShardedArray source = ShardedArray::allocate(kShape, DType::kF32, split_middle(in_order(devices)), topology,
                                                  world.rank);
     fill(source);
@@ -350,8 +353,8 @@ BenchReport run_reshard_mpi_benchmark() {
     bytes.ratio = bytes.value > 0 ? bytes.baseline / bytes.value : 0;  // how many times fewer
     report.figures.push_back(bytes);
   }
-  replicated_figures(topology, world.rank, transport, report);
-  model_figures(topology, world.rank, transport, typed, report);
+  if (only.empty()) replicated_figures(topology, world.rank, transport, report);
+  if (only.empty() || only == "model") model_figures(topology, world.rank, transport, typed, report);
   if (world.size >= 2) report.figures.push_back(replicated_holders_figure(topology));
   return report;
 }
