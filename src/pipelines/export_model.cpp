@@ -25,6 +25,7 @@ void check_options(const ExportOptions& options, const Transport& transport) {
                                                          *options.gather_to, transport.size() - 1));
   }
   if (options.block_bytes == 0) throw Error(ErrorCode::kInvalidArgument, "export block size must be positive");
+  if (options.blocks_in_flight == 0) throw Error(ErrorCode::kInvalidArgument, "export blocks in flight must be positive");
 }
 
 // Runs `step` on every process and fails all of them if it fails on any.

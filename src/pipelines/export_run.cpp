@@ -1,5 +1,6 @@
 #include "export_run.h"
 
+#include <chrono>
 #include <cstring>
 #include <optional>
 
@@ -8,12 +9,36 @@
 #include "agreement.h"
 #include "export_output.h"
 #include "export_produce.h"
+#include "export_write_queue.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::pipelines_detail {
 namespace {
 
 namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// The input, with the time spent reading it counted (on the producing thread).
+class TimedInput final : public ExportInput {
+ public:
+  explicit TimedInput(const ExportInput& input) : input_(input) {}
+  const std::vector<safetensors::TensorSpec>& specs() const override { return input_.specs(); }
+  bool readable_by(int process, size_t source, const Box& box) const override {
+    return input_.readable_by(process, source, box);
+  }
+  void read(size_t source, const Box& box, std::span<std::byte> out) const override {
+    const auto start = Clock::now();
+    input_.read(source, box, out);
+    seconds_ += since(start);
+  }
+  double seconds() const { return seconds_; }
+
+ private:
+  const ExportInput& input_;
+  mutable double seconds_ = 0;
+};
 
 // One process's side of the export.
 class ExportRun {
@@ -26,21 +51,34 @@ class ExportRun {
         what_(fmt::format("exporting to {}", out.string())) {}
 
   ExportResult run(const ExportSteps& steps) {
+    const auto start = Clock::now();
     open_files();
     if (gather_) tags_ = transport_.begin_operation();
+    if (!gather_) start_queue();
     size_t next = 0;
     for (size_t t = 0; t < plan_.tensors.size(); ++t) {
       if (steps.before) steps.before(t);
       for (; next < blocks_.size() && blocks_[next].tensor == t; ++next) {
-        gather_ ? gather_block(next) : write_own_block(blocks_[next]);
+        gather_ ? gather_block(next) : queue_own_block(next);
       }
       if (steps.after) steps.after(t);
     }
+    if (queue_) {
+      run_step(failure_, [&] { queue_->finish(); });
+      times_.write = queue_->write_seconds();
+      queue_.reset();
+    }
+    auto phase = Clock::now();
     if (writes_here()) run_step(failure_, [&] { output_.sync(); });
+    times_.sync = since(phase);
+    phase = Clock::now();
     agree();
     if (rank_ == root_) run_step(failure_, [&] { output_.commit(); });
     agree();
-    return {plan_.tensors.size(), plan_.merged, output_.files(), plan_.total_bytes(), written_};
+    times_.commit = since(phase);
+    times_.read = input_.seconds();
+    times_.total = since(start);
+    return {plan_.tensors.size(), plan_.merged, output_.files(), plan_.total_bytes(), written_, times_};
   }
 
  private:
@@ -65,32 +103,57 @@ class ExportRun {
     if (rank_ != root_) run_step(failure_, [&] { output_.join(staging); });
   }
 
-  void produce(const ExportBlock& block) {
+  // Produces `block` into `out` (its bytes long).
+  void produce(const ExportBlock& block, std::span<std::byte> out) {
     const ExportTensor& tensor = plan_.tensors[block.tensor];
-    buffer_.resize(static_cast<size_t>(block.bytes));
+    const auto start = Clock::now();
     try {
-      produce_block(plan_, tensor, block.box, input_, buffer_);
+      produce_block(plan_, tensor, block.box, input_, out);
     } catch (const Error& e) {
       throw e.with_context(fmt::format("tensor '{}' {}", tensor.spec.name, block.box.to_string()));
     }
+    times_.produce += since(start);
     if (options_.progress) options_.progress(block.bytes);
   }
+  void produce(const ExportBlock& block) {
+    buffer_.resize(static_cast<size_t>(block.bytes));
+    produce(block, buffer_);
+  }
 
-  void write(const ExportBlock& block) {
+  void write(const ExportBlock& block, std::span<const std::byte> bytes) {
     const ExportTensor& tensor = plan_.tensors[block.tensor];
     try {
-      output_.write(tensor.spec.name, block.box, buffer_);
+      output_.write(tensor.spec.name, block.box, bytes);
     } catch (const Error& e) {
       throw e.with_context(fmt::format("writing tensor '{}' {}", tensor.spec.name, block.box.to_string()));
     }
     written_ += block.bytes;
   }
+  void write(const ExportBlock& block) {
+    const auto start = Clock::now();
+    write(block, buffer_);
+    times_.write += since(start);
+  }
 
-  void write_own_block(const ExportBlock& block) {
+  // Shared writing: this process's blocks are written by the queue's thread
+  // while the next is produced here.
+  void start_queue() {
+    queue_.emplace(options_.blocks_in_flight,
+                   [this](size_t index, std::span<const std::byte> bytes) { write(blocks_[index], bytes); });
+  }
+
+  void queue_own_block(size_t index) {
+    const ExportBlock& block = blocks_[index];
     if (block.process != rank_) return;
     run_step(failure_, [&] {
-      produce(block);
-      write(block);
+      std::vector<std::byte> bytes = queue_->take(static_cast<size_t>(block.bytes));
+      try {
+        produce(block, bytes);
+      } catch (...) {
+        queue_->give_back(std::move(bytes));
+        throw;
+      }
+      queue_->push(index, std::move(bytes));
     });
   }
 
@@ -122,7 +185,7 @@ class ExportRun {
 
   const ExportPlan& plan_;
   const std::vector<ExportBlock>& blocks_;
-  const ExportInput& input_;
+  TimedInput input_;
   const ExportOptions& options_;
   Transport& transport_;
   ExportOutput output_;
@@ -132,8 +195,10 @@ class ExportRun {
   std::string what_;
   Failure failure_;
   Tag tags_ = 0;
-  std::vector<std::byte> buffer_;
-  uint64_t written_ = 0;
+  std::vector<std::byte> buffer_;  // gathering: the block in hand
+  uint64_t written_ = 0;           // shared writing: counted on the queue's thread, read after it ends
+  ExportTimes times_;
+  std::optional<BlockWriteQueue> queue_;  // last: destroyed (its thread joined) first
 };
 
 }  // namespace

@@ -29,6 +29,7 @@ namespace reshard {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::peak_rss_kib;
 using testing::run_reshard;
 using testing::TempFolder;
 
@@ -162,29 +163,6 @@ TEST(MergeLoraCommand, HelpHasAnExample) {
   const auto result = run_reshard({"merge-lora", "--help"});
   EXPECT_EQ(result.exit_code, 0);
   EXPECT_NE(result.out.find("reshard merge-lora llama-7b/ my-adapter/"), std::string::npos) << result.out;
-}
-
-// Peak resident memory (KiB) of the reshard binary run with `args`.
-long peak_rss_kib(const std::vector<std::string>& args) {
-  std::vector<std::string> storage = {RESHARD_BINARY};
-  storage.insert(storage.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& arg : storage) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) return -1;
-  int status = 0;
-  rusage usage{};
-  while (::wait4(pid, &status, 0, &usage) < 0) {
-    if (errno != EINTR) return -1;
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return -1;
-  return usage.ru_maxrss;
 }
 
 // A base of `layers` [rows, cols] f32 weights written one at a time from one

@@ -57,8 +57,24 @@ struct ExportOptions {
   // At most this many bytes of an output tensor (a range of its rows, or one
   // row when larger) are produced at a time: what bounds memory per process.
   uint64_t block_bytes = uint64_t{64} << 20;
+  // Blocks a process holds at once when it writes its own: 2 reads and
+  // produces block k+1 while block k is written; 1 does one block at a time
+  // (least memory). Memory per process is about this many blocks.
+  size_t blocks_in_flight = 2;
   // Called with output bytes this process has just produced, for progress.
   std::function<void(uint64_t bytes)> progress;
+};
+
+// Where one process's export time went, in seconds (what `reshard bench
+// export` breaks down). Writing runs on a thread of its own beside reading
+// and producing, so the phases overlap and need not add up to the total.
+struct ExportTimes {
+  double read = 0;     // reading source bytes (a part of produce)
+  double produce = 0;  // producing this process's blocks, reads included
+  double write = 0;    // writing them at their offsets (or, gathering, on the writing process)
+  double sync = 0;     // flushing this process's writes to storage, once per file
+  double commit = 0;   // agreeing with the peers, and committing the folder
+  double total = 0;
 };
 
 struct ExportResult {
@@ -67,6 +83,7 @@ struct ExportResult {
   size_t files = 0;          // weight files written
   uint64_t bytes = 0;        // tensor bytes of the output
   uint64_t bytes_written = 0;  // tensor bytes this process wrote
+  ExportTimes seconds;         // this process's
 };
 
 // Collective over `transport`. Resolves `map` against the checkpoint's

@@ -28,6 +28,10 @@ struct RunLimits {
 // Runs RESHARD_BINARY with `args` (stdin from /dev/null) and waits for it.
 CommandResult run_reshard(const std::vector<std::string>& args, const RunLimits& limits = {});
 
+// Peak resident memory (KiB, the child's ru_maxrss from wait4) of
+// RESHARD_BINARY run with `args` (stdout to /dev/null); -1 unless it exits 0.
+long peak_rss_kib(const std::vector<std::string>& args);
+
 // Waits for the child `pid` to end: its exit status, or 128 + N when killed by signal N.
 int wait_for_exit(pid_t pid);
 
