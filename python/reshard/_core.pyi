@@ -688,6 +688,11 @@ def _to_host(array: _ShardedArray, transport: Transport | None = None) -> numpy.
     The whole array's bytes, row-major, as a uint8 numpy array on every process.
     """
 
+def _to_host_root(array: _ShardedArray, root: int, transport: Transport | None = None) -> numpy.ndarray | None:
+    """
+    The whole array's bytes on process `root` only (None on the others, which send it what it lacks).
+    """
+
 def _reshard_arrays(arrays: Sequence[_ShardedArray], targets: Sequence[NamedSharding], transport: Transport | None = None) -> list[_ShardedArray]:
     """Each array laid out by its target, all in one operation."""
 
@@ -696,9 +701,9 @@ def _to_host_arrays(arrays: Sequence[_ShardedArray], transport: Transport | None
     Every array's bytes, row-major, as uint8 numpy arrays, in one operation.
     """
 
-def _from_host(bytes: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order='C', device='cpu', writable=False)], shape: object, dtype: str, target: NamedSharding, topology: Topology, transport: Transport | None = None) -> _ShardedArray:
+def _from_host(bytes: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order='C', device='cpu', writable=False)], shape: object, dtype: str, target: NamedSharding, topology: Topology, transport: Transport | None = None, root: int | None = None) -> _ShardedArray:
     """
-    A host array's bytes (whole, on every process) placed with `target`: each process its shards.
+    A host array's bytes placed with `target`: each process its shards. Without a root the bytes are whole on every process and nothing is sent; with one only the root's are read and it sends each process its shards' elements.
     """
 
 class SaveStats:

@@ -193,13 +193,16 @@ def reshard_into(array: ShardedArray, out: ShardedArray, transport: _core.Transp
     _core._reshard_into(array._array, out._array, transport)
 
 
-def to_host(arrays: Any, transport: _core.Transport | None = None) -> Any:
+def to_host(arrays: Any, transport: _core.Transport | None = None, root: int | None = None) -> Any:
     """The whole array as one numpy array (it owns reshard's host buffer; no extra copy).
 
     A dict / list / tuple nesting of ShardedArrays gives the same nesting of
     numpy arrays, gathered in one operation. Collective over `transport`: every
-    process gets the whole array.
+    process gets the whole array; with `root`, only process `root` does (the
+    others get None in each place, and send root just the elements it lacks).
     """
+    if root is not None:
+        return _to_root(arrays, transport, root)
     if _is_array(arrays):
         return _core._to_host(arrays._array, transport).view(arrays.dtype).reshape(arrays.shape)
     leaves, rebuild = _tree.flatten(arrays, _is_array, "ShardedArray")
@@ -207,18 +210,38 @@ def to_host(arrays: Any, transport: _core.Transport | None = None) -> Any:
     return rebuild([h.view(a.dtype).reshape(a.shape) for h, a in zip(hosts, leaves)])
 
 
+def _to_root(arrays: Any, transport: _core.Transport | None, root: int) -> Any:
+    def one(a: ShardedArray) -> np.ndarray | None:
+        host = _core._to_host_root(a._array, root, transport)
+        return None if host is None else host.view(a.dtype).reshape(a.shape)
+
+    if _is_array(arrays):
+        return one(arrays)
+    leaves, rebuild = _tree.flatten(arrays, _is_array, "ShardedArray")
+    return rebuild([one(a) for a in leaves])
+
+
 def from_host(
     host: Any,
     sharding: _core.NamedSharding,
     topology: _core.Topology | None = None,
     transport: _core.Transport | None = None,
+    root: int | None = None,
 ) -> ShardedArray:
     """A whole host array placed with `sharding`: each device of this process gets a copy of its slice.
 
-    Collective over `transport` (every process passes the whole array); nothing is sent.
+    Collective over `transport`. Without `root` every process passes the whole
+    array and nothing is sent. With `root` only that process's bytes are read:
+    the others pass anything with the same `shape` and `dtype` (a
+    `jax.ShapeDtypeStruct`, an empty numpy array of that shape), and root sends
+    each process just its shards' elements.
     """
+    topology = topology or _default_topology(sharding)
+    if root is not None and transport is not None and transport.rank != root:
+        shape, name = tuple(host.shape), dtype_name(np.dtype(host.dtype))
+        empty = np.empty(0, dtype=np.uint8)
+        return ShardedArray(_core._from_host(empty, shape, name, sharding, topology, transport, root))
     host = np.asarray(host)
     name = dtype_name(host.dtype)
     flat = np.ascontiguousarray(host.reshape(-1)).view(np.uint8)
-    topology = topology or _default_topology(sharding)
-    return ShardedArray(_core._from_host(flat, host.shape, name, sharding, topology, transport))
+    return ShardedArray(_core._from_host(flat, host.shape, name, sharding, topology, transport, root))

@@ -1,5 +1,5 @@
 """reshard for JAX programs: jax.sharding.NamedSharding to and from reshard's,
-jax.Array to and from ShardedArray, and device_put / to_host on pytrees.
+jax.Array to and from ShardedArray, and device_put / from_host / to_host on pytrees.
 
 JAX is optional: ``import reshard`` works without it; this module needs it.
 Devices are matched by ``jax.Device.id``; each device's ``process_index``
@@ -8,7 +8,7 @@ of whole pytrees (names from the tree paths), and ``check`` lists the arrays
 whose sharding ``jit`` on a mesh would refuse, with the plan that fixes each.
 ``export`` writes a pytree as Hugging Face files through a tensor map and
 ``load_pretrained`` reads them back onto any shardings. ``save``, ``restore``,
-``export``, ``load_pretrained``, ``device_put`` and ``to_host`` are collective
+``export``, ``load_pretrained``, ``device_put``, ``from_host`` and ``to_host`` are collective
 over a transport (``reshard.mpi``). Across processes the JAX side must be one
 multi-process JAX job (``jax.distributed``) whose process indices are the
 transport's ranks: each process then moves its devices' shards. Single-process
@@ -45,6 +45,7 @@ __all__ = [
     "check",
     "device_put",
     "export",
+    "from_host",
     "from_jax_array",
     "load_pretrained",
     "from_reshard",
@@ -172,13 +173,32 @@ def device_put(tree: Any, shardings: Any, transport: _core.Transport | None = No
     return jax.tree_util.tree_unflatten(treedef, [to_jax_array(placed[i]) for i in range(len(leaves))])
 
 
-def to_host(tree: Any, transport: _core.Transport | None = None) -> Any:
+def to_host(tree: Any, transport: _core.Transport | None = None, root: int | None = None) -> Any:
     """Every jax.Array of `tree` whole, as numpy arrays in the same pytree, gathered in one
-    operation. Collective over `transport`: every process gets every array whole."""
+    operation. Collective over `transport`: every process gets every array whole; with
+    `root`, only process `root` does (the others get None leaves, and send root just the
+    elements it lacks, nothing replicated twice)."""
     leaves, treedef = jax.tree_util.tree_flatten(tree)
     topo = _job_topology(transport)
-    hosts = _array.to_host([from_jax_array(x, topo) for x in leaves], transport)
+    hosts = _array.to_host([from_jax_array(x, topo) for x in leaves], transport, root)
+    if root is not None and (0 if transport is None else transport.rank) != root:
+        return jax.tree_util.tree_unflatten(treedef, [None] * len(leaves))
     return jax.tree_util.tree_unflatten(treedef, hosts)
+
+
+def from_host(tree: Any, shardings: Any, transport: _core.Transport | None = None, root: int | None = None) -> Any:
+    """`tree` (a pytree of numpy arrays, whole on every process) placed with `shardings`
+    (one NamedSharding for all, or a pytree prefix of `tree`) as jax.Arrays: each process
+    copies out its devices' slices and nothing is sent. With `root`, only process `root`'s
+    values are read (the others pass leaves of the same shape and dtype, such as
+    jax.ShapeDtypeStruct) and root sends each process just its shards' elements."""
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    targets = jax.tree_util.tree_leaves(jax.tree_util.tree_broadcast(shardings, tree, is_leaf=_is_jax_sharding),
+                                        is_leaf=_is_jax_sharding)
+    topo = _job_topology(transport)
+    placed = [_array.from_host(leaf, to_reshard(target), topo, transport, root)
+              for leaf, target in zip(leaves, targets)]
+    return jax.tree_util.tree_unflatten(treedef, [to_jax_array(p) for p in placed])
 
 
 def _key_name(key: Any) -> str:

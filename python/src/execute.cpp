@@ -4,10 +4,12 @@
 // arrays' own memory, and the operations reshard, reshard_into, to_host and
 // from_host, each over a transport (None: one process). reshard/array.py
 // gives them dtypes, shapes and Python's names.
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -42,12 +44,15 @@ ShardedArray from_shard_bytes(nb::handle shape, const std::string& dtype, const 
   return ShardedArray(global, type, sharding, topology, process, std::move(shards));
 }
 
+// With a root, only the root's bytes are read (the others pass any, usually none).
 ShardedArray from_host(ReadOnlyBytes bytes, nb::handle shape, const std::string& dtype, const NamedSharding& target,
-                       const Topology& topology, Transport* transport) {
+                       const Topology& topology, Transport* transport, std::optional<int> root) {
   const HostView host{shape_from_python(shape), dtype_from_string(dtype),
                       {reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()}};
-  return with_transport(transport, topology,
-                        [&](Transport& t) { return reshard::from_host(host, target, topology, t); });
+  return with_transport(transport, topology, [&](Transport& t) {
+    if (root) return reshard::from_host(host, *root, target, topology, t);
+    return reshard::from_host(host, target, topology, t);
+  });
 }
 
 // The topology a batch runs in (the operation checks that all agree).
@@ -117,6 +122,15 @@ void bind_operations(nb::module_& m) {
   }, nb::arg("array"), nb::arg("transport").none() = nb::none(),
         nb::sig("def _to_host(array: _ShardedArray, transport: Transport | None = None) -> numpy.ndarray"),
         "The whole array's bytes, row-major, as a uint8 numpy array on every process.");
+  m.def("_to_host_root", [](const ShardedArray& array, int root, Transport* transport) -> nb::object {
+    const std::optional<HostArray> host = with_transport(
+        transport, array.topology(), [&](Transport& t) { return reshard::to_host(array, t, root); });
+    if (!host) return nb::none();
+    return buffer_to_numpy(host->buffer);
+  }, nb::arg("array"), nb::arg("root"), nb::arg("transport").none() = nb::none(),
+        nb::sig("def _to_host_root(array: _ShardedArray, root: int, transport: Transport | None = None) "
+                "-> numpy.ndarray | None"),
+        "The whole array's bytes on process `root` only (None on the others, which send it what it lacks).");
   m.def("_reshard_arrays", [](const std::vector<ShardedArray>& arrays, const std::vector<NamedSharding>& targets,
                               Transport* transport) {
     if (arrays.empty()) return std::vector<ShardedArray>{};
@@ -137,8 +151,10 @@ void bind_operations(nb::module_& m) {
                 "-> list[numpy.ndarray]"),
         "Every array's bytes, row-major, as uint8 numpy arrays, in one operation.");
   m.def("_from_host", &from_host, nb::arg("bytes"), nb::arg("shape"), nb::arg("dtype"), nb::arg("target"),
-        nb::arg("topology"), nb::arg("transport").none() = nb::none(),
-        "A host array's bytes (whole, on every process) placed with `target`: each process its shards.");
+        nb::arg("topology"), nb::arg("transport").none() = nb::none(), nb::arg("root").none() = nb::none(),
+        "A host array's bytes placed with `target`: each process its shards. Without a root the bytes are "
+        "whole on every process and nothing is sent; with one only the root's are read and it sends each "
+        "process its shards' elements.");
 }
 
 }  // namespace

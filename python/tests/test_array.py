@@ -242,3 +242,42 @@ def test_in_process_group_runs_ranks_as_threads():
         assert received > 0
     with pytest.raises(errors.InvalidArgumentError, match="transport has 2 processes"):
         reshard.from_host(values, src, reshard.Topology.uniform(4, 4), transport=group.transport(0))
+
+
+def test_to_host_and_from_host_through_one_root():
+    """With root=, only that process holds the whole array: to_host gives None elsewhere,
+    and from_host reads root's values only (the other rank passes zeros of the shape, which
+    must not appear anywhere); root receives only what its devices lack."""
+    import threading
+
+    topology = reshard.Topology.uniform(4, 2)
+    sharding = reshard.NamedSharding(reshard.Mesh(np.array([3, 0, 2, 1]), ("x",)), P("x"))
+    values = np.arange(32, dtype=np.int32).reshape(8, 4)
+    group = reshard.InProcessGroup(2)
+    results, failures = {}, []
+
+    def rank(r):
+        try:
+            t = group.transport(r)
+            mine = values if r == 1 else np.zeros_like(values)
+            a = reshard.from_host(mine, sharding, topology, transport=t, root=1)
+            before = t.bytes_received
+            host = reshard.to_host({"a": a}, transport=t, root=1)
+            results[r] = (a, host["a"], t.bytes_received - before)
+        except Exception as e:  # re-raised below
+            failures.append(e)
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures
+    for r, (a, host, received) in results.items():
+        for s in a.shards:
+            np.testing.assert_array_equal(s.data, values[s.index])
+        if r == 1:
+            np.testing.assert_array_equal(host, values)
+            assert received == values.nbytes // 2  # the half held by rank 0's devices
+        else:
+            assert host is None and received == 0

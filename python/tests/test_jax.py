@@ -121,6 +121,21 @@ def test_device_put_between_the_seeds_two_device_orders(rng, devices):
         assert_same_shards(ours_, jax.device_put(source, dst), np.asarray(source))
 
 
+def test_from_host_and_to_host_on_pytrees_agree_with_jax(rng, devices):
+    gen = np.random.default_rng(rng.randrange(2**32))
+    tree = {"a": gen.standard_normal((16, 8)).astype(np.float32),
+            "b": [gen.integers(0, 100, (4, 16)).astype(np.int32)]}
+    shardings = {"a": seed_sharding(devices, SEED_ORDERS[0], jax.sharding.PartitionSpec("model", "data")),
+                 "b": seed_sharding(devices, SEED_ORDERS[1], jax.sharding.PartitionSpec(None, "data"))}
+    ours = rjax.from_host(tree, shardings)
+    theirs = jax.device_put(tree, shardings)
+    assert_same_shards(ours["a"], theirs["a"], tree["a"])
+    assert_same_shards(ours["b"][0], theirs["b"][0], tree["b"][0])
+    back = rjax.to_host(ours, root=0)
+    np.testing.assert_array_equal(back["a"], tree["a"])
+    np.testing.assert_array_equal(back["b"][0], tree["b"][0])
+
+
 def test_reshard_imports_without_jax():
     code = (
         "import sys; sys.modules['jax'] = None\n"
