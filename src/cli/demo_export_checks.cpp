@@ -20,7 +20,9 @@ using Json = nlohmann::json;
 void check_names(const StoredFolder& stored, const std::vector<HfTensor>& expected, CheckTally& tally) {
   std::set<std::string> want;
   for (const HfTensor& t : expected) want.insert(t.name);
-  for (const auto& [name, tensor] : stored.tensors) {
+  // Named copies, not structured bindings: clang 14 cannot capture those in a lambda.
+  for (const auto& entry : stored.tensors) {
+    const std::string& name = entry.first;
     if (!want.contains(name)) tally.fail([&] { return fmt::format("tensor {} is not one the reference has", name); });
   }
   for (const std::string& name : want) {
@@ -28,7 +30,9 @@ void check_names(const StoredFolder& stored, const std::vector<HfTensor>& expect
       tally.fail([&] { return fmt::format("tensor {} is missing", name); });
     }
   }
-  for (const auto& [file, metadata] : stored.metadata) {
+  for (const auto& entry : stored.metadata) {
+    const auto& file = entry.first;
+    const auto& metadata = entry.second;
     if (Json::parse(metadata) != Json{{"format", "pt"}}) {
       tally.fail([&] {
         return fmt::format("{} has metadata {} where Hugging Face writes {{\"format\":\"pt\"}}",
