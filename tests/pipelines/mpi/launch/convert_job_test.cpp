@@ -1,11 +1,9 @@
 // `mpirun -np P reshard convert` runs as one job: the ranks share the
 // reading and the writing, one commits, and the output equals one process's.
-#include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -13,39 +11,17 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "job_runner.h"
 #include "reshard/formats/safetensors_writer.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string bytes_of(const fs::path& path) {
-  std::string bytes(static_cast<size_t>(fs::file_size(path)), '\0');
-  std::ifstream in(path, std::ios::binary);
-  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  return bytes;
-}
+using reshard::testing::bytes_of;
+using Result = reshard::testing::JobResult;
 
-struct Result {
-  int exit_status = -1;
-  std::string err;
-};
-
-Result run(int ranks, const std::string& args) {
-  const std::string launcher =
-      ranks > 0 ? fmt::format("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 5 100 {} -np {} "
-                              "--oversubscribe ",
-                              RESHARD_MPIEXEC, ranks)
-                : std::string();
-  const std::string err_path = ::testing::TempDir() + "reshard_convert_job_stderr.txt";
-  const std::string command = fmt::format("{}{} {} >/dev/null 2>{}", launcher, RESHARD_BINARY, args, err_path);
-  Result result;
-  const int status = std::system(command.c_str());
-  if (WIFEXITED(status)) result.exit_status = WEXITSTATUS(status);
-  std::error_code ec;
-  if (fs::exists(err_path, ec)) result.err = bytes_of(err_path);
-  return result;
-}
+Result run(int ranks, const std::string& args) { return reshard::testing::run_reshard_job(ranks, args); }
 
 class ConvertJob : public ::testing::Test {
  protected:

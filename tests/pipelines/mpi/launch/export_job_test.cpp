@@ -1,12 +1,9 @@
 // `mpirun -np P reshard export` runs as one job: every rank writes its share
 // (or streams it to rank 0 with --gather-to 0), one commits, and the folder
 // is byte-identical to a one-process export.
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <random>
 #include <string>
@@ -14,45 +11,22 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "job_runner.h"
 #include "cli/support/levanter_file.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string bytes_of(const fs::path& path) {
-  std::string bytes(static_cast<size_t>(fs::file_size(path)), '\0');
-  std::ifstream in(path, std::ios::binary);
-  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  return bytes;
-}
+using reshard::testing::bytes_of;
+using Result = reshard::testing::JobResult;
+
+Result run(int ranks, const std::string& args) { return reshard::testing::run_reshard_job(ranks, args); }
 
 std::map<std::string, std::string> files_of(const fs::path& folder) {
   std::map<std::string, std::string> files;
   for (const auto& entry : fs::directory_iterator(folder)) files[entry.path().filename().string()] = bytes_of(entry.path());
   return files;
-}
-
-struct Result {
-  int exit_status = -1;
-  std::string err;
-};
-
-// `reshard ARGS`, under mpirun with `ranks` processes (0: directly).
-Result run(int ranks, const std::string& args) {
-  const std::string launcher =
-      ranks > 0 ? fmt::format("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 5 100 {} -np {} "
-                              "--oversubscribe ",
-                              RESHARD_MPIEXEC, ranks)
-                : std::string();
-  const std::string err_path = ::testing::TempDir() + fmt::format("reshard_export_job_stderr_{}.txt", ::getpid());
-  const std::string command = fmt::format("{}{} {} >/dev/null 2>{}", launcher, RESHARD_BINARY, args, err_path);
-  Result result;
-  const int status = std::system(command.c_str());
-  if (WIFEXITED(status)) result.exit_status = WEXITSTATUS(status);
-  std::error_code ec;
-  if (fs::exists(err_path, ec)) result.err = bytes_of(err_path);
-  return result;
 }
 
 class ExportJob : public ::testing::Test {

@@ -1,10 +1,8 @@
 // `mpirun -np P reshard import` runs as one job: each rank reads its devices'
 // slices and writes its part, one commits, and the checkpoint holds the same
 // bytes as a one-process import; a folder that does not fit fails the job.
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -15,42 +13,19 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "job_runner.h"
 #include "pipelines/support/hf_llama_folder.h"
 #include "reshard/formats/safetensors_reader.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+
+using reshard::testing::bytes_of;
+using Result = reshard::testing::JobResult;
+
+Result run(int ranks, const std::string& args) { return reshard::testing::run_reshard_job(ranks, args); }
 using reshard::safetensors::TensorSpec;
-
-std::string bytes_of(const fs::path& path) {
-  std::string bytes(static_cast<size_t>(fs::file_size(path)), '\0');
-  std::ifstream in(path, std::ios::binary);
-  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  return bytes;
-}
-
-struct Result {
-  int exit_status = -1;
-  std::string err;
-};
-
-// Runs the CLI alone (ranks 0) or under mpirun.
-Result run(int ranks, const std::string& args) {
-  const std::string launcher =
-      ranks > 0 ? fmt::format("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout -k 5 100 {} -np {} "
-                              "--oversubscribe ",
-                              RESHARD_MPIEXEC, ranks)
-                : std::string();
-  const std::string err_path = ::testing::TempDir() + fmt::format("reshard_import_job_stderr_{}.txt", ::getpid());
-  const std::string command = fmt::format("{}{} {} >/dev/null 2>{}", launcher, RESHARD_BINARY, args, err_path);
-  Result result;
-  const int status = std::system(command.c_str());
-  if (WIFEXITED(status)) result.exit_status = WEXITSTATUS(status);
-  std::error_code ec;
-  if (fs::exists(err_path, ec)) result.err = bytes_of(err_path);
-  return result;
-}
 
 class ImportJob : public ::testing::Test {
  protected:
