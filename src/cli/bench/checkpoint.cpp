@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/bench/bench_job.h"
 #include "cli/bench_report.h"
 #include "cli/job.h"
 #include "reshard/execute/transport.h"
@@ -39,30 +40,6 @@ constexpr int kTensors = 16;
 uint64_t total_bytes_wanted() {
   if (const char* text = std::getenv("RESHARD_BENCH_CHECKPOINT_BYTES")) return std::stoull(text);
   return uint64_t{2} << 30;
-}
-
-// Seconds of `f` on this process, all processes starting together and the
-// last one's end counting (the collectives inside end together).
-template <typename F>
-double timed(Transport& transport, F&& f) {
-  ::sync();  // start from no dirty pages: earlier writes must not slow this one
-  transport.barrier();
-  const auto start = std::chrono::steady_clock::now();
-  f();
-  transport.barrier();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// Rank 0's scratch folder, shared by name (the processes share a file system).
-fs::path shared_scratch(Transport& transport) {
-  std::string mine;
-  if (transport.rank() == 0) {
-    std::string pattern = (fs::temp_directory_path() / "reshard-bench-ckpt-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw Error(ErrorCode::kIo, "bench checkpoint: cannot create a folder");
-    mine = pattern;
-  }
-  const auto all = transport.all_gather(std::as_bytes(std::span(mine)));
-  return fs::path(std::string(reinterpret_cast<const char*>(all[0].data()), all[0].size()));
 }
 
 // Each process writes its bytes into a file of its own with write(), then fsyncs.
@@ -144,7 +121,7 @@ BenchReport run_checkpoint_benchmark() {
     thirds.push_back({name, split.sharding, split.topology});
   }
   const double bytes = static_cast<double>(kTensors) * static_cast<double>(rows_per_tensor) * kCols * 4;
-  const fs::path scratch = shared_scratch(transport);
+  const fs::path scratch = shared_scratch(transport, "checkpoint");
 
   // Best of two, in alternating order, on a machine that may be busy.
   double plain_s = 1e30, save_s = 1e30;

@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/bench/bench_job.h"
 #include "cli/bench_report.h"
 #include "cli/job.h"
 #include "reshard/execute/transport.h"
@@ -43,27 +44,6 @@ constexpr int kTensors = 4;
 uint64_t total_bytes_wanted() {
   if (const char* text = std::getenv("RESHARD_BENCH_EXPORT_BYTES")) return std::stoull(text);
   return uint64_t{2} << 30;
-}
-
-template <typename F>
-double timed(Transport& transport, F&& f) {
-  ::sync();
-  transport.barrier();
-  const auto start = std::chrono::steady_clock::now();
-  f();
-  transport.barrier();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-fs::path shared_scratch(Transport& transport) {
-  std::string mine;
-  if (transport.rank() == 0) {
-    std::string pattern = (fs::temp_directory_path() / "reshard-bench-export-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw Error(ErrorCode::kIo, "bench export: cannot create a folder");
-    mine = pattern;
-  }
-  const auto all = transport.all_gather(std::as_bytes(std::span(mine)));
-  return fs::path(std::string(reinterpret_cast<const char*>(all[0].data()), all[0].size()));
 }
 
 // The baseline, written as the export writes: `files` files of `bytes` in
@@ -151,7 +131,7 @@ BenchReport run_export_benchmark() {
       2 * processes,
       static_cast<int64_t>(total_bytes_wanted() / (kTensors * kLayers * kCols * 4)) / (2 * processes) * (2 * processes));
   const uint64_t bytes = static_cast<uint64_t>(kTensors * kLayers * rows * kCols * 4);
-  const fs::path scratch = shared_scratch(transport);
+  const fs::path scratch = shared_scratch(transport, "export");
   save_model(scratch / "ckpt", rows, transport);
   const TensorMap map = bench_map();
   ExportOptions serial;  // one block at a time: the export before it overlapped reading and writing
