@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <cstring>
 #include <condition_variable>
 #include <mutex>
 #include <stop_token>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -14,11 +16,17 @@
 #include "all_gather.h"
 #include "chunked_request.h"
 #include "communicator.h"
+#include "direct_request.h"
 #include "mpi_error.h"
 #include "nonblocking_collective.h"
 #include "orphans.h"
 #include "progress_engine.h"
+#include "reshard/execute/buffer.h"
 #include "reshard/execute/mpi/mpi_session.h"
+#include "../staging_cache.h"
+#include "run_groups.h"
+#include "same_host_peers.h"
+#include "streaming_gather.h"
 #include "tag_map.h"
 #include "typed_request.h"
 #include "reshard/layout/error.h"
@@ -38,6 +46,15 @@ int mpi_tag_ub() {
 
 // The shortest average run worth a derived datatype.
 constexpr size_t kMinTypedRunBytes = 64;
+// The shortest average run a single-copy sender lets its peer read in place.
+constexpr size_t kMinExposedRunBytes = 4096;
+
+template <typename Run>
+size_t total_bytes(std::span<const Run> runs) {
+  size_t bytes = 0;
+  for (const Run& run : runs) bytes += run.size;
+  return bytes;
+}
 
 // The options with the session's timeout filled in where they leave it to it.
 MpiTransportOptions validated(MpiTransportOptions options) {
@@ -103,6 +120,10 @@ struct MpiTransport::State {
   mpi_detail::Communicator heartbeat_comm;
   mpi_detail::Communicator collective;
   std::vector<mpi_detail::Communicator> data;
+  // The single-copy path's control messages, one of each per data communicator.
+  std::vector<mpi_detail::Communicator> direct_headers;
+  std::vector<mpi_detail::Communicator> direct_replies;
+  std::vector<bool> direct_peers;
   int rank = 0;
   int size = 1;
   int tag_ub = 32767;
@@ -120,6 +141,13 @@ struct MpiTransport::State {
         engine(rank, size, control.get(), heartbeat_comm.get(), options.max_bytes_in_flight, options.timeout) {
     data.reserve(tags.num_communicators());
     for (size_t i = 0; i < tags.num_communicators(); ++i) data.emplace_back(parent);
+    direct_peers = mpi_detail::find_same_host_peers(collective.get(), options.single_copy);
+    if (std::find(direct_peers.begin(), direct_peers.end(), true) != direct_peers.end()) {
+      for (auto* comms : {&direct_headers, &direct_replies}) {
+        comms->reserve(tags.num_communicators());
+        for (size_t i = 0; i < tags.num_communicators(); ++i) comms->emplace_back(parent);
+      }
+    }
     // The thread makes MPI calls beside the caller's: only MPI_THREAD_MULTIPLE
     // allows that. Without it, ranks beat only while they wait in this
     // transport, so a rank busy elsewhere for longer than the timeout looks dead.
@@ -137,7 +165,9 @@ struct MpiTransport::State {
     }
     engine.say_goodbye();
     auto guard = engine.lock();
-    for (const auto& comm : data) drain_unreceived(comm.get());
+    for (const auto* comms : {&data, &direct_headers, &direct_replies}) {
+      for (const auto& comm : *comms) drain_unreceived(comm.get());
+    }
     for (MPI_Comm comm : {collective.get(), control.get(), heartbeat_comm.get()}) drain_unreceived(comm);
   }
 
@@ -173,6 +203,44 @@ struct MpiTransport::State {
     auto guard = engine.lock();
     engine.throw_if_aborted();
     return std::make_unique<mpi_detail::ChunkedRequest>(engine, message, chunk_bytes());
+  }
+
+  // Whether messages to and from `peer` take the single-copy path. Both
+  // ends must decide alike from what both know, so every size goes this way
+  // (a size threshold would send a message one side sized wrongly down two
+  // paths that never meet, a hang instead of an error).
+  bool goes_direct(int peer) const {
+    return peer != rank && peer >= 0 && peer < size && direct_peers[static_cast<size_t>(peer)];
+  }
+
+  // A single-copy send or receive over `runs`. A sender exposes its runs to
+  // the receiver only when they are long and owned; otherwise it gathers
+  // them into a buffer of its own first (the kernel's work per run of the
+  // peer's outweighs a streaming copy, and without an owner a withdrawn
+  // request could not keep the caller's memory alive for a reading peer).
+  template <typename Run>
+  std::unique_ptr<Request> start_direct(bool is_send, int peer, Tag tag, std::span<const Run> runs, size_t bytes,
+                                        std::shared_ptr<const void> owner) {
+    std::vector<mpi_detail::RunGroup> groups = mpi_detail::group_runs(runs);
+    const MpiTagSlot slot = tags.map(tag);
+    const mpi_detail::DirectChannel channel{direct_headers[slot.communicator].get(),
+                                            direct_replies[slot.communicator].get(), slot.tag};
+    if constexpr (std::is_same_v<Run, ConstByteRun>) {
+      if (!owner || mpi_detail::count_runs(groups) * kMinExposedRunBytes > bytes) {
+        Buffer gathered = StagingCache::for_process().take(bytes);
+        mpi_detail::gather_streaming(runs, gathered.data());
+        auto guard = engine.lock();
+        engine.throw_if_aborted();
+        return std::make_unique<mpi_detail::DirectSend>(engine, peer, tag, channel, std::move(gathered));
+      }
+    }
+    auto guard = engine.lock();
+    engine.throw_if_aborted();
+    if (is_send) {
+      return std::make_unique<mpi_detail::DirectSend>(engine, peer, tag, channel, std::move(groups), bytes,
+                                                      std::move(owner));
+    }
+    return std::make_unique<mpi_detail::DirectReceive>(engine, peer, tag, channel, std::move(groups), bytes);
   }
 
   // One message of a derived datatype over `runs`, or null when MPI's int
@@ -230,6 +298,10 @@ std::unique_ptr<Request> MpiTransport::irecv(int peer, Tag tag, std::span<std::b
 
 std::unique_ptr<Request> MpiTransport::isend_owned(int peer, Tag tag, std::span<const std::byte> data,
                                                    std::shared_ptr<const void> owner) {
+  if (state_->goes_direct(peer)) {
+    const ConstByteRun run{data.data(), data.size()};
+    return state_->start_direct(true, peer, tag, std::span(&run, 1), data.size(), std::move(owner));
+  }
   // The buffer is only read; ChunkedMessage holds one pointer for both ways.
   return state_->start(mpi_detail::Direction::kSend, peer, tag, const_cast<std::byte*>(data.data()), data.size(),
                        std::move(owner));
@@ -237,17 +309,27 @@ std::unique_ptr<Request> MpiTransport::isend_owned(int peer, Tag tag, std::span<
 
 std::unique_ptr<Request> MpiTransport::irecv_owned(int peer, Tag tag, std::span<std::byte> data,
                                                    std::shared_ptr<const void> owner) {
+  if (state_->goes_direct(peer)) {
+    const ByteRun run{data.data(), data.size()};
+    return state_->start_direct(false, peer, tag, std::span(&run, 1), data.size(), std::move(owner));
+  }
   return state_->start(mpi_detail::Direction::kReceive, peer, tag, data.data(), data.size(), std::move(owner));
 }
 
 std::unique_ptr<Request> MpiTransport::isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs,
                                                     std::shared_ptr<const void> owner) {
+  if (state_->goes_direct(peer)) {
+    return state_->start_direct(true, peer, tag, runs, total_bytes(runs), std::move(owner));
+  }
   if (auto request = state_->start_typed(true, peer, tag, runs, owner)) return request;
   return Transport::isend_gather(peer, tag, runs, std::move(owner));
 }
 
 std::unique_ptr<Request> MpiTransport::irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,
                                                      std::shared_ptr<const void> owner) {
+  if (state_->goes_direct(peer)) {
+    return state_->start_direct(false, peer, tag, runs, total_bytes(runs), std::move(owner));
+  }
   if (auto request = state_->start_typed(false, peer, tag, runs, owner)) return request;
   return Transport::irecv_scatter(peer, tag, runs, std::move(owner));
 }
@@ -282,6 +364,10 @@ std::chrono::milliseconds MpiTransport::timeout() const { return state_->engine.
 void MpiTransport::abort(std::string_view reason) noexcept { state_->engine.abort(reason); }
 
 const MpiTransportOptions& MpiTransport::options() const { return state_->options; }
+
+bool MpiTransport::copies_directly_with(int peer) const {
+  return peer >= 0 && peer < state_->size && state_->direct_peers[static_cast<size_t>(peer)];
+}
 
 size_t MpiTransport::peak_bytes_in_flight() const { return state_->engine.peak_bytes_in_flight(); }
 

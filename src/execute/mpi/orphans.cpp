@@ -26,6 +26,11 @@ void Orphans::adopt(MPI_Request request, std::shared_ptr<const void> owner, bool
   orphans_.push_back(Orphan{request, std::move(owner), cancellable});
 }
 
+void Orphans::keep_until_finalized(std::shared_ptr<const void> owner) {
+  const std::lock_guard guard(mutex_);
+  kept_.push_back(std::move(owner));
+}
+
 void Orphans::reap() noexcept {
   std::unique_lock guard(mutex_, std::try_to_lock);
   if (!guard.owns_lock() || orphans_.empty() || !mpi_running()) return;
@@ -59,9 +64,11 @@ void Orphans::cancel_all(std::chrono::milliseconds patience) noexcept {
 
 void Orphans::forget_all() noexcept {
   std::vector<Orphan> released;
+  std::vector<std::shared_ptr<const void>> kept;
   {
     const std::lock_guard guard(mutex_);
     released.swap(orphans_);
+    kept.swap(kept_);
   }
   // Owners go back outside the lock: one may free memory that holds another.
 }

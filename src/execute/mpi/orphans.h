@@ -27,6 +27,10 @@ class Orphans {
   // A collective's request is not `cancellable` (MPI forbids MPI_Cancel on it).
   void adopt(MPI_Request request, std::shared_ptr<const void> owner, bool cancellable = true);
 
+  // Keeps `owner` alive until MPI is finalized: memory another process may
+  // still copy to or from directly, with no MPI request to say when it is done.
+  void keep_until_finalized(std::shared_ptr<const void> owner);
+
   // Tests every orphan and lets go of those MPI has finished with. Cheap when
   // there are none; skipped if another thread is reaping.
   void reap() noexcept;
@@ -50,6 +54,7 @@ class Orphans {
   };
   mutable std::mutex mutex_;
   std::vector<Orphan> orphans_;
+  std::vector<std::shared_ptr<const void>> kept_;
 };
 
 }  // namespace reshard::mpi_detail

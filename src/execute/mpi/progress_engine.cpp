@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "chunked_request.h"
+#include "direct_request.h"
 #include "orphans.h"
 #include "typed_request.h"
 #include "reshard/layout/error.h"
@@ -59,9 +60,22 @@ void ProgressEngine::add(TypedRequest* request) { typed_.push_back(request); }
 
 void ProgressEngine::remove(TypedRequest* request) { std::erase(typed_, request); }
 
+void ProgressEngine::add(DirectRequest* request) { direct_.push_back(request); }
+
+void ProgressEngine::remove(DirectRequest* request) { std::erase(direct_, request); }
+
+bool ProgressEngine::first_awaiting(const DirectRequest* request) const {
+  for (const DirectRequest* other : direct_) {
+    if (other == request) return true;
+    if (other->shares_channel_with(*request) && other->awaiting() == request->awaiting()) return false;
+  }
+  return true;
+}
+
 void ProgressEngine::progress() {
   for (ChunkedRequest* request : requests_) request->advance();
   for (TypedRequest* request : typed_) request->advance_keeping_error();
+  for (DirectRequest* request : direct_) request->advance_keeping_error();
   failures_.poll();
   // Waiting ranks beat too (rate-limited), in case there is no heartbeat thread.
   const auto now = Clock::now();

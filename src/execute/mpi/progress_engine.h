@@ -20,6 +20,7 @@
 namespace reshard::mpi_detail {
 
 class ChunkedRequest;
+class DirectRequest;
 class TypedRequest;
 
 // What one look at a wait's condition found.
@@ -59,6 +60,11 @@ class ProgressEngine {
   void remove(ChunkedRequest* request);
   void add(TypedRequest* request);
   void remove(TypedRequest* request);
+  void add(DirectRequest* request);
+  void remove(DirectRequest* request);
+  // Whether no request started before `request` on its channel awaits the
+  // same kind of control message: control messages are taken in that order.
+  bool first_awaiting(const DirectRequest* request) const;
 
   // A pending request completed a chunk or a message: waits keep polling.
   void note_completion() { ++completions_; }
@@ -116,6 +122,7 @@ class ProgressEngine {
   int rank_;
   std::vector<ChunkedRequest*> requests_;
   std::vector<TypedRequest*> typed_;
+  std::vector<DirectRequest*> direct_;  // in the order started
   std::atomic<uint64_t> completions_{0};  // of every request, for the wait's polling
   FailureChannel failures_;
   Heartbeats heartbeats_;

@@ -77,6 +77,7 @@ TEST_F(MpiTransportTest, LargeMessagesTravelInChunksWithinTheInFlightBound) {
   MpiTransportOptions options;
   options.chunk_bytes = 64 << 10;
   options.max_bytes_in_flight = 256 << 10;
+  options.single_copy = false;  // MPI's chunked path is what is tested here
   MpiTransport t(MPI_COMM_WORLD, options);
   const Tag tag = t.begin_operation();
   ring_exchange(t, tag, (3 << 20) + 12345);  // not a multiple of the chunk
@@ -89,6 +90,7 @@ TEST_F(MpiTransportTest, EachRequestKeepsOneChunkMovingEvenWithATinyBudget) {
   MpiTransportOptions options;
   options.chunk_bytes = 32 << 10;
   options.max_bytes_in_flight = 1;  // only the always-allowed chunk per request
+  options.single_copy = false;  // MPI's chunked path is what is tested here
   MpiTransport t(MPI_COMM_WORLD, options);
   ring_exchange(t, t.begin_operation(), 1 << 20);
   EXPECT_LE(t.peak_bytes_in_flight(), 2 * options.chunk_bytes);  // one send and one receive
@@ -152,6 +154,7 @@ TEST_F(MpiTransportTest, ChunksNeverExceedTheMessageCapWhateverTheChunkSize) {
   MpiTransportOptions options;
   options.chunk_bytes = SIZE_MAX;
   options.max_message_bytes = 64 << 10;
+  options.single_copy = false;  // MPI's chunked path is what is tested here
   options.max_bytes_in_flight = 1;
   MpiTransport t(MPI_COMM_WORLD, options);
   ring_exchange(t, t.begin_operation(), (5 << 16) + 321);

@@ -18,6 +18,7 @@ namespace {
 MpiTransportOptions typed_options() {
   MpiTransportOptions options;
   options.derived_datatypes = true;
+  options.single_copy = false;  // through MPI: what ranks on different hosts use
   options.timeout = std::chrono::seconds(30);
   return options;
 }

@@ -40,6 +40,14 @@ struct MpiTransportOptions {
   // copies; a packed one is packed, copied once by the kernel, unpacked);
   // `reshard bench reshard` under mpirun reports both.
   bool derived_datatypes = false;
+  // Messages between two processes of one host go as one
+  // kernel copy straight between their memories (process_vm_readv/writev),
+  // strided on both sides, with no packing and no MPI buffers; pairs that
+  // cannot attach to each other's memory (other hosts, a container or Yama
+  // that forbids it) use MPI as above. The processes of a pair agree on it at
+  // construction: false (or RESHARD_SINGLE_COPY=0 in the environment) in one
+  // of them turns it off for every pair that process is in.
+  bool single_copy = true;
 };
 
 // Point-to-point transfers are non-blocking MPI_Isend/MPI_Irecv, chunked, with
@@ -114,6 +122,8 @@ class MpiTransport final : public Transport {
   void abort(std::string_view reason) noexcept override;
 
   const MpiTransportOptions& options() const;
+  // Whether messages to and from `peer` take the single-copy path (options().single_copy).
+  bool copies_directly_with(int peer) const;
   // The most bytes that were ever posted to MPI and incomplete at once.
   size_t peak_bytes_in_flight() const;
 

@@ -1,0 +1,259 @@
+#include "direct_request.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <string_view>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "mpi_error.h"
+#include "orphans.h"
+#include "../staging_cache.h"
+#include "same_host_copy.h"
+
+namespace reshard::mpi_detail {
+namespace {
+
+// Every control message: this head, then `groups` RunGroups or a reason's text.
+// kRefused: the receiver expected another size; as with MPI, that is the
+// receiver's error, and the send completes (having moved nothing).
+enum class Kind : uint64_t { kHeader = 1, kRead = 2, kRefused = 3, kFailed = 4 };
+struct WireHead {
+  Kind kind = Kind::kFailed;
+  int64_t pid = 0;
+  uint64_t bytes = 0;
+  uint64_t groups = 0;
+};
+
+std::vector<std::byte> encode(Kind kind, uint64_t bytes, std::span<const RunGroup> groups, std::string_view text = {}) {
+  const WireHead head{kind, static_cast<int64_t>(::getpid()), bytes, groups.size()};
+  std::vector<std::byte> out(sizeof(head) + groups.size_bytes() + text.size());
+  std::memcpy(out.data(), &head, sizeof(head));
+  if (!groups.empty()) std::memcpy(out.data() + sizeof(head), groups.data(), groups.size_bytes());
+  if (!text.empty()) std::memcpy(out.data() + sizeof(head) + groups.size_bytes(), text.data(), text.size());
+  return out;
+}
+
+struct Decoded {
+  WireHead head;
+  std::vector<RunGroup> groups;
+  std::string text;
+};
+
+// Throws Error(kTransport) naming `what` for a message of the wrong shape.
+Decoded decode(std::span<const std::byte> message, const std::string& what) {
+  Decoded d;
+  if (message.size() < sizeof(WireHead)) {
+    throw Error(ErrorCode::kTransport, fmt::format("{}: a control message of {} bytes is too short", what, message.size()));
+  }
+  std::memcpy(&d.head, message.data(), sizeof(WireHead));
+  const size_t rest = message.size() - sizeof(WireHead);
+  if (d.head.groups > rest / sizeof(RunGroup)) {
+    throw Error(ErrorCode::kTransport, fmt::format("{}: a control message announces {} runs groups in {} bytes", what,
+                                                   d.head.groups, rest));
+  }
+  d.groups.resize(static_cast<size_t>(d.head.groups));
+  if (!d.groups.empty()) std::memcpy(d.groups.data(), message.data() + sizeof(WireHead), d.groups.size() * sizeof(RunGroup));
+  const size_t text_at = sizeof(WireHead) + d.groups.size() * sizeof(RunGroup);
+  d.text.assign(reinterpret_cast<const char*>(message.data() + text_at), message.size() - text_at);
+  return d;
+}
+
+}  // namespace
+
+DirectRequest::DirectRequest(ProgressEngine& engine, bool is_send, int peer, Tag tag, DirectChannel channel,
+                             std::vector<RunGroup> runs, uint64_t bytes, std::shared_ptr<const void> owner,
+                             Awaiting first)
+    : engine_(engine),
+      is_send_(is_send),
+      peer_(peer),
+      tag_(tag),
+      channel_(channel),
+      runs_(std::move(runs)),
+      bytes_(bytes),
+      owner_(std::move(owner)),
+      awaiting_(first) {
+  engine_.add(this);
+}
+
+DirectRequest::~DirectRequest() {
+  auto guard = engine_.lock();
+  engine_.remove(this);
+  // The receiver may still be reading our runs: their memory stays.
+  if (exposed_ && !done_) {
+    try {
+      Orphans::instance().keep_until_finalized(owner_);
+    } catch (...) {
+      // Out of memory on a failure path: nothing left to keep it with.
+    }
+  }
+  for (Outgoing& out : outgoing_) {
+    int finished = 0;
+    if (MPI_Test(&out.request, &finished, MPI_STATUS_IGNORE) == MPI_SUCCESS && finished == 0) {
+      Orphans::instance().adopt(out.request, std::move(out.bytes));
+    }
+  }
+}
+
+void DirectRequest::advance_keeping_error() noexcept {
+  if (done_ || error_) return;
+  try {
+    advance();
+  } catch (const Error& e) {
+    error_ = e;
+  } catch (const std::exception& e) {
+    error_ = Error(ErrorCode::kTransport, fmt::format("rank {}: {}: {}", engine_.rank(), describe(), e.what()));
+  }
+}
+
+bool DirectRequest::step() {
+  if (error_) throw *error_;
+  reap_outgoing();
+  try {
+    return done_ || advance();
+  } catch (const Error& e) {
+    error_ = e;
+    throw;
+  }
+}
+
+void DirectRequest::wait() {
+  engine_.wait(WaitFor{[&] { return step() ? WaitStep::kDone : WaitStep::kIdle; }, [&] { return describe(); },
+                       [&] { return std::vector<int>{peer_}; }});
+}
+
+bool DirectRequest::test() {
+  auto guard = engine_.lock();
+  engine_.throw_if_aborted();
+  engine_.progress();
+  if (step()) return true;
+  engine_.throw_if_peer_failed();
+  engine_.throw_if_peer_gone({peer_}, std::chrono::steady_clock::duration::zero(), [&] { return describe(); });
+  return false;
+}
+
+std::optional<std::vector<std::byte>> DirectRequest::take_control(MPI_Comm comm) {
+  if (!engine_.first_awaiting(this)) return std::nullopt;
+  int arrived = 0;
+  MPI_Message message = MPI_MESSAGE_NULL;
+  MPI_Status status;
+  check_mpi(MPI_Improbe(peer_, channel_.mpi_tag, comm, &arrived, &message, &status), describe());
+  if (arrived == 0) return std::nullopt;
+  int count = 0;
+  check_mpi(MPI_Get_count(&status, MPI_BYTE, &count), "reading a control message's size");
+  std::vector<std::byte> bytes(static_cast<size_t>(std::max(count, 0)));
+  check_mpi(MPI_Mrecv(bytes.data(), count, MPI_BYTE, &message, MPI_STATUS_IGNORE), describe());
+  return bytes;
+}
+
+void DirectRequest::send_control(MPI_Comm comm, std::vector<std::byte> message) {
+  auto bytes = std::make_shared<std::vector<std::byte>>(std::move(message));
+  Outgoing out{MPI_REQUEST_NULL, bytes};
+  check_mpi(MPI_Isend(bytes->data(), static_cast<int>(bytes->size()), MPI_BYTE, peer_, channel_.mpi_tag, comm,
+                      &out.request),
+            describe());
+  outgoing_.push_back(std::move(out));
+}
+
+void DirectRequest::reap_outgoing() {
+  std::erase_if(outgoing_, [](Outgoing& out) {
+    int finished = 0;
+    return MPI_Test(&out.request, &finished, MPI_STATUS_IGNORE) != MPI_SUCCESS || finished != 0;
+  });
+}
+
+void DirectRequest::finish() {
+  done_ = true;
+  exposed_ = false;
+  awaiting_ = Awaiting::kNothing;
+  engine_.note_completion();
+  engine_.count_completed(is_send_, bytes_);
+}
+
+void DirectRequest::fail(const std::string& what) {
+  awaiting_ = Awaiting::kNothing;
+  throw Error(ErrorCode::kTransport, fmt::format("rank {}: {}: {}", engine_.rank(), describe(), what));
+}
+
+std::string DirectRequest::describe() const {
+  return is_send_ ? fmt::format("sending {} bytes to rank {} on this host (tag {})", bytes_, peer_, tag_)
+                  : fmt::format("receiving {} bytes from rank {} on this host (tag {})", bytes_, peer_, tag_);
+}
+
+DirectSend::DirectSend(ProgressEngine& engine, int peer, Tag tag, DirectChannel channel, std::vector<RunGroup> runs,
+                       uint64_t bytes, std::shared_ptr<const void> owner)
+    : DirectRequest(engine, true, peer, tag, channel, std::move(runs), bytes, std::move(owner), Awaiting::kReply) {
+  send_control(channel_.headers, encode(Kind::kHeader, bytes_, runs_));
+  exposed_ = true;
+}
+
+DirectSend::DirectSend(ProgressEngine& engine, int peer, Tag tag, DirectChannel channel, Buffer staging)
+    : DirectSend(engine, peer, tag, channel,
+                 group_runs(std::vector<ConstByteRun>{ConstByteRun{staging.data(), staging.size()}}), staging.size(),
+                 staging.owner()) {
+  staging_ = std::move(staging);
+}
+
+DirectSend::~DirectSend() {
+  if (!done_ || staging_.size() == 0) return;
+  // Read and done with: back to the cache, holding no other share of it.
+  owner_.reset();
+  StagingCache::for_process().give_back(std::move(staging_));
+}
+
+bool DirectSend::advance() {
+  if (done_) return true;
+  std::optional<std::vector<std::byte>> reply = take_control(channel_.replies);
+  if (!reply) return false;
+  const Decoded d = decode(*reply, describe());
+  switch (d.head.kind) {
+    case Kind::kRead:
+      finish();
+      return true;
+    case Kind::kRefused:
+      exposed_ = false;
+      done_ = true;
+      awaiting_ = Awaiting::kNothing;
+      return true;
+    case Kind::kFailed:
+      exposed_ = false;
+      fail(fmt::format("rank {} failed to take them: {}", peer_, d.text));
+    default:
+      fail(fmt::format("rank {} replied with an unknown control message ({})", peer_,
+                       static_cast<uint64_t>(d.head.kind)));
+  }
+}
+
+DirectReceive::DirectReceive(ProgressEngine& engine, int peer, Tag tag, DirectChannel channel,
+                             std::vector<RunGroup> runs, uint64_t bytes)
+    : DirectRequest(engine, false, peer, tag, channel, std::move(runs), bytes, nullptr, Awaiting::kHeader) {}
+
+bool DirectReceive::advance() {
+  if (done_) return true;
+  std::optional<std::vector<std::byte>> header = take_control(channel_.headers);
+  if (!header) return false;
+  act_on_header(*header);
+  return true;
+}
+
+void DirectReceive::act_on_header(std::span<const std::byte> header) {
+  const Decoded d = decode(header, describe());
+  if (d.head.kind != Kind::kHeader) fail(fmt::format("rank {} sent an unknown control message", peer_));
+  if (d.head.bytes != bytes_ || count_bytes(d.groups) != bytes_) {
+    send_control(channel_.replies, encode(Kind::kRefused, bytes_, {}));
+    fail(fmt::format("rank {} sent {} bytes where {} were expected (do both sides agree on the message size?)", peer_,
+                     d.head.bytes, bytes_));
+  }
+  try {
+    read_from_peer(static_cast<pid_t>(d.head.pid), peer_, d.groups, runs_, bytes_);
+  } catch (const Error& e) {
+    send_control(channel_.replies, encode(Kind::kFailed, bytes_, {}, e.what()));
+    fail(e.what());
+  }
+  send_control(channel_.replies, encode(Kind::kRead, bytes_, {}));
+  finish();
+}
+
+}  // namespace reshard::mpi_detail

@@ -1,0 +1,106 @@
+#include "run_groups.h"
+
+#include <algorithm>
+
+#include "reshard/layout/checked.h"
+
+namespace reshard::mpi_detail {
+namespace {
+
+uint64_t address_of(const void* p) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)); }
+
+// Appends one run to the groups: it extends the last group when it follows
+// its progression (or the last run in memory), and starts a new one otherwise.
+void append_run(std::vector<RunGroup>& groups, uint64_t address, uint64_t size) {
+  if (size == 0) return;
+  if (!groups.empty()) {
+    RunGroup& last = groups.back();
+    if (last.count == 1 && last.address + last.size == address) {
+      last.size += size;  // contiguous: one longer run
+      return;
+    }
+    if (last.size == size) {
+      if (last.count == 1) {
+        last.stride = address - last.address;
+        last.count = 2;
+        return;
+      }
+      if (address == last.address + last.count * last.stride) {
+        ++last.count;
+        return;
+      }
+    }
+  }
+  groups.push_back(RunGroup{address, size, 0, 1});
+}
+
+template <typename Run>
+std::vector<RunGroup> group_any(std::span<const Run> runs) {
+  std::vector<RunGroup> groups;
+  for (const Run& run : runs) append_run(groups, address_of(run.data), run.size);
+  return groups;
+}
+
+}  // namespace
+
+std::vector<RunGroup> group_runs(std::span<const ConstByteRun> runs) { return group_any(runs); }
+std::vector<RunGroup> group_runs(std::span<const ByteRun> runs) { return group_any(runs); }
+
+uint64_t count_runs(std::span<const RunGroup> groups) {
+  uint64_t runs = 0;
+  for (const RunGroup& group : groups) runs = checked_add(runs, group.count, "the runs of a peer's message");
+  return runs;
+}
+
+uint64_t count_bytes(std::span<const RunGroup> groups) {
+  uint64_t bytes = 0;
+  for (const RunGroup& group : groups) {
+    bytes = checked_add(bytes, checked_mul(group.size, group.count, "the bytes of a peer's runs"),
+                        "the bytes of a peer's message");
+  }
+  return bytes;
+}
+
+RunCursor::Filled RunCursor::peek(std::span<iovec> out, uint64_t max_bytes) const {
+  Filled filled;
+  size_t group = group_;
+  uint64_t run = run_;
+  uint64_t offset = offset_;
+  while (filled.iovecs < out.size() && filled.bytes < max_bytes && group < groups_.size()) {
+    const RunGroup& g = groups_[group];
+    const uint64_t take = std::min(g.size - offset, max_bytes - filled.bytes);
+    out[filled.iovecs].iov_base = reinterpret_cast<void*>(static_cast<uintptr_t>(g.address + run * g.stride + offset));
+    out[filled.iovecs].iov_len = static_cast<size_t>(take);
+    ++filled.iovecs;
+    filled.bytes += take;
+    offset = 0;
+    if (++run == g.count) {
+      run = 0;
+      ++group;
+    }
+  }
+  return filled;
+}
+
+void RunCursor::advance(uint64_t bytes) {
+  while (bytes > 0 && !at_end()) {
+    const RunGroup& g = groups_[group_];
+    const uint64_t step = std::min(g.size - offset_, bytes);
+    offset_ += step;
+    bytes -= step;
+    if (offset_ == g.size) {
+      offset_ = 0;
+      if (++run_ == g.count) {
+        run_ = 0;
+        ++group_;
+      }
+    }
+  }
+  skip_empty();
+}
+
+void RunCursor::skip_empty() {
+  while (group_ < groups_.size() && (groups_[group_].size == 0 || groups_[group_].count == 0)) ++group_;
+}
+
+}  // namespace reshard::mpi_detail

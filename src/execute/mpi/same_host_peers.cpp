@@ -1,0 +1,82 @@
+#include "same_host_peers.h"
+
+#include <unistd.h>
+
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <string_view>
+
+#include "mpi_error.h"
+#include "same_host_copy.h"
+
+namespace reshard::mpi_detail {
+namespace {
+
+struct Identity {
+  int64_t pid = 0;
+  uint64_t token_address = 0;
+  std::array<std::byte, 16> token{};
+  std::array<char, 48> boot_id{};  // the kernel instance: equal on one host (and one VM)
+  uint8_t enabled = 0;
+};
+
+std::array<char, 48> read_boot_id() {
+  std::array<char, 48> id{};
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string text;
+  if (!(in >> text)) {
+    // No boot id: the host name stands in; the token read still decides.
+    std::array<char, 48> host{};
+    if (::gethostname(host.data(), host.size() - 1) == 0) return host;
+    return id;
+  }
+  std::memcpy(id.data(), text.data(), std::min(text.size(), id.size() - 1));
+  return id;
+}
+
+bool opted_out() {
+  const char* value = std::getenv("RESHARD_SINGLE_COPY");
+  return value != nullptr && std::string_view(value) == "0";
+}
+
+}  // namespace
+
+std::vector<bool> find_same_host_peers(MPI_Comm comm, bool enabled) {
+  int rank = 0;
+  int size = 1;
+  check_mpi(MPI_Comm_rank(comm, &rank), "reading this rank");
+  check_mpi(MPI_Comm_size(comm, &size), "reading the job's size");
+  std::vector<bool> peers(static_cast<size_t>(size), false);
+  if (size == 1) return peers;
+
+  Identity me;
+  me.pid = static_cast<int64_t>(::getpid());
+  std::random_device random;
+  for (std::byte& b : me.token) b = static_cast<std::byte>(random());
+  me.token_address = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(me.token.data()));
+  me.boot_id = read_boot_id();
+  me.enabled = enabled && !opted_out() ? 1 : 0;
+  std::vector<Identity> all(static_cast<size_t>(size));
+  check_mpi(MPI_Allgather(&me, sizeof(Identity), MPI_BYTE, all.data(), sizeof(Identity), MPI_BYTE, comm),
+            "sharing which processes are on this host");
+
+  std::vector<uint8_t> i_can_read(static_cast<size_t>(size), 0);
+  for (size_t j = 0; j < all.size(); ++j) {
+    const Identity& peer = all[j];
+    if (static_cast<int>(j) == rank || me.enabled == 0 || peer.enabled == 0 || peer.boot_id != me.boot_id) continue;
+    i_can_read[j] = can_read_peer(static_cast<pid_t>(peer.pid), peer.token_address, peer.token) ? 1 : 0;
+  }
+  // Every peer's probe of our token ends before it enters this exchange, so
+  // the token may go once it returns.
+  std::vector<uint8_t> reads_me(static_cast<size_t>(size), 0);
+  check_mpi(MPI_Alltoall(i_can_read.data(), 1, MPI_BYTE, reads_me.data(), 1, MPI_BYTE, comm),
+            "sharing which processes can copy directly");
+  for (size_t j = 0; j < peers.size(); ++j) peers[j] = i_can_read[j] != 0 && reads_me[j] != 0;
+  return peers;
+}
+
+}  // namespace reshard::mpi_detail

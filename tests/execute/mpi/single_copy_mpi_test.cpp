@@ -1,0 +1,157 @@
+// The same-host single-copy path: which pairs take it, and that strided, contiguous, owned and unowned
+// messages all arrive byte for byte and are counted.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "execute/support/reference_arrays.h"
+#include "mpi_world.h"
+#include "reshard/execute/buffer.h"
+#include "reshard/execute/operations.h"
+#include "reshard/plan/planner.h"
+
+namespace reshard {
+namespace {
+
+using testing::MpiTest;
+using testing::world_transport;
+
+bool opted_out() {
+  const char* value = std::getenv("RESHARD_SINGLE_COPY");
+  return value != nullptr && std::string_view(value) == "0";
+}
+
+// Every rank's view of which peers it copies with directly, gathered.
+std::vector<std::vector<std::byte>> direct_maps(const MpiTransport& t, Transport& gather_on) {
+  std::vector<std::byte> mine(static_cast<size_t>(t.size()));
+  for (int peer = 0; peer < t.size(); ++peer) mine[static_cast<size_t>(peer)] = std::byte{t.copies_directly_with(peer)};
+  return gather_on.all_gather(mine);
+}
+
+class SingleCopyMpi : public MpiTest {};
+
+TEST_F(SingleCopyMpi, PairsAgreeAndEveryPairOfThisHostCopiesDirectly) {
+  MpiTransport& t = world_transport();
+  const auto maps = direct_maps(t, t);
+  for (int a = 0; a < t.size(); ++a) {
+    EXPECT_EQ(maps[static_cast<size_t>(a)][static_cast<size_t>(a)], std::byte{0}) << "rank " << a << " with itself";
+    for (int b = 0; b < t.size(); ++b) {
+      EXPECT_EQ(maps[static_cast<size_t>(a)][static_cast<size_t>(b)], maps[static_cast<size_t>(b)][static_cast<size_t>(a)])
+          << "ranks " << a << " and " << b << " disagree";
+    }
+  }
+  if (t.size() < 2) return;
+  // mpirun here starts every rank on this host.
+  const bool expected = !opted_out();
+  EXPECT_EQ(t.copies_directly_with((t.rank() + 1) % t.size()), expected);
+
+  MpiTransportOptions off;
+  off.single_copy = false;
+  MpiTransport without(MPI_COMM_WORLD, off);
+  for (int peer = 0; peer < t.size(); ++peer) EXPECT_FALSE(without.copies_directly_with(peer));
+}
+
+// Strided or contiguous on either side, each way round the ring: the sender
+// exposes long owned runs in place and gathers short or unowned ones.
+TEST_F(SingleCopyMpi, StridedAndContiguousRunsArriveByteForByteAndAreCounted) {
+  MpiTransport& t = world_transport();
+  if (t.size() < 2) GTEST_SKIP() << "needs two ranks";
+  const int next = (t.rank() + 1) % t.size();
+  const int previous = (t.rank() + t.size() - 1) % t.size();
+  struct Shape {
+    size_t run;
+    size_t stride;
+    size_t count;
+  };
+  // 512 KiB each: 256-byte runs 1 KiB apart, 8 KiB runs 12 KiB apart, one run.
+  const Shape shapes[] = {{256, 1024, 2048}, {8192, 12288, 64}, {size_t{512} << 10, 0, 1}};
+  for (const Shape& out : shapes) {
+    for (const Shape& in : shapes) {
+      for (const bool owned : {true, false}) {
+        Buffer source = Buffer::allocate(out.stride * out.count + out.run);
+        Buffer target = Buffer::allocate(in.stride * in.count + in.run);
+        for (size_t i = 0; i < source.size(); ++i) source.data()[i] = static_cast<std::byte>((i * 7 + static_cast<size_t>(t.rank())) & 0xff);
+        std::memset(target.data(), 0, target.size());
+        std::vector<ConstByteRun> sends;
+        std::vector<ByteRun> receives;
+        for (size_t i = 0; i < out.count; ++i) sends.push_back({source.data() + i * out.stride, out.run});
+        for (size_t i = 0; i < in.count; ++i) receives.push_back({target.data() + i * in.stride, in.run});
+        const TransportCounters before = t.counters();
+        const Tag tag = t.begin_operation();
+        auto receive = t.irecv_scatter(previous, tag, receives, nullptr);
+        auto send = t.isend_gather(next, tag, sends, owned ? source.owner() : nullptr);
+        send->wait();
+        receive->wait();
+        const TransportCounters after = t.counters();
+        // What arrived is the previous rank's gathered bytes, in order.
+        std::vector<std::byte> expected, found;
+        for (size_t i = 0; i < out.count; ++i) {
+          for (size_t b = 0; b < out.run; ++b) {
+            expected.push_back(static_cast<std::byte>(((i * out.stride + b) * 7 + static_cast<size_t>(previous)) & 0xff));
+          }
+        }
+        for (const ByteRun& r : receives) found.insert(found.end(), r.data, r.data + r.size);
+        EXPECT_EQ(found, expected) << "runs " << out.run << " to " << in.run << (owned ? ", owned" : ", unowned");
+        EXPECT_EQ(after.bytes_sent - before.bytes_sent, 512u << 10);
+        EXPECT_EQ(after.bytes_received - before.bytes_received, 512u << 10);
+        t.barrier();
+      }
+    }
+  }
+}
+
+TEST_F(SingleCopyMpi, AWithdrawnUnownedSendStillDeliversWhatItWasGiven) {
+  // The sender drops its request at once and reuses its buffer: the receiver
+  // must see the bytes as they were when sent, never the reuse.
+  MpiTransportOptions options;
+  options.timeout = std::chrono::seconds(30);
+  MpiTransport t(MPI_COMM_WORLD, options);
+  if (t.size() < 2) GTEST_SKIP() << "needs two ranks";
+  const size_t bytes = 300'000;
+  std::vector<std::byte> outgoing(bytes, std::byte{0x11});
+  const Tag tag = t.begin_operation();
+  t.isend((t.rank() + 1) % t.size(), tag, outgoing).reset();
+  std::fill(outgoing.begin(), outgoing.end(), std::byte{0x22});
+  t.barrier();
+  std::vector<std::byte> incoming(bytes);
+  t.recv((t.rank() + t.size() - 1) % t.size(), tag, incoming);
+  EXPECT_EQ(incoming, std::vector<std::byte>(bytes, std::byte{0x11}));
+}
+
+TEST_F(SingleCopyMpi, AStridedReshardArrivesWholeAndIsCountedAsPlanned) {
+  MpiTransport& t = world_transport();
+  const Topology topology = Topology::uniform(4 * t.size(), t.size());
+  const auto devices = topology.num_devices();
+  std::vector<DeviceId> order, reversed;
+  for (DeviceId d = 0; d < devices; ++d) order.push_back(d);
+  reversed.assign(order.rbegin(), order.rend());
+  // Rows to columns and back: 256-byte runs on the sending side one way, on
+  // the receiving side the other.
+  const Shape shape{256, 64 * devices};
+  const NamedSharding rows(Mesh({{"x", devices}}, order), PartitionSpec({{"x"}}));
+  const NamedSharding columns(Mesh({{"x", devices}}, reversed), PartitionSpec({{}, {"x"}}));
+  const TransportCounters before = t.counters();
+  const ShardedArray there =
+      reshard_array(testing::reference_array(shape, DType::kF32, rows, topology, t.rank(), 47), columns, t);
+  const ShardedArray back = reshard_array(there, rows, t);
+  const TransportCounters after = t.counters();
+  EXPECT_TRUE(testing::matches_reference(there, 47));
+  EXPECT_TRUE(testing::matches_reference(back, 47));
+  uint64_t planned_in = 0;
+  for (const auto& [from, to] : {std::pair{rows, columns}, std::pair{columns, rows}}) {
+    const Plan plan = make_plan(PlanKey{shape, DType::kF32, from, to, topology});
+    for (const Transfer& x : plan.transfers()) {
+      if (topology.process_of(x.dst) == t.rank() && topology.process_of(x.src) != t.rank()) {
+        planned_in += static_cast<uint64_t>(x.box.volume()) * 4;
+      }
+    }
+  }
+  EXPECT_EQ(after.bytes_received - before.bytes_received, planned_in);
+}
+
+}  // namespace
+}  // namespace reshard
