@@ -189,10 +189,11 @@ DirectSend::DirectSend(ProgressEngine& engine, int peer, Tag tag, DirectChannel 
   exposed_ = true;
 }
 
-DirectSend::DirectSend(ProgressEngine& engine, int peer, Tag tag, DirectChannel channel, Buffer staging)
+DirectSend::DirectSend(ProgressEngine& engine, int peer, Tag tag, DirectChannel channel, Buffer staging,
+                       uint64_t bytes)
     : DirectSend(engine, peer, tag, channel,
-                 group_runs(std::vector<ConstByteRun>{ConstByteRun{staging.data(), staging.size()}}), staging.size(),
-                 staging.owner()) {
+                 group_runs(std::vector<ConstByteRun>{ConstByteRun{staging.data(), static_cast<size_t>(bytes)}}),
+                 bytes, staging.owner()) {
   staging_ = std::move(staging);
 }
 

@@ -117,9 +117,9 @@ class DirectSend final : public DirectRequest {
   // Under the engine's lock; posts the header. `owner` must not be null.
   DirectSend(ProgressEngine& engine, int peer, Tag tag, DirectChannel channel, std::vector<RunGroup> runs,
              uint64_t bytes, std::shared_ptr<const void> owner);
-  // The same for runs gathered into `staging`, which goes back to the
-  // process's staging cache once the receiver has read it.
-  DirectSend(ProgressEngine& engine, int peer, Tag tag, DirectChannel channel, Buffer staging);
+  // The same for runs gathered into the first `bytes` of `staging`, which
+  // goes back to the process's staging cache once the receiver has read it.
+  DirectSend(ProgressEngine& engine, int peer, Tag tag, DirectChannel channel, Buffer staging, uint64_t bytes);
   ~DirectSend() override;
   DirectSend(const DirectSend&) = delete;
   DirectSend& operator=(const DirectSend&) = delete;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <climits>
 #include <cstring>
 #include <condition_variable>
@@ -227,11 +228,14 @@ struct MpiTransport::State {
                                             direct_replies[slot.communicator].get(), slot.tag};
     if constexpr (std::is_same_v<Run, ConstByteRun>) {
       if (!owner || mpi_detail::count_runs(groups) * kMinExposedRunBytes > bytes) {
-        Buffer gathered = StagingCache::for_process().take(bytes);
+        // Sizes rounded up to a power of two, so that kept buffers serve
+        // later messages of other sizes: a fresh one costs a zeroed page per
+        // 4 KiB, about as much as the gather itself.
+        Buffer gathered = StagingCache::for_process().take(std::bit_ceil(std::max<size_t>(bytes, 1)));
         mpi_detail::gather_streaming(runs, gathered.data());
         auto guard = engine.lock();
         engine.throw_if_aborted();
-        return std::make_unique<mpi_detail::DirectSend>(engine, peer, tag, channel, std::move(gathered));
+        return std::make_unique<mpi_detail::DirectSend>(engine, peer, tag, channel, std::move(gathered), bytes);
       }
     }
     auto guard = engine.lock();
