@@ -198,6 +198,12 @@ DirectSend::DirectSend(ProgressEngine& engine, int peer, Tag tag, DirectChannel 
 }
 
 DirectSend::~DirectSend() {
+  {
+    // Out of the engine first: another thread's progress must not advance a
+    // request that is being destroyed.
+    auto guard = engine_.lock();
+    engine_.remove(this);
+  }
   if (!done_ || staging_.size() == 0) return;
   // Read and done with: back to the cache, holding no other share of it.
   owner_.reset();
