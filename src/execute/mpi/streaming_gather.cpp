@@ -1,11 +1,8 @@
 #include "streaming_gather.h"
 
-#include <cstdint>
-#include <cstring>
+#include <algorithm>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
+#include "../copy_bytes.h"
 
 namespace reshard::mpi_detail {
 namespace {
@@ -19,38 +16,17 @@ void prefetch_run(const ConstByteRun& run) {
   for (size_t line = 0; line < lines; ++line) __builtin_prefetch(run.data + line * 64);
 }
 
-#if defined(__SSE2__)
-// Copies `size` bytes to `out` with streaming stores for its 16-byte-aligned middle.
-void copy_streaming(const std::byte* in, size_t size, std::byte* out) {
-  const size_t misalign = reinterpret_cast<uintptr_t>(out) % 16;
-  size_t head = misalign == 0 ? 0 : std::min(size, 16 - misalign);
-  std::memcpy(out, in, head);
-  size_t done = head;
-  for (; done + 16 <= size; done += 16) {
-    __m128i v;
-    std::memcpy(&v, in + done, 16);
-    _mm_stream_si128(reinterpret_cast<__m128i*>(out + done), v);
-  }
-  std::memcpy(out + done, in + done, size - done);
-}
-#else
-void copy_streaming(const std::byte* in, size_t size, std::byte* out) { std::memcpy(out, in, size); }
-#endif
-
 }  // namespace
 
 void gather_streaming(std::span<const ConstByteRun> runs, std::byte* out) {
   for (size_t i = 0; i < runs.size(); ++i) {
     if (i + kPrefetchAhead < runs.size()) prefetch_run(runs[i + kPrefetchAhead]);
-    if (runs[i].size == 0) continue;
-    copy_streaming(runs[i].data, runs[i].size, out);
+    copy_bytes(out, runs[i].data, runs[i].size, CopyMode::kStreaming);
     out += runs[i].size;
   }
-#if defined(__SSE2__)
   // Streaming stores are weakly ordered: make them visible before the
   // header that tells the peer to read them.
-  _mm_sfence();
-#endif
+  finish_streaming();
 }
 
 }  // namespace reshard::mpi_detail
