@@ -66,9 +66,8 @@ Decoded decode(std::span<const std::byte> message, const std::string& what) {
 DirectRequest::DirectRequest(ProgressEngine& engine, bool is_send, int peer, Tag tag, DirectChannel channel,
                              std::vector<RunGroup> runs, uint64_t bytes, std::shared_ptr<const void> owner,
                              Awaiting first)
-    : engine_(engine),
+    : PolledRequest(engine, peer),
       is_send_(is_send),
-      peer_(peer),
       tag_(tag),
       channel_(channel),
       runs_(std::move(runs)),
@@ -95,43 +94,6 @@ DirectRequest::~DirectRequest() {
       Orphans::instance().adopt(out.request, std::move(out.bytes));
     }
   }
-}
-
-void DirectRequest::advance_keeping_error() noexcept {
-  if (done_ || error_) return;
-  try {
-    advance();
-  } catch (const Error& e) {
-    error_ = e;
-  } catch (const std::exception& e) {
-    error_ = Error(ErrorCode::kTransport, fmt::format("rank {}: {}: {}", engine_.rank(), describe(), e.what()));
-  }
-}
-
-bool DirectRequest::step() {
-  if (error_) throw *error_;
-  reap_outgoing();
-  try {
-    return done_ || advance();
-  } catch (const Error& e) {
-    error_ = e;
-    throw;
-  }
-}
-
-void DirectRequest::wait() {
-  engine_.wait(WaitFor{[&] { return step() ? WaitStep::kDone : WaitStep::kIdle; }, [&] { return describe(); },
-                       [&] { return std::vector<int>{peer_}; }});
-}
-
-bool DirectRequest::test() {
-  auto guard = engine_.lock();
-  engine_.throw_if_aborted();
-  engine_.progress();
-  if (step()) return true;
-  engine_.throw_if_peer_failed();
-  engine_.throw_if_peer_gone({peer_}, std::chrono::steady_clock::duration::zero(), [&] { return describe(); });
-  return false;
 }
 
 std::optional<std::vector<std::byte>> DirectRequest::take_control(MPI_Comm comm) {
@@ -211,7 +173,7 @@ DirectSend::~DirectSend() {
 }
 
 bool DirectSend::advance() {
-  if (done_) return true;
+  reap_outgoing();
   std::optional<std::vector<std::byte>> reply = take_control(channel_.replies);
   if (!reply) return false;
   const Decoded d = decode(*reply, describe());
@@ -238,7 +200,6 @@ DirectReceive::DirectReceive(ProgressEngine& engine, int peer, Tag tag, DirectCh
     : DirectRequest(engine, false, peer, tag, channel, std::move(runs), bytes, nullptr, Awaiting::kHeader) {}
 
 bool DirectReceive::advance() {
-  if (done_) return true;
   std::optional<std::vector<std::byte>> header = take_control(channel_.headers);
   if (!header) return false;
   act_on_header(*header);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "polled_request.h"
 #include "progress_engine.h"
 #include "reshard/execute/buffer.h"
 #include "reshard/execute/transport.h"
@@ -50,17 +51,11 @@ struct DirectChannel {
 // MPI is finalized (the receiver may still be reading). Requests that wait
 // for the same kind of control message on the same (peer, tag) take them in
 // the order they were started, as MPI delivers them.
-class DirectRequest : public Request {
+class DirectRequest : public PolledRequest {
  public:
   ~DirectRequest() override;
   DirectRequest(const DirectRequest&) = delete;
   DirectRequest& operator=(const DirectRequest&) = delete;
-
-  void wait() override;
-  bool test() override;
-
-  // Under the engine's lock: advance(), keeping an error for the next wait or test.
-  void advance_keeping_error() noexcept;
 
   // The control message a request waits for next.
   enum class Awaiting { kNothing, kHeader, kReply };
@@ -75,9 +70,6 @@ class DirectRequest : public Request {
   DirectRequest(ProgressEngine& engine, bool is_send, int peer, Tag tag, DirectChannel channel,
                 std::vector<RunGroup> runs, uint64_t bytes, std::shared_ptr<const void> owner, Awaiting first);
 
-  // Under the lock: takes what has arrived and acts on it; true once done.
-  virtual bool advance() = 0;
-
   // The control message of the awaited kind, if it has arrived and no earlier
   // request on the channel awaits the same kind.
   std::optional<std::vector<std::byte>> take_control(MPI_Comm comm);
@@ -85,11 +77,11 @@ class DirectRequest : public Request {
   void send_control(MPI_Comm comm, std::vector<std::byte> message);
   void finish();
   [[noreturn]] void fail(const std::string& what);
-  std::string describe() const;
+  std::string describe() const override;
+  // Lets go of control messages MPI has sent.
+  void reap_outgoing();
 
-  ProgressEngine& engine_;
   const bool is_send_;
-  const int peer_;
   const Tag tag_;
   const DirectChannel channel_;
   const std::vector<RunGroup> runs_;
@@ -97,19 +89,13 @@ class DirectRequest : public Request {
   std::shared_ptr<const void> owner_;
   Awaiting awaiting_;
   bool exposed_ = false;  // the peer may be reading our runs now
-  bool done_ = false;
 
  private:
   struct Outgoing {
     MPI_Request request = MPI_REQUEST_NULL;
     std::shared_ptr<std::vector<std::byte>> bytes;
   };
-  void reap_outgoing();
-  // advance() unless done or failed, keeping its error for later calls.
-  bool step();
-
   std::vector<Outgoing> outgoing_;
-  std::optional<Error> error_;
 };
 
 class DirectSend final : public DirectRequest {

@@ -8,7 +8,7 @@
 #include "chunked_request.h"
 #include "direct_request.h"
 #include "orphans.h"
-#include "typed_request.h"
+#include "polled_request.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::mpi_detail {
@@ -56,13 +56,19 @@ void ProgressEngine::remove(ChunkedRequest* request) {
   std::erase(requests_, request);
 }
 
-void ProgressEngine::add(TypedRequest* request) { typed_.push_back(request); }
+void ProgressEngine::add(PolledRequest* request) { polled_.push_back(request); }
 
-void ProgressEngine::remove(TypedRequest* request) { std::erase(typed_, request); }
+void ProgressEngine::remove(PolledRequest* request) { std::erase(polled_, request); }
 
-void ProgressEngine::add(DirectRequest* request) { direct_.push_back(request); }
+void ProgressEngine::add(DirectRequest* request) {
+  add(static_cast<PolledRequest*>(request));
+  direct_.push_back(request);
+}
 
-void ProgressEngine::remove(DirectRequest* request) { std::erase(direct_, request); }
+void ProgressEngine::remove(DirectRequest* request) {
+  remove(static_cast<PolledRequest*>(request));
+  std::erase(direct_, request);
+}
 
 bool ProgressEngine::first_awaiting(const DirectRequest* request) const {
   for (const DirectRequest* other : direct_) {
@@ -74,8 +80,7 @@ bool ProgressEngine::first_awaiting(const DirectRequest* request) const {
 
 void ProgressEngine::progress() {
   for (ChunkedRequest* request : requests_) request->advance();
-  for (TypedRequest* request : typed_) request->advance_keeping_error();
-  for (DirectRequest* request : direct_) request->advance_keeping_error();
+  for (PolledRequest* request : polled_) request->advance_keeping_error();
   failures_.poll();
   // Waiting ranks beat too (rate-limited), in case there is no heartbeat thread.
   const auto now = Clock::now();

@@ -21,7 +21,7 @@ namespace reshard::mpi_detail {
 
 class ChunkedRequest;
 class DirectRequest;
-class TypedRequest;
+class PolledRequest;
 
 // What one look at a wait's condition found.
 enum class WaitStep { kDone, kProgressed, kIdle };
@@ -58,8 +58,9 @@ class ProgressEngine {
 
   void add(ChunkedRequest* request);
   void remove(ChunkedRequest* request);
-  void add(TypedRequest* request);
-  void remove(TypedRequest* request);
+  void add(PolledRequest* request);
+  void remove(PolledRequest* request);
+  // A direct request is polled, and ordered among those on its channel.
   void add(DirectRequest* request);
   void remove(DirectRequest* request);
   // Whether no request started before `request` on its channel awaits the
@@ -121,8 +122,8 @@ class ProgressEngine {
   std::mutex mutex_;
   int rank_;
   std::vector<ChunkedRequest*> requests_;
-  std::vector<TypedRequest*> typed_;
-  std::vector<DirectRequest*> direct_;  // in the order started
+  std::vector<PolledRequest*> polled_;
+  std::vector<DirectRequest*> direct_;  // also polled; in the order started
   std::atomic<uint64_t> completions_{0};  // of every request, for the wait's polling
   FailureChannel failures_;
   Heartbeats heartbeats_;

@@ -13,9 +13,8 @@ namespace reshard::mpi_detail {
 TypedRequest::TypedRequest(ProgressEngine& engine, bool is_send, int peer, Tag tag, MPI_Comm comm, int mpi_tag,
                            const std::vector<MPI_Aint>& addresses, const std::vector<int>& lengths, size_t bytes,
                            std::shared_ptr<const void> owner)
-    : engine_(engine),
+    : PolledRequest(engine, peer),
       is_send_(is_send),
-      peer_(peer),
       tag_(tag),
       comm_(comm),
       mpi_tag_(mpi_tag),
@@ -47,20 +46,7 @@ TypedRequest::~TypedRequest() {
   if (type_ != MPI_DATATYPE_NULL) MPI_Type_free(&type_);
 }
 
-void TypedRequest::advance_keeping_error() noexcept {
-  if (done_ || error_) return;
-  try {
-    advance();
-  } catch (const Error& e) {
-    error_ = e;
-  } catch (const std::exception& e) {
-    error_ = Error(ErrorCode::kTransport, fmt::format("rank {}: {}: {}", engine_.rank(), describe(), e.what()));
-  }
-}
-
 bool TypedRequest::advance() {
-  if (error_) throw *error_;
-  if (done_) return true;
   if (!posted_) {
     int arrived = 0;
     MPI_Message message = MPI_MESSAGE_NULL;
@@ -84,21 +70,6 @@ bool TypedRequest::advance() {
   engine_.note_completion();
   engine_.count_completed(is_send_, bytes_);
   return true;
-}
-
-void TypedRequest::wait() {
-  engine_.wait(WaitFor{[&] { return advance() ? WaitStep::kDone : WaitStep::kIdle; }, [&] { return describe(); },
-                       [&] { return std::vector<int>{peer_}; }});
-}
-
-bool TypedRequest::test() {
-  auto guard = engine_.lock();
-  engine_.throw_if_aborted();
-  engine_.progress();
-  if (advance()) return true;
-  engine_.throw_if_peer_failed();
-  engine_.throw_if_peer_gone({peer_}, std::chrono::steady_clock::duration::zero(), [&] { return describe(); });
-  return false;
 }
 
 std::string TypedRequest::describe() const {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "polled_request.h"
 #include "progress_engine.h"
 #include "reshard/execute/transport.h"
 #include "reshard/layout/error.h"
@@ -24,7 +25,7 @@ namespace reshard::mpi_detail {
 // thrown by the next wait() or test(). `owner` keeps
 // the runs' memory alive; a request destroyed before MPI is done with it
 // leaves its MPI request to Orphans with a share of it.
-class TypedRequest final : public Request {
+class TypedRequest final : public PolledRequest {
  public:
   // Under the engine's lock. `bytes` (the runs' total) and the number of runs
   // are at most INT_MAX; runs are at most INT_MAX bytes each.
@@ -35,20 +36,13 @@ class TypedRequest final : public Request {
   TypedRequest(const TypedRequest&) = delete;
   TypedRequest& operator=(const TypedRequest&) = delete;
 
-  void wait() override;
-  bool test() override;
-
-  // Under the engine's lock: advance(), keeping an error for the next wait or test.
-  void advance_keeping_error() noexcept;
 
  private:
   // Under the lock: matches an arrived receive, tests for completion.
-  bool advance();
-  std::string describe() const;
+  bool advance() override;
+  std::string describe() const override;
 
-  ProgressEngine& engine_;
   bool is_send_;
-  int peer_;
   Tag tag_;
   MPI_Comm comm_;
   int mpi_tag_;
@@ -57,8 +51,6 @@ class TypedRequest final : public Request {
   MPI_Datatype type_ = MPI_DATATYPE_NULL;
   MPI_Request request_ = MPI_REQUEST_NULL;
   bool posted_ = false;
-  bool done_ = false;
-  std::optional<Error> error_;
 };
 
 }  // namespace reshard::mpi_detail

@@ -8,11 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "execute/support/reference_arrays.h"
 #include "mpi_world.h"
 #include "reshard/execute/buffer.h"
-#include "reshard/execute/operations.h"
-#include "reshard/plan/planner.h"
+#include "strided_reshard_check.h"
 
 namespace reshard {
 namespace {
@@ -132,34 +130,8 @@ TEST_F(SingleCopyMpi, AWithdrawnUnownedSendStillDeliversWhatItWasGiven) {
 }
 
 TEST_F(SingleCopyMpi, AStridedReshardArrivesWholeAndIsCountedAsPlanned) {
-  MpiTransport& t = world_transport();
-  const Topology topology = Topology::uniform(4 * t.size(), t.size());
-  const auto devices = topology.num_devices();
-  std::vector<DeviceId> order, reversed;
-  for (DeviceId d = 0; d < devices; ++d) order.push_back(d);
-  reversed.assign(order.rbegin(), order.rend());
-  // Rows to columns and back: 256-byte runs on the sending side one way, on
-  // the receiving side the other.
-  const Shape shape{256, 64 * devices};
-  const NamedSharding rows(Mesh({{"x", devices}}, order), PartitionSpec({{"x"}}));
-  const NamedSharding columns(Mesh({{"x", devices}}, reversed), PartitionSpec({{}, {"x"}}));
-  const TransportCounters before = t.counters();
-  const ShardedArray there =
-      reshard_array(testing::reference_array(shape, DType::kF32, rows, topology, t.rank(), 47), columns, t);
-  const ShardedArray back = reshard_array(there, rows, t);
-  const TransportCounters after = t.counters();
-  EXPECT_TRUE(testing::matches_reference(there, 47));
-  EXPECT_TRUE(testing::matches_reference(back, 47));
-  uint64_t planned_in = 0;
-  for (const auto& [from, to] : {std::pair{rows, columns}, std::pair{columns, rows}}) {
-    const Plan plan = make_plan(PlanKey{shape, DType::kF32, from, to, topology});
-    for (const Transfer& x : plan.transfers()) {
-      if (topology.process_of(x.dst) == t.rank() && topology.process_of(x.src) != t.rank()) {
-        planned_in += static_cast<uint64_t>(x.box.volume()) * 4;
-      }
-    }
-  }
-  EXPECT_EQ(after.bytes_received - before.bytes_received, planned_in);
+  // Runs of 256 bytes on the sending side, then (back) on the receiving side.
+  testing::check_strided_reshard(world_transport(), 256, /*round_trip=*/true, 47);
 }
 
 }  // namespace
