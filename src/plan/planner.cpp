@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <iterator>
 #include <map>
+#include <memory>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -11,6 +13,7 @@
 #include "replica_chooser.h"
 #include "reshard/layout/checked.h"
 #include "reshard/layout/error.h"
+#include "reshard/plan/plan_cache.h"
 #include "sender_balance.h"
 #include "share_split.h"
 
@@ -53,12 +56,21 @@ struct PendingPiece {
 
 // One array's plan in the making.
 struct ArrayPlan {
-  explicit ArrayPlan(ReplicaChooser c) : chooser(std::move(c)) {}
-  ReplicaChooser chooser;
+  explicit ArrayPlan(std::shared_ptr<ReplicaChooser> c) : chooser(std::move(c)) {}
+  std::shared_ptr<ReplicaChooser> chooser;  // shared with the array's repeats
   std::vector<Transfer> stage0;
   std::vector<Transfer> stage1;
   std::vector<PendingPiece> pending;
   std::vector<size_t> group_of_chunk;  // source chunk tuple -> send group, once seen
+  std::vector<uint64_t> fixed_added;   // bytes this array added to the batch's `fixed`, by process
+};
+
+// Keys compared through pointers into the batch's span (no copies).
+struct KeyPtrHash {
+  size_t operator()(const PlanKey* key) const { return PlanKeyHash{}(*key); }
+};
+struct KeyPtrEqual {
+  bool operator()(const PlanKey* a, const PlanKey* b) const { return *a == *b; }
 };
 
 // Plans the arrays of one operation: cuts each into pieces as they come,
@@ -68,45 +80,15 @@ class BatchPlanner {
  public:
   explicit BatchPlanner(const PlanOptions& options) : options_(options) {}
 
+  // `key` must outlive the planner (it is remembered, to spot its repeats).
   void add(const PlanKey& key) {
-    const Tiling src_tiling = checked_tiling(key.src, key, "source");
-    const Tiling dst_tiling = checked_tiling(key.dst, key, "target");
-    PieceFinder finder(src_tiling, dst_tiling, key.dtype);
-    ArrayPlan& array = arrays_.emplace_back(ReplicaChooser(key.src, src_tiling, finder.src_index(), key.topology));
-    if (fixed_.size() < static_cast<size_t>(key.topology.num_processes())) {
-      fixed_.resize(static_cast<size_t>(key.topology.num_processes()), 0);
-    }
-    const std::vector<DeviceId> receivers =
-        options_.fan_out ? plan_detail::stage0_receivers(key.dst, dst_tiling, ChunkIndex(dst_tiling), key.topology)
-                         : std::vector<DeviceId>{};
-    // Room for every piece in stage 0 (stage 1 is appended there at the end)
-    // and for those of devices that others receive for in stage 1.
-    size_t count = 0;
-    size_t fanned = 0;
-    for (int64_t logical = 0; logical < dst_tiling.num_devices; ++logical) {
-      const size_t pieces = finder.count_pieces(dst_tiling.chunk_of_device(logical));
-      count += pieces;
-      const auto l = static_cast<size_t>(logical);
-      if (options_.fan_out && receivers[l] != key.dst.mesh().devices()[l]) fanned += pieces;
-    }
-    array.stage0.reserve(count);
-    array.stage1.reserve(fanned);
-    const std::vector<DeviceId>& targets = key.dst.mesh().devices();
-    for (size_t logical = 0; logical < targets.size(); ++logical) {
-      const DeviceId dst = targets[logical];
-      const int dst_process = key.topology.process_of(dst);
-      const DeviceId receiver = options_.fan_out ? receivers[logical] : dst;
-      for (Piece& piece : finder.take_pieces(dst_tiling.chunk_of_device(static_cast<int64_t>(logical)))) {
-        if (const std::optional<DeviceId> home = array.chooser.local(piece.src_chunk, dst, dst_process)) {
-          array.stage0.push_back({*home, dst, std::move(piece.box)});
-        } else if (receiver != dst) {
-          array.stage1.push_back({receiver, dst, std::move(piece.box), 1});
-        } else {
-          const DeviceId src = remote_sender(array, piece);
-          array.stage0.push_back({src, dst, std::move(piece.box)});
-        }
-      }
-    }
+    // A model repeats a handful of layouts over all its layers: every part of
+    // an array's plan except the shares of pending pieces (settled in
+    // finish(), by batch order) depends on its key alone, so a repeated key
+    // copies the first one's plan instead of planning again.
+    const auto [first, inserted] = first_of_key_.try_emplace(&key, arrays_.size());
+    if (!inserted) return repeat(first->second);
+    plan_fresh(key);
   }
 
   std::vector<Plan> finish(std::span<const PlanKey> keys) {
@@ -131,15 +113,76 @@ class BatchPlanner {
   }
 
  private:
+  // Plans `key` from its layouts: cuts it into pieces, settling every sender
+  // it can at once and leaving the shared ones pending.
+  void plan_fresh(const PlanKey& key) {
+    const Tiling src_tiling = checked_tiling(key.src, key, "source");
+    const Tiling dst_tiling = checked_tiling(key.dst, key, "target");
+    PieceFinder finder(src_tiling, dst_tiling, key.dtype);
+    ArrayPlan& array = arrays_.emplace_back(
+        std::make_shared<ReplicaChooser>(key.src, src_tiling, finder.src_index(), key.topology));
+    if (fixed_.size() < static_cast<size_t>(key.topology.num_processes())) {
+      fixed_.resize(static_cast<size_t>(key.topology.num_processes()), 0);
+    }
+    const std::vector<DeviceId> receivers =
+        options_.fan_out ? plan_detail::stage0_receivers(key.dst, dst_tiling, ChunkIndex(dst_tiling), key.topology)
+                         : std::vector<DeviceId>{};
+    // Room for every piece in stage 0 (stage 1 is appended there at the end)
+    // and for those of devices that others receive for in stage 1.
+    size_t count = 0;
+    size_t fanned = 0;
+    for (int64_t logical = 0; logical < dst_tiling.num_devices; ++logical) {
+      const size_t pieces = finder.count_pieces(dst_tiling.chunk_of_device(logical));
+      count += pieces;
+      const auto l = static_cast<size_t>(logical);
+      if (options_.fan_out && receivers[l] != key.dst.mesh().devices()[l]) fanned += pieces;
+    }
+    array.stage0.reserve(count);
+    array.stage1.reserve(fanned);
+    const std::vector<DeviceId>& targets = key.dst.mesh().devices();
+    for (size_t logical = 0; logical < targets.size(); ++logical) {
+      const DeviceId dst = targets[logical];
+      const int dst_process = key.topology.process_of(dst);
+      const DeviceId receiver = options_.fan_out ? receivers[logical] : dst;
+      for (Piece& piece : finder.take_pieces(dst_tiling.chunk_of_device(static_cast<int64_t>(logical)))) {
+        if (const std::optional<DeviceId> home = array.chooser->local(piece.src_chunk, dst, dst_process)) {
+          array.stage0.push_back({*home, dst, std::move(piece.box)});
+        } else if (receiver != dst) {
+          array.stage1.push_back({receiver, dst, std::move(piece.box), 1});
+        } else {
+          const DeviceId src = remote_sender(array, piece);
+          array.stage0.push_back({src, dst, std::move(piece.box)});
+        }
+      }
+    }
+  }
+
+  // A repeat of array `first` (planned from an equal key): the same
+  // transfers and pending pieces, and the same load added to the batch.
+  void repeat(size_t first) {
+    ArrayPlan array(arrays_[first].chooser);
+    const ArrayPlan& original = arrays_[first];
+    for (size_t p = 0; p < original.fixed_added.size(); ++p) {
+      fixed_[p] = checked_add(fixed_[p], original.fixed_added[p], "bytes sent by one process");
+    }
+    for (const PendingPiece& piece : original.pending) {
+      SendGroup& group = groups_[piece.group];
+      group.bytes = checked_add(group.bytes, piece.bytes, "bytes shared by holder processes");
+    }
+    array.stage0 = original.stage0;
+    array.stage1 = original.stage1;
+    array.pending = original.pending;
+    arrays_.push_back(std::move(array));  // after the copies: this may move `original`
+  }
+
   // The sender of a piece no device of the target's process holds, or
   // kSenderPending when several processes could send it.
   DeviceId remote_sender(ArrayPlan& array, const Piece& piece) {
-    if (!options_.balance_senders) return array.chooser.least_loaded(piece.src_chunk, piece.bytes);
-    const auto holders = array.chooser.processes_holding(piece.src_chunk);
+    if (!options_.balance_senders) return array.chooser->least_loaded(piece.src_chunk, piece.bytes);
+    const auto holders = array.chooser->processes_holding(piece.src_chunk);
     if (holders.size() <= 1) {  // none is impossible; least_loaded says so
-      if (holders.empty()) return array.chooser.least_loaded(piece.src_chunk, piece.bytes);
-      uint64_t& load = fixed_[static_cast<size_t>(holders.front().first)];
-      load = checked_add(load, piece.bytes, "bytes sent by one process");
+      if (holders.empty()) return array.chooser->least_loaded(piece.src_chunk, piece.bytes);
+      add_fixed(array, holders.front().first, piece.bytes);
       return holders.front().second;
     }
     const size_t group = group_of(array, piece.src_chunk);
@@ -148,15 +191,24 @@ class BatchPlanner {
     return kSenderPending;
   }
 
+  // Counts `bytes` that only `process` can send against it, and against the
+  // array (for its repeats).
+  void add_fixed(ArrayPlan& array, int process, uint64_t bytes) {
+    const auto p = static_cast<size_t>(process);
+    fixed_[p] = checked_add(fixed_[p], bytes, "bytes sent by one process");
+    if (array.fixed_added.size() <= p) array.fixed_added.resize(fixed_.size(), 0);
+    array.fixed_added[p] += bytes;  // at most fixed_[p]: cannot overflow
+  }
+
   // The send group of the processes holding `src_chunk`, shared by every
   // array of the batch whose pieces these same processes hold.
   size_t group_of(ArrayPlan& array, int64_t src_chunk) {
     const auto chunk = static_cast<size_t>(src_chunk);
-    if (array.group_of_chunk.empty()) array.group_of_chunk.assign(array.chooser.num_chunks(), kNoGroup);
+    if (array.group_of_chunk.empty()) array.group_of_chunk.assign(array.chooser->num_chunks(), kNoGroup);
     size_t& group = array.group_of_chunk[chunk];
     if (group != kNoGroup) return group;
     std::vector<int> holders;
-    for (const auto& [process, device] : array.chooser.processes_holding(src_chunk)) holders.push_back(process);
+    for (const auto& [process, device] : array.chooser->processes_holding(src_chunk)) holders.push_back(process);
     const auto [it, inserted] = group_ids_.try_emplace(holders, groups_.size());
     if (inserted) groups_.push_back({std::move(holders), 0});
     return group = it->second;
@@ -178,7 +230,7 @@ class BatchPlanner {
       Transfer& whole = array.stage0[p.transfer];
       plan_detail::split_by_shares(whole.box, placed[p.group], p.bytes, ends[p.group], parts);
       placed[p.group] += p.bytes;
-      const auto holders = array.chooser.processes_holding(p.src_chunk);
+      const auto holders = array.chooser->processes_holding(p.src_chunk);
       whole.src = holders[parts.front().holder].second;
       if (parts.size() > 1) splits.push_back({p.transfer, p.src_chunk, parts});
     }
@@ -193,7 +245,7 @@ class BatchPlanner {
                 array.stage0.begin() + static_cast<std::ptrdiff_t>(split.transfer), std::back_inserter(out));
       const Transfer& whole = array.stage0[split.transfer];
       const size_t dim = plan_detail::cut_dimension(whole.box);
-      const auto holders = array.chooser.processes_holding(split.src_chunk);
+      const auto holders = array.chooser->processes_holding(split.src_chunk);
       for (const plan_detail::RowRange& range : split.parts) {
         out.push_back({holders[range.holder].second, whole.dst, plan_detail::rows_of(whole.box, dim, range)});
       }
@@ -208,6 +260,7 @@ class BatchPlanner {
   std::vector<uint64_t> fixed_;  // bytes only one process can send, by process
   std::vector<SendGroup> groups_;
   std::map<std::vector<int>, size_t> group_ids_;
+  std::unordered_map<const PlanKey*, size_t, KeyPtrHash, KeyPtrEqual> first_of_key_;  // key -> its first array
 };
 
 }  // namespace
