@@ -65,6 +65,12 @@ struct ArrayPlan {
   std::vector<uint64_t> fixed_added;   // bytes this array added to the batch's `fixed`, by process
 };
 
+// A pending piece its holders send in several parts.
+struct Split {
+  size_t pending = 0;  // index into the array's pending pieces
+  std::vector<plan_detail::RowRange> parts;
+};
+
 // Keys compared through pointers into the batch's span (no copies).
 struct KeyPtrHash {
   size_t operator()(const PlanKey* key) const { return PlanKeyHash{}(*key); }
@@ -101,14 +107,7 @@ class BatchPlanner {
     std::vector<uint64_t> placed(groups_.size(), 0);  // bytes of each group handed out so far
     std::vector<Plan> plans;
     plans.reserve(keys.size());
-    for (size_t i = 0; i < keys.size(); ++i) {
-      ArrayPlan& array = arrays_[i];
-      std::vector<Transfer> transfers =
-          array.pending.empty() ? std::move(array.stage0) : settle_pending(array, ends, placed);
-      transfers.reserve(transfers.size() + array.stage1.size());
-      std::move(array.stage1.begin(), array.stage1.end(), std::back_inserter(transfers));
-      plans.emplace_back(keys[i], std::move(transfers));
-    }
+    for (size_t i = 0; i < keys.size(); ++i) plans.emplace_back(keys[i], transfers_of(arrays_[i], ends, placed));
     return plans;
   }
 
@@ -157,7 +156,7 @@ class BatchPlanner {
     }
   }
 
-  // A repeat of array `first` (planned from an equal key): the same
+  // A repeat of array `first` (planned from an equal key): a copy of its
   // transfers and pending pieces, and the same load added to the batch.
   void repeat(size_t first) {
     ArrayPlan array(arrays_[first].chooser);
@@ -169,7 +168,9 @@ class BatchPlanner {
       SendGroup& group = groups_[piece.group];
       group.bytes = checked_add(group.bytes, piece.bytes, "bytes shared by holder processes");
     }
-    array.stage0 = original.stage0;
+    // With room for stage 1, as plan_fresh() leaves it (see transfers_of()).
+    array.stage0.reserve(original.stage0.size() + original.stage1.size());
+    array.stage0.insert(array.stage0.end(), original.stage0.begin(), original.stage0.end());
     array.stage1 = original.stage1;
     array.pending = original.pending;
     arrays_.push_back(std::move(array));  // after the copies: this may move `original`
@@ -214,45 +215,66 @@ class BatchPlanner {
     return group = it->second;
   }
 
-  // The array's stage-0 transfers with every pending piece given its
-  // holders' parts, in the batch's order of pieces. A piece that goes whole
-  // to one holder only gets its sender; the vector is rebuilt only for splits.
-  std::vector<Transfer> settle_pending(ArrayPlan& array, const std::vector<std::vector<uint64_t>>& ends,
-                                       std::vector<uint64_t>& placed) {
-    struct Split {
-      size_t transfer;
-      int64_t src_chunk;
-      std::vector<plan_detail::RowRange> parts;
-    };
-    std::vector<Split> splits;
-    std::vector<plan_detail::RowRange> parts;
-    for (const PendingPiece& p : array.pending) {
-      Transfer& whole = array.stage0[p.transfer];
-      plan_detail::split_by_shares(whole.box, placed[p.group], p.bytes, ends[p.group], parts);
-      placed[p.group] += p.bytes;
-      const auto holders = array.chooser->processes_holding(p.src_chunk);
-      whole.src = holders[parts.front().holder].second;
-      if (parts.size() > 1) splits.push_back({p.transfer, p.src_chunk, parts});
-    }
-    if (splits.empty()) return std::move(array.stage0);
+  // The array's transfers: stage 0 with every pending piece given its
+  // holders' parts (in the batch's order of pieces), then stage 1, moved.
+  std::vector<Transfer> transfers_of(ArrayPlan& array, const std::vector<std::vector<uint64_t>>& ends,
+                                     std::vector<uint64_t>& placed) {
+    if (choose_senders(array, ends, placed) > 0) return with_splits(array);
+    // The common case: senders set in place, and stage 1 appended without
+    // moving stage 0 (reserved for every piece of both stages).
+    for (size_t n = 0; n < array.pending.size(); ++n) array.stage0[array.pending[n].transfer].src = senders_[n];
+    std::move(array.stage1.begin(), array.stage1.end(), std::back_inserter(array.stage0));
+    return std::move(array.stage0);
+  }
+
+  // transfers_of() when some pending pieces are cut into parts (splits_).
+  std::vector<Transfer> with_splits(ArrayPlan& array) {
     size_t extra = 0;
-    for (const Split& split : splits) extra += split.parts.size() - 1;
+    for (const Split& split : splits_) extra += split.parts.size() - 1;
     std::vector<Transfer> out;
     out.reserve(array.stage0.size() + extra + array.stage1.size());
-    size_t next = 0;
-    for (const Split& split : splits) {
-      std::move(array.stage0.begin() + static_cast<std::ptrdiff_t>(next),
-                array.stage0.begin() + static_cast<std::ptrdiff_t>(split.transfer), std::back_inserter(out));
-      const Transfer& whole = array.stage0[split.transfer];
-      const size_t dim = plan_detail::cut_dimension(whole.box);
-      const auto holders = array.chooser->processes_holding(split.src_chunk);
-      for (const plan_detail::RowRange& range : split.parts) {
-        out.push_back({holders[range.holder].second, whole.dst, plan_detail::rows_of(whole.box, dim, range)});
+    size_t n = 0;      // the next pending piece
+    size_t split = 0;  // the next split one
+    for (size_t k = 0; k < array.stage0.size(); ++k) {
+      const bool pending = n < array.pending.size() && array.pending[n].transfer == k;
+      if (pending && split < splits_.size() && splits_[split].pending == n) {
+        append_parts(out, array, array.stage0[k], splits_[split++]);
+      } else {
+        out.push_back(std::move(array.stage0[k]));
+        if (pending) out.back().src = senders_[n];
       }
-      next = split.transfer + 1;
+      n += pending;
     }
-    std::move(array.stage0.begin() + static_cast<std::ptrdiff_t>(next), array.stage0.end(), std::back_inserter(out));
+    std::move(array.stage1.begin(), array.stage1.end(), std::back_inserter(out));
     return out;
+  }
+
+  // The sender of each of the array's pending pieces (senders_, by pending
+  // index), from its group's shares in the batch's order of pieces; the
+  // pieces several holders send in parts go to splits_. Returns how many
+  // pieces are split.
+  size_t choose_senders(const ArrayPlan& array, const std::vector<std::vector<uint64_t>>& ends,
+                        std::vector<uint64_t>& placed) {
+    senders_.resize(array.pending.size());
+    splits_.clear();
+    for (size_t n = 0; n < array.pending.size(); ++n) {
+      const PendingPiece& p = array.pending[n];
+      plan_detail::split_by_shares(array.stage0[p.transfer].box, placed[p.group], p.bytes, ends[p.group], parts_);
+      placed[p.group] += p.bytes;
+      senders_[n] = array.chooser->processes_holding(p.src_chunk)[parts_.front().holder].second;
+      if (parts_.size() > 1) splits_.push_back({n, parts_});
+    }
+    return splits_.size();
+  }
+
+  // The parts of pending piece `whole`, each from its holder.
+  static void append_parts(std::vector<Transfer>& out, const ArrayPlan& array, const Transfer& whole,
+                           const Split& split) {
+    const size_t dim = plan_detail::cut_dimension(whole.box);
+    const auto holders = array.chooser->processes_holding(array.pending[split.pending].src_chunk);
+    for (const plan_detail::RowRange& range : split.parts) {
+      out.push_back({holders[range.holder].second, whole.dst, plan_detail::rows_of(whole.box, dim, range)});
+    }
   }
 
   PlanOptions options_;
@@ -261,6 +283,10 @@ class BatchPlanner {
   std::vector<SendGroup> groups_;
   std::map<std::vector<int>, size_t> group_ids_;
   std::unordered_map<const PlanKey*, size_t, KeyPtrHash, KeyPtrEqual> first_of_key_;  // key -> its first array
+  // Reused by transfers_of() for every array.
+  std::vector<DeviceId> senders_;
+  std::vector<Split> splits_;
+  std::vector<plan_detail::RowRange> parts_;
 };
 
 }  // namespace
