@@ -13,7 +13,6 @@
 #include "replica_chooser.h"
 #include "reshard/layout/checked.h"
 #include "reshard/layout/error.h"
-#include "reshard/plan/plan_cache.h"
 #include "sender_balance.h"
 #include "share_split.h"
 
@@ -71,9 +70,33 @@ struct Split {
   std::vector<plan_detail::RowRange> parts;
 };
 
-// Keys compared through pointers into the batch's span (no copies).
+// One FNV-1a step per value.
+void mix(uint64_t& hash, uint64_t value) { hash = (hash ^ value) * 0x100000001b3ULL; }
+
+void mix_sharding(uint64_t& hash, const NamedSharding& sharding) {
+  for (const MeshAxis& axis : sharding.mesh().axes()) mix(hash, static_cast<uint64_t>(axis.size));
+  for (DeviceId d : sharding.mesh().devices()) mix(hash, static_cast<uint64_t>(d));
+  const std::vector<SpecEntry>& entries = sharding.spec().entries();
+  size_t used = entries.size();
+  while (used > 0 && entries[used - 1].empty()) --used;  // P('x') == P('x', None)
+  for (size_t i = 0; i < used; ++i) mix(hash, entries[i].size());
+  mix(hash, static_cast<uint64_t>(sharding.memory_kind()) * 2 + sharding.uneven());
+}
+
+// Keys compared through pointers into the batch's span (no copies), hashed
+// more cheaply than PlanKeyHash (which costs more than planning a repeat):
+// device ids one multiply each, names left to the == that follows. Equal
+// keys hash equal.
 struct KeyPtrHash {
-  size_t operator()(const PlanKey* key) const { return PlanKeyHash{}(*key); }
+  size_t operator()(const PlanKey* key) const {
+    uint64_t hash = 0xcbf29ce484222325ULL;
+    for (int64_t extent : key->shape) mix(hash, static_cast<uint64_t>(extent));
+    mix(hash, static_cast<uint64_t>(key->dtype));
+    mix_sharding(hash, key->src);
+    mix_sharding(hash, key->dst);
+    mix(hash, static_cast<uint64_t>(key->topology.num_devices()));
+    return static_cast<size_t>(hash);
+  }
 };
 struct KeyPtrEqual {
   bool operator()(const PlanKey* a, const PlanKey* b) const { return *a == *b; }
@@ -259,12 +282,25 @@ class BatchPlanner {
     splits_.clear();
     for (size_t n = 0; n < array.pending.size(); ++n) {
       const PendingPiece& p = array.pending[n];
-      plan_detail::split_by_shares(array.stage0[p.transfer].box, placed[p.group], p.bytes, ends[p.group], parts_);
+      const size_t holder = holder_of(array, n, placed[p.group], ends[p.group]);
+      senders_[n] = array.chooser->processes_holding(p.src_chunk)[holder].second;
       placed[p.group] += p.bytes;
-      senders_[n] = array.chooser->processes_holding(p.src_chunk)[parts_.front().holder].second;
-      if (parts_.size() > 1) splits_.push_back({n, parts_});
     }
     return splits_.size();
+  }
+
+  // The holder that sends pending piece n (the first, if it is split: then
+  // its parts go to splits_), the piece occupying bytes [begin, begin +
+  // bytes) of its group, holder j sending [ends[j - 1], ends[j]).
+  size_t holder_of(const ArrayPlan& array, size_t n, uint64_t begin, std::span<const uint64_t> ends) {
+    const PendingPiece& p = array.pending[n];
+    // Most pieces lie within one holder's bytes: that one sends the piece
+    // whole, as split_by_shares() would say, without reading the (cold) box.
+    const auto first = std::upper_bound(ends.begin(), ends.end(), begin);
+    if (first != ends.end() && p.bytes <= *first - begin) return static_cast<size_t>(first - ends.begin());
+    plan_detail::split_by_shares(array.stage0[p.transfer].box, begin, p.bytes, ends, parts_);
+    if (parts_.size() > 1) splits_.push_back({n, parts_});
+    return parts_.front().holder;
   }
 
   // The parts of pending piece `whole`, each from its holder.

@@ -224,7 +224,9 @@ TEST(PlannerProperty, BatchesBalanceSendersOverAllTheirArrays) {
 // planner ignores memory kinds, but keys that differ in them are not equal.
 PlanKey distinct_repeat(PlanKey key, int n) {
   static constexpr MemoryKind kKinds[] = {MemoryKind::kDevice, MemoryKind::kPinnedHost, MemoryKind::kUnpinnedHost};
-  const auto kind_index = [](MemoryKind kind) { return static_cast<int>(std::find(std::begin(kKinds), std::end(kKinds), kind) - std::begin(kKinds)); };
+  const auto kind_index = [](MemoryKind kind) {
+    return static_cast<int>(std::find(std::begin(kKinds), std::end(kKinds), kind) - std::begin(kKinds));
+  };
   const int src = (kind_index(key.src.memory_kind()) + n % 3) % 3;
   const int dst = (kind_index(key.dst.memory_kind()) + n / 3) % 3;
   key.src = key.src.with_memory_kind(kKinds[src]);
