@@ -4,12 +4,13 @@
 #include <iterator>
 #include <map>
 #include <memory>
-#include <unordered_map>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "chunk_pieces.h"
 #include "fan_out.h"
+#include "repeated_keys.h"
 #include "replica_chooser.h"
 #include "reshard/layout/checked.h"
 #include "reshard/layout/error.h"
@@ -70,38 +71,6 @@ struct Split {
   std::vector<plan_detail::RowRange> parts;
 };
 
-// One FNV-1a step per value.
-void mix(uint64_t& hash, uint64_t value) { hash = (hash ^ value) * 0x100000001b3ULL; }
-
-void mix_sharding(uint64_t& hash, const NamedSharding& sharding) {
-  for (const MeshAxis& axis : sharding.mesh().axes()) mix(hash, static_cast<uint64_t>(axis.size));
-  for (DeviceId d : sharding.mesh().devices()) mix(hash, static_cast<uint64_t>(d));
-  const std::vector<SpecEntry>& entries = sharding.spec().entries();
-  size_t used = entries.size();
-  while (used > 0 && entries[used - 1].empty()) --used;  // P('x') == P('x', None)
-  for (size_t i = 0; i < used; ++i) mix(hash, entries[i].size());
-  mix(hash, static_cast<uint64_t>(sharding.memory_kind()) * 2 + sharding.uneven());
-}
-
-// Keys compared through pointers into the batch's span (no copies), hashed
-// more cheaply than PlanKeyHash (which costs more than planning a repeat):
-// device ids one multiply each, names left to the == that follows. Equal
-// keys hash equal.
-struct KeyPtrHash {
-  size_t operator()(const PlanKey* key) const {
-    uint64_t hash = 0xcbf29ce484222325ULL;
-    for (int64_t extent : key->shape) mix(hash, static_cast<uint64_t>(extent));
-    mix(hash, static_cast<uint64_t>(key->dtype));
-    mix_sharding(hash, key->src);
-    mix_sharding(hash, key->dst);
-    mix(hash, static_cast<uint64_t>(key->topology.num_devices()));
-    return static_cast<size_t>(hash);
-  }
-};
-struct KeyPtrEqual {
-  bool operator()(const PlanKey* a, const PlanKey* b) const { return *a == *b; }
-};
-
 // Plans the arrays of one operation: cuts each into pieces as they come,
 // settling every sender it can at once, and those a choice of holder
 // processes could send once the whole batch's load is known.
@@ -115,8 +84,7 @@ class BatchPlanner {
     // an array's plan except the shares of pending pieces (settled in
     // finish(), by batch order) depends on its key alone, so a repeated key
     // copies the first one's plan instead of planning again.
-    const auto [first, inserted] = first_of_key_.try_emplace(&key, arrays_.size());
-    if (!inserted) return repeat(first->second);
+    if (const std::optional<size_t> first = repeated_.first_of(key, arrays_.size())) return repeat(*first);
     plan_fresh(key);
   }
 
@@ -318,7 +286,7 @@ class BatchPlanner {
   std::vector<uint64_t> fixed_;  // bytes only one process can send, by process
   std::vector<SendGroup> groups_;
   std::map<std::vector<int>, size_t> group_ids_;
-  std::unordered_map<const PlanKey*, size_t, KeyPtrHash, KeyPtrEqual> first_of_key_;  // key -> its first array
+  plan_detail::RepeatedKeys repeated_;
   // Reused by transfers_of() for every array.
   std::vector<DeviceId> senders_;
   std::vector<Split> splits_;
