@@ -5,6 +5,8 @@
 
 #include "layout/support/expect_error.h"
 #include "plan/support/layouts.h"
+#include "reshard/layout/error.h"
+#include "support/seed.h"
 
 namespace reshard {
 namespace {
@@ -68,6 +70,40 @@ TEST(Plan, BytesFollowTheDtype) {
   EXPECT_EQ(Plan(key, rows_transfers()).stats().bytes_total, 8u * 4 * 2);
   key.dtype = DType::kF4;
   EXPECT_EQ(Plan(key, rows_transfers()).stats().bytes_total, 8u * 4 / 2);
+}
+
+// A random extent: small, empty, or large enough that volumes overflow.
+int64_t random_extent(std::mt19937_64& rng) {
+  static constexpr int64_t kSpecial[] = {0, 1, 2, 3, 5, int64_t{1} << 31, int64_t{1} << 40, int64_t{1} << 61,
+                                         int64_t{1} << 62, INT64_MAX / 3, INT64_MAX};
+  if (rng() % 2 == 0) return static_cast<int64_t>(rng() % 64);
+  return kSpecial[rng() % std::size(kSpecial)];
+}
+
+// The stats count a transfer's bytes inline for speed: they must be
+// dtype_byte_size(volume) exactly, and fail with its error (overflow, or
+// sub-byte elements that do not fill whole bytes) where it does.
+TEST(Plan, TransferBytesAreTheDtypeSizeOfTheVolume) {
+  std::mt19937_64 rng = testing::seeded_rng();
+  int overflows = 0, partial_bytes = 0;
+  for (int i = 0; i < 20000; ++i) {
+    Shape shape(rng() % 5);
+    for (int64_t& extent : shape) extent = random_extent(rng);
+    PlanKey key = rows_key();
+    key.dtype = static_cast<DType>(rng() % kNumDTypes);
+    const Box piece(std::vector<int64_t>(shape.size(), 0), shape);
+    SCOPED_TRACE(::testing::Message() << dtype_name(key.dtype) << " " << piece.to_string());
+    try {
+      const uint64_t bytes = dtype_byte_size(key.dtype, static_cast<uint64_t>(piece.volume()));
+      EXPECT_EQ(Plan(key, {{0, 1, piece}}).stats().bytes_total, bytes);
+    } catch (const Error& expected) {
+      overflows += expected.code() == ErrorCode::kOverflow;
+      partial_bytes += expected.code() == ErrorCode::kInvalidArgument;
+      EXPECT_TRUE(throws_error([&] { Plan(key, {{0, 1, piece}}); }, expected.code(), {expected.what()}));
+    }
+  }
+  EXPECT_GT(overflows, 100);
+  EXPECT_GT(partial_bytes, 100);
 }
 
 TEST(Plan, TransferOutsideTheJobIsRejectedAtConstruction) {

@@ -220,6 +220,71 @@ TEST(PlannerProperty, BatchesBalanceSendersOverAllTheirArrays) {
   }
 }
 
+// The n-th repeat of a key made distinct without changing its plan: the
+// planner ignores memory kinds, but keys that differ in them are not equal.
+PlanKey distinct_repeat(PlanKey key, int n) {
+  static constexpr MemoryKind kKinds[] = {MemoryKind::kDevice, MemoryKind::kPinnedHost, MemoryKind::kUnpinnedHost};
+  const auto kind_index = [](MemoryKind kind) {
+    return static_cast<int>(std::find(std::begin(kKinds), std::end(kKinds), kind) - std::begin(kKinds));
+  };
+  const int src = (kind_index(key.src.memory_kind()) + n % 3) % 3;
+  const int dst = (kind_index(key.dst.memory_kind()) + n / 3) % 3;
+  key.src = key.src.with_memory_kind(kKinds[src]);
+  key.dst = key.dst.with_memory_kind(kKinds[dst]);
+  return key;
+}
+
+// A batch of one job drawn from a few keys with repeats (at most 9 of each).
+std::vector<PlanKey> batch_with_repeats(std::mt19937_64& rng) {
+  const auto any_key = [&] {
+    switch (rng() % 3) {
+      case 0: return testing::random_plan_key(rng);
+      case 1: return testing::random_fan_out_key(rng);
+      default: return testing::random_shared_source_key(rng);
+    }
+  };
+  std::vector<PlanKey> pool = {any_key()};
+  const size_t kinds = 1 + rng() % 3;
+  for (int tries = 0; pool.size() < kinds && tries < 100; ++tries) {
+    PlanKey key = any_key();
+    if (key.topology == pool[0].topology) pool.push_back(std::move(key));
+  }
+  std::vector<PlanKey> batch;
+  for (size_t n = 2 + rng() % 8; batch.size() < n;) batch.push_back(pool[rng() % pool.size()]);
+  return batch;
+}
+
+// make_plans plans a repeated key once and copies its plan: the plans must be
+// those of a batch where every key is new (senders balanced the same way).
+TEST(PlannerProperty, RepeatedKeysPlanAsIfEachWereNew) {
+  std::mt19937_64 rng = testing::seeded_rng();
+  int shared = 0, fanned_out = 0;
+  for (int i = 0; i < kCases / 5; ++i) {
+    const std::vector<PlanKey> batch = batch_with_repeats(rng);
+    std::vector<PlanKey> all_new;
+    for (size_t k = 0; k < batch.size(); ++k) {
+      const auto n = std::count(batch.begin(), batch.begin() + static_cast<std::ptrdiff_t>(k), batch[k]);
+      all_new.push_back(distinct_repeat(batch[k], static_cast<int>(n)));
+    }
+    SCOPED_TRACE(::testing::Message() << "batch " << i << ": " << testing::describe(batch[0]));
+    for (const PlanOptions options : {PlanOptions{}, kPerDevice, PlanOptions{true, false}, PlanOptions{false, true}}) {
+      const std::vector<Plan> plans = make_plans(batch, options);
+      const std::vector<Plan> fresh = make_plans(all_new, options);
+      for (size_t k = 0; k < batch.size(); ++k) {
+        ASSERT_EQ(plans[k].key(), batch[k]);
+        EXPECT_EQ(plans[k].transfers(), fresh[k].transfers()) << "array " << k;
+        EXPECT_EQ(plans[k].stats(), fresh[k].stats()) << "array " << k;
+        shared += plans[k].stats().bytes_cross_process > 0 && options.balance_senders;
+        fanned_out += plans[k].stats().bytes_fan_out > 0;
+      }
+    }
+    if (HasFailure()) break;
+  }
+  // Repeats must carry pending (balanced) pieces and fan-out, not only local copies.
+  EXPECT_GT(shared, kCases / 10);
+  EXPECT_GT(fanned_out, kCases / 20);
+}
+
 // Breaks a correct plan in one random way; nullopt when the chosen way does
 // not apply (no transfers, or every source device holds the box).
 std::optional<std::vector<Transfer>> broken(const PlanKey& key, std::vector<Transfer> transfers,

@@ -37,7 +37,9 @@ struct PlanOptions {
 // origin, a split piece's parts in order); stage-1 transfers follow in the
 // same order. A transfer with src == dst is a copy within one device (or
 // between its memory kinds). Work grows with the pieces that move, not with
-// devices squared: the overlaps are found per dimension by interval search.
+// devices squared: the overlaps are found per dimension by interval search,
+// and an array whose key equals an earlier one's in the batch (a model's
+// layers) copies that plan, only its shared pieces' senders settled anew.
 //
 // Throws the sharding errors of spec/sharding.md when a layout does not fit
 // its shape (naming the key's index when there are several), and
