@@ -21,6 +21,7 @@ void prefetch_run(const ConstByteRun& run) {
 void gather_streaming(std::span<const ConstByteRun> runs, std::byte* out) {
   for (size_t i = 0; i < runs.size(); ++i) {
     if (i + kPrefetchAhead < runs.size()) prefetch_run(runs[i + kPrefetchAhead]);
+    if (runs[i].size == 0) continue;  // an empty run may have no memory at all
     copy_bytes(out, runs[i].data, runs[i].size, CopyMode::kStreaming);
     out += runs[i].size;
   }
