@@ -13,11 +13,12 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "pipelines/support/axis_groups.h"
+#include "pipelines/support/levanter_specs.h"
+#include "pipelines/support/sub_box.h"
 #include "reshard/layout/error.h"
 #include "reshard/layout/float_convert.h"
 #include "reshard/pipelines/tensor_map.h"
-#include "pipelines/support/axis_groups.h"
-#include "pipelines/support/sub_box.h"
 #include "support/seed.h"
 
 namespace reshard {
@@ -279,24 +280,9 @@ namespace {
 TEST(TensorMapCopy, LevanterPresetRoundTripsAndMergesHeadsInOrder) {
   std::mt19937_64 rng = testing::seeded_rng();
   const int64_t L = 2, E = 6, KV = 2, G = 3, D = 2, M = 5, V = 7, R = 2;
-  const std::string s = "transformer.layers.stacked.";
-  const std::vector<TensorSpec> specs = {
-      {"embeddings.token_embeddings.weight", DType::kBF16, {V, E}},
-      {s + "self_attn.q_proj.weight", DType::kF32, {L, KV, G, D, E}},
-      {s + "self_attn.k_proj.weight", DType::kF32, {L, KV, D, E}},
-      {s + "self_attn.v_proj.weight", DType::kF32, {L, KV, D, E}},
-      {s + "self_attn.o_proj.weight", DType::kF32, {L, E, KV * G, D}},
-      {s + "mlp.gate_proj.weight", DType::kF32, {L, M, E}},
-      {s + "mlp.up_proj.weight", DType::kF32, {L, M, E}},
-      {s + "mlp.down_proj.weight", DType::kF32, {L, E, M}},
-      {s + "input_layernorm.weight", DType::kF32, {L, E}},
-      {s + "post_attention_layernorm.weight", DType::kF32, {L, E}},
-      {"transformer.norm.weight", DType::kF32, {E}},
-      {s + "self_attn.o_proj.lora.lora_A.weight", DType::kF32, {L, R, KV * G, D}},
-      {s + "self_attn.o_proj.lora.lora_B.weight", DType::kF32, {L, E, R}},
-      {s + "self_attn.q_proj.lora.lora_A.weight", DType::kF32, {L, R, E}},
-      {s + "self_attn.q_proj.lora.lora_B.weight", DType::kF32, {L, KV, G, D, R}},
-  };
+  // G != KV, so merging the heads in the wrong order shows.
+  const std::vector<TensorSpec> specs = testing::levanter_specs(
+      {.layers = L, .kv_heads = KV, .q_per_group = G, .head_dim = D, .embed = E, .mlp = M, .vocab = V, .r = R});
   std::vector<Bytes> sources;
   for (const TensorSpec& spec : specs) sources.push_back(random_tensor(spec.dtype, volume(shape_of_spec(spec)), rng));
   const TensorMap map = *tensor_map_preset("levanter-llama");
