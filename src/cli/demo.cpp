@@ -15,8 +15,9 @@
 
 #include "cli/commands.h"
 #include "cli/demo_steps.h"
-#include "cli/in_process_ranks.h"
 #include "cli/job.h"
+#include "execute/in_process/run_ranks.h"
+#include "reshard/execute/in_process_transport.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::cli {
@@ -160,7 +161,9 @@ void run_demo(const DemoFlags& flags) {
     run_demo_process(model, options, job_transport(), "MPI ranks");
     return;
   }
-  run_in_process_ranks(kThreadProcesses, job_timeout(), [&](Transport& transport) {
+  // No launcher: the demo's processes are threads of this one.
+  InProcessGroup group(kThreadProcesses, job_timeout());
+  in_process::run_ranks(group, [&](Transport& transport) {
     run_demo_process(model, options, transport, "threads of this one");
   });
 }

@@ -1,7 +1,5 @@
 #include "import_source.h"
 
-#include <fstream>
-#include <sstream>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -9,6 +7,7 @@
 #include "reshard/formats/hf_folder.h"
 #include "reshard/formats/model_files.h"
 #include "reshard/layout/error.h"
+#include "small_file.h"
 
 namespace reshard::pipelines_detail {
 namespace {
@@ -16,27 +15,19 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::string_view kConfigFileName = "config.json";
-constexpr uintmax_t kMaxConfigBytes = 10'000'000;  // real configs are kilobytes
 
 bool is_file(const fs::path& path) {
   std::error_code ec;
   return fs::is_regular_file(path, ec);
 }
 
-// The text of a config file beside the weights, if there is one.
+// The text of a config file beside the weights, if there is one. An empty
+// config is refused as unreadable, as imports always have: no model has one.
 std::optional<std::string> read_config(const fs::path& path) {
   if (!is_file(path)) return std::nullopt;
-  std::error_code ec;
-  const uintmax_t size = fs::file_size(path, ec);
-  if (ec) throw Error(ErrorCode::kIo, fmt::format("{}: cannot read: {}", path.string(), ec.message()));
-  if (size > kMaxConfigBytes) {
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: {} bytes is too large for a config", path.string(), size));
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in || !text) throw Error(ErrorCode::kIo, fmt::format("{}: cannot read", path.string()));
-  return std::move(text).str();
+  std::string text = read_small_file(path);
+  if (text.empty()) throw Error(ErrorCode::kIo, fmt::format("{}: cannot read", path.string()));
+  return text;
 }
 
 }  // namespace

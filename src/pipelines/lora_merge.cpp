@@ -36,29 +36,42 @@ std::vector<float> transposed(const std::vector<float>& m, int64_t rows, int64_t
   return t;
 }
 
-// acc[j] = sum over k = 0..r-1, in order, of left[k] * right[k, j]: one
-// rounding per product and per sum, which is what the result is defined by.
-// Columns go in tiles whose sums stay in registers across k; a second copy for
+// Columns go in tiles of kTile whose sums stay in registers across k.
+constexpr int64_t kTile = 64;
+
+// sums[j] = sum over k = 0..r-1, in order, of left[k] * right[k, j0 + j] for
+// one tile: one rounding per product and per sum, which is what the result is
+// defined by. Always inlined, so each CPU copy of its callers compiles it for
+// that CPU.
+[[gnu::always_inline]] inline void tile_sums(float* __restrict sums, const float* __restrict left,
+                                             const float* __restrict right, int64_t r, int64_t cols, int64_t j0) {
+  for (int64_t k = 0; k < r; ++k) {
+    const float l = left[k];
+    const float* __restrict row = right + k * cols + j0;
+    for (int64_t j = 0; j < kTile; ++j) sums[j] += l * row[j];
+  }
+}
+
+// The same sum for one column j past the last whole tile.
+[[gnu::always_inline]] inline float column_sum(const float* __restrict left, const float* __restrict right, int64_t r,
+                                               int64_t cols, int64_t j) {
+  float sum = 0.0f;
+  for (int64_t k = 0; k < r; ++k) sum += left[k] * right[k * cols + j];
+  return sum;
+}
+
+// acc[j] = sum over k of left[k] * right[k, j], tile by tile. A second copy for
 // AVX2 and AVX-512 CPUs is picked at load time (no FMA: the same roundings).
 __attribute__((target_clones("avx512f", "avx2", "default")))
 void accumulate_row(float* __restrict acc, const float* __restrict left, const float* __restrict right, int64_t r,
                     int64_t cols) {
-  constexpr int64_t kTile = 64;
   int64_t j0 = 0;
   for (; j0 + kTile <= cols; j0 += kTile) {
     float sums[kTile] = {};
-    for (int64_t k = 0; k < r; ++k) {
-      const float l = left[k];
-      const float* __restrict row = right + k * cols + j0;
-      for (int64_t j = 0; j < kTile; ++j) sums[j] += l * row[j];
-    }
+    tile_sums(sums, left, right, r, cols, j0);
     for (int64_t j = 0; j < kTile; ++j) acc[j0 + j] = sums[j];
   }
-  for (int64_t j = j0; j < cols; ++j) {
-    float sum = 0.0f;
-    for (int64_t k = 0; k < r; ++k) sum += left[k] * right[k * cols + j];
-    acc[j] = sum;
-  }
+  for (int64_t j = j0; j < cols; ++j) acc[j] = column_sum(left, right, r, cols, j);
 }
 
 // The f32 case fused into one pass: out[j] = w[j] + acc[j] * scaling, tile by
@@ -66,26 +79,19 @@ void accumulate_row(float* __restrict acc, const float* __restrict left, const f
 __attribute__((target_clones("avx512f", "avx2", "default")))
 void merge_row_f32(std::byte* out, const std::byte* w, const float* __restrict left, const float* __restrict right,
                    int64_t r, int64_t cols, float scaling) {
-  constexpr int64_t kTile = 64;
   int64_t j0 = 0;
   for (; j0 + kTile <= cols; j0 += kTile) {
     float sums[kTile] = {};
-    for (int64_t k = 0; k < r; ++k) {
-      const float l = left[k];
-      const float* __restrict row = right + k * cols + j0;
-      for (int64_t j = 0; j < kTile; ++j) sums[j] += l * row[j];
-    }
+    tile_sums(sums, left, right, r, cols, j0);
     float tile[kTile];
     std::memcpy(tile, w + j0 * 4, sizeof(tile));
     for (int64_t j = 0; j < kTile; ++j) tile[j] += sums[j] * scaling;
     std::memcpy(out + j0 * 4, tile, sizeof(tile));
   }
   for (int64_t j = j0; j < cols; ++j) {
-    float sum = 0.0f;
-    for (int64_t k = 0; k < r; ++k) sum += left[k] * right[k * cols + j];
     float value;
     std::memcpy(&value, w + j * 4, 4);
-    value += sum * scaling;
+    value += column_sum(left, right, r, cols, j) * scaling;
     std::memcpy(out + j * 4, &value, 4);
   }
 }

@@ -1,15 +1,14 @@
 #include "reshard/pipelines/merge_lora.h"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "hf_config_dtype.h"
+#include "small_file.h"
 #include "reshard/formats/atomic_file.h"
 #include "reshard/formats/hf_folder.h"
 #include "reshard/formats/hf_folder_plan.h"
@@ -30,22 +29,6 @@ using safetensors::TensorInfo;
 
 // A tensor's shape as the layout layer counts it (dimensions past 2^63 refused, naming it).
 Shape shape_of(const TensorInfo& info) { return safetensors::layout_shape(info.shape, info.name); }
-
-constexpr uint64_t kMaxConfigBytes = 10'000'000;
-
-std::string read_small_file(const fs::path& path) {
-  std::error_code ec;
-  const uintmax_t size = fs::file_size(path, ec);
-  if (ec) throw Error(ErrorCode::kIo, fmt::format("{}: cannot read: {}", path.string(), ec.message()));
-  if (size > kMaxConfigBytes) {
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: {} bytes is too large for a config", path.string(), size));
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in.good() && !in.eof()) throw Error(ErrorCode::kIo, fmt::format("{}: cannot read", path.string()));
-  return text.str();
-}
 
 // One adapted weight: its A and B in the adapter, and its scaling.
 struct Module {
@@ -130,7 +113,7 @@ std::vector<std::string> copy_configs(const fs::path& base, const fs::path& stag
   if (!fs::is_directory(base, ec)) return copied;
   for (const char* name : kMergeLoraCopiedFiles) {
     if (!fs::is_regular_file(base / name, ec)) continue;
-    std::string text = read_small_file(base / name);
+    std::string text = pipelines_detail::read_small_file(base / name);
     if (dtype && std::string_view(name) == "config.json") text = pipelines_detail::with_torch_dtype(text, *dtype, (base / name).string());
     write_file_atomically(staging / name, text);
     copied.emplace_back(name);
@@ -157,7 +140,7 @@ MergeLoraSummary merge_lora_folder(const fs::path& base_path, const fs::path& ad
   }
   const HfFolder adapter = open_adapter(adapter_path);
   const fs::path config_path = adapter_path / kPeftConfigFileName;
-  const LoraConfig config = parse_lora_config(read_small_file(config_path), config_path.string());
+  const LoraConfig config = parse_lora_config(pipelines_detail::read_small_file(config_path), config_path.string());
   const std::map<std::string, Module> modules =
       plan_modules(base.catalog, adapter.catalog, config, fmt::format("the base model {}", base_path.string()));
 

@@ -29,43 +29,30 @@ void store(std::byte* p, T value) {
   std::memcpy(p, &value, sizeof(T));
 }
 
-// Element conversions: Src and Dst are the stored types.
+// An element conversion: Src and Dst are the stored types, Fn maps one
+// to the other (a template argument, so each copy loop calls it directly).
+template <typename S, typename D, D (*Fn)(S)>
+struct Convert {
+  using Src = S;
+  using Dst = D;
+  static D convert(S value) { return Fn(value); }
+};
+
 template <typename T>
-struct Same {
-  using Src = T;
-  using Dst = T;
-  static T convert(T value) { return value; }
-};
-struct F32ToBF16 {
-  using Src = float;
-  using Dst = uint16_t;
-  static uint16_t convert(float v) { return f32_to_bf16(v); }
-};
-struct F32ToF16 {
-  using Src = float;
-  using Dst = uint16_t;
-  static uint16_t convert(float v) { return f32_to_f16(v); }
-};
-struct BF16ToF32 {
-  using Src = uint16_t;
-  using Dst = float;
-  static float convert(uint16_t v) { return bf16_to_f32(v); }
-};
-struct F16ToF32 {
-  using Src = uint16_t;
-  using Dst = float;
-  static float convert(uint16_t v) { return f16_to_f32(v); }
-};
-struct BF16ToF16 {
-  using Src = uint16_t;
-  using Dst = uint16_t;
-  static uint16_t convert(uint16_t v) { return f32_to_f16(bf16_to_f32(v)); }
-};
-struct F16ToBF16 {
-  using Src = uint16_t;
-  using Dst = uint16_t;
-  static uint16_t convert(uint16_t v) { return f32_to_bf16(f16_to_f32(v)); }
-};
+T unchanged(T value) {
+  return value;
+}
+uint16_t bf16_to_f16(uint16_t v) { return f32_to_f16(bf16_to_f32(v)); }
+uint16_t f16_to_bf16(uint16_t v) { return f32_to_bf16(f16_to_f32(v)); }
+
+template <typename T>
+using Same = Convert<T, T, unchanged<T>>;
+using F32ToBF16 = Convert<float, uint16_t, f32_to_bf16>;
+using F32ToF16 = Convert<float, uint16_t, f32_to_f16>;
+using BF16ToF32 = Convert<uint16_t, float, bf16_to_f32>;
+using F16ToF32 = Convert<uint16_t, float, f16_to_f32>;
+using BF16ToF16 = Convert<uint16_t, uint16_t, bf16_to_f16>;
+using F16ToBF16 = Convert<uint16_t, uint16_t, f16_to_bf16>;
 
 constexpr int64_t kTile = 32;
 

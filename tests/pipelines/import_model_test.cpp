@@ -20,7 +20,9 @@
 #include <gtest/gtest.h>
 
 #include "execute/support/rank_threads.h"
+#include "pipelines/support/axis_groups.h"
 #include "pipelines/support/hf_llama_folder.h"
+#include "pipelines/support/sub_box.h"
 #include "reshard/formats/checkpoint_reader.h"
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/checkpoint_restore.h"
@@ -35,6 +37,10 @@ namespace {
 namespace fs = std::filesystem;
 using safetensors::TensorSpec;
 using testing::Bytes;
+using testing::groups_shape;
+using testing::random_groups;
+using testing::rearrange_side;
+using testing::sub_box;
 using testing::LlamaDims;
 using testing::TensorBytes;
 
@@ -188,26 +194,6 @@ TensorBytes forward_copy(const TensorMap& map, const std::vector<TensorSpec>& sp
   return out;
 }
 
-// `box` of a row-major tensor of `shape`, element by element.
-Bytes sub_box(const Bytes& whole, const Shape& shape, const Box& box, size_t element) {
-  Bytes out;
-  for (int64_t i = 0; i < box.volume(); ++i) {
-    int64_t rest = i, offset = 0, stride = 1;
-    std::vector<int64_t> index(shape.size());
-    for (size_t d = shape.size(); d-- > 0;) {
-      index[d] = box.origin()[d] + rest % box.shape()[d];
-      rest /= box.shape()[d];
-    }
-    for (size_t d = shape.size(); d-- > 0;) {
-      offset += index[d] * stride;
-      stride *= shape[d];
-    }
-    const auto at = whole.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(offset) * element);
-    out.insert(out.end(), at, at + static_cast<std::ptrdiff_t>(element));
-  }
-  return out;
-}
-
 // Every shard of `arrays` against the original tensors; "" when all equal.
 std::string mismatch_with_original(const std::vector<NamedArray>& arrays, const std::vector<TensorSpec>& specs,
                                    const TensorBytes& original) {
@@ -253,19 +239,6 @@ struct RandomRule {
   bool unstacks = false;
 };
 
-AxisGroups random_groups(std::vector<std::string> names, std::mt19937_64& rng) {
-  std::shuffle(names.begin(), names.end(), rng);
-  AxisGroups groups;
-  for (const std::string& name : names) {
-    if (groups.empty() || rng() % 2 == 0) {
-      groups.push_back({name});
-    } else {
-      groups.back().push_back(name);
-    }
-  }
-  return groups;
-}
-
 RandomRule random_rule(std::mt19937_64& rng) {
   RandomRule rule;
   std::vector<std::string> names;
@@ -281,25 +254,6 @@ RandomRule random_rule(std::mt19937_64& rng) {
   }
   rule.to = random_groups(kept, rng);
   return rule;
-}
-
-std::string side(const AxisGroups& groups) {
-  std::vector<std::string> dims;
-  for (const auto& group : groups) {
-    const std::string names = fmt::format("{}", fmt::join(group, " "));
-    dims.push_back(group.size() > 1 ? fmt::format("({})", names) : names);
-  }
-  return fmt::format("{}", fmt::join(dims, " "));
-}
-
-Shape shape_of(const AxisGroups& groups, const AxisSizes& sizes) {
-  Shape shape;
-  for (const auto& group : groups) {
-    int64_t n = 1;
-    for (const std::string& name : group) n *= sizes.at(name);
-    shape.push_back(n);
-  }
-  return shape;
 }
 
 // A random spec over data=2, model=2 that divides `shape`.
@@ -339,8 +293,8 @@ TEST(ImportModel, RandomMapsRoundTripFromAForwardCopy) {
       const RandomRule& rule = rules.back();
       const std::string to = rule.unstacks ? fmt::format("out{}.{{{}}}", r, rule.from.front()[0]) : fmt::format("out{}", r);
       json += fmt::format("{}{{\"from\": \"src{}\", \"to\": \"{}\", \"rearrange\": \"{} -> {}\"}}", r ? ", " : "", r, to,
-                          side(rule.from), side(rule.to));
-      const Shape shape = shape_of(rule.from, rule.sizes);
+                          rearrange_side(rule.from), rearrange_side(rule.to));
+      const Shape shape = groups_shape(rule.from, rule.sizes);
       framework.push_back({fmt::format("src{}", r), kDtypes[rng() % std::size(kDtypes)], safetensors::dims_of(shape)});
       original[framework.back().name] = testing::random_values(framework.back(), rng);
       layout.rules.push_back({framework.back().name, random_spec(shape, rng)});

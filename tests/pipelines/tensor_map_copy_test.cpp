@@ -13,6 +13,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "pipelines/support/axis_groups.h"
+#include "pipelines/support/levanter_specs.h"
+#include "pipelines/support/sub_box.h"
 #include "reshard/layout/error.h"
 #include "reshard/layout/float_convert.h"
 #include "reshard/pipelines/tensor_map.h"
@@ -23,29 +26,20 @@ namespace {
 
 using safetensors::TensorSpec;
 using Bytes = std::vector<std::byte>;
+using testing::groups_shape;
+using testing::random_groups;
+using testing::rearrange_side;
+using testing::sub_box;
 
 Shape shape_of_spec(const TensorSpec& spec) { return safetensors::layout_shape(spec); }
 
 // One random rule: axes a0..an-1, split on the source side, permuted and
 // merged on the output side, maybe one unstacked.
 struct RandomRule {
-  std::map<std::string, int64_t> sizes;
+  AxisSizes sizes;
   AxisGroups from, to;
   std::optional<std::string> unstack;
 };
-
-AxisGroups random_groups(std::vector<std::string> names, std::mt19937_64& rng) {
-  std::shuffle(names.begin(), names.end(), rng);
-  AxisGroups groups;
-  for (const std::string& name : names) {
-    if (groups.empty() || rng() % 2 == 0) {
-      groups.push_back({name});
-    } else {
-      groups.back().push_back(name);
-    }
-  }
-  return groups;
-}
 
 RandomRule random_rule(std::mt19937_64& rng) {
   RandomRule rule;
@@ -68,26 +62,6 @@ RandomRule random_rule(std::mt19937_64& rng) {
   }
   rule.to = random_groups(kept, rng);
   return rule;
-}
-
-std::string side(const AxisGroups& groups) {
-  std::string out;
-  for (const auto& group : groups) {
-    std::string names;
-    for (const std::string& name : group) names += (names.empty() ? "" : " ") + name;
-    out += (out.empty() ? "" : " ") + (group.size() > 1 ? "(" + names + ")" : names);
-  }
-  return out;
-}
-
-Shape shape_of(const AxisGroups& groups, const std::map<std::string, int64_t>& sizes) {
-  Shape shape;
-  for (const auto& group : groups) {
-    int64_t n = 1;
-    for (const std::string& name : group) n *= sizes.at(name);
-    shape.push_back(n);
-  }
-  return shape;
 }
 
 int64_t volume(const Shape& shape) {
@@ -138,7 +112,7 @@ int64_t encode(const AxisGroups& groups, const std::map<std::string, int64_t>& s
 
 // The reference: output element by element, from the rearrange's meaning.
 Bytes reference_output(const RandomRule& rule, int64_t unstack_index, const Bytes& source, DType from, DType to) {
-  const int64_t count = volume(shape_of(rule.to, rule.sizes));
+  const int64_t count = volume(groups_shape(rule.to, rule.sizes));
   Bytes out(static_cast<size_t>(count) * width(to));
   for (int64_t o = 0; o < count; ++o) {
     std::map<std::string, int64_t> values;
@@ -151,28 +125,6 @@ Bytes reference_output(const RandomRule& rule, int64_t unstack_index, const Byte
       convert_floats(from, std::span(&source[s * width(from)], width(from)), to,
                      std::span(&out[static_cast<size_t>(o) * width(to)], width(to)), 1);
     }
-  }
-  return out;
-}
-
-// The box `box` of a row-major tensor of `shape`, element by element.
-Bytes sub_box(const Bytes& whole, const Shape& shape, const Box& box, size_t element) {
-  Bytes out;
-  const int64_t count = box.volume();
-  for (int64_t i = 0; i < count; ++i) {
-    int64_t rest = i, offset = 0, stride = 1;
-    std::vector<int64_t> index(shape.size());
-    for (size_t d = shape.size(); d-- > 0;) {
-      index[d] = box.origin()[d] + rest % box.shape()[d];
-      rest /= box.shape()[d];
-    }
-    for (size_t d = shape.size(); d-- > 0;) {
-      offset += index[d] * stride;
-      stride *= shape[d];
-    }
-    const auto at = static_cast<size_t>(offset) * element;
-    out.insert(out.end(), whole.begin() + static_cast<std::ptrdiff_t>(at),
-               whole.begin() + static_cast<std::ptrdiff_t>(at + element));
   }
   return out;
 }
@@ -211,10 +163,10 @@ TEST(TensorMapCopy, RandomMapsMatchTheReferenceAndRoundTrip) {
       const RandomRule& rule = rules.back();
       const std::string to = rule.unstack ? fmt::format("out{}.{{{}}}", r, *rule.unstack) : fmt::format("out{}", r);
       json += fmt::format("{}{{\"from\": \"src{}\", \"to\": \"{}\", \"rearrange\": \"{} -> {}\"}}", r ? ", " : "", r,
-                          to, side(rule.from), side(rule.to));
+                          to, rearrange_side(rule.from), rearrange_side(rule.to));
       for (const auto& [name, size] : rule.sizes) options.sizes[name + std::to_string(r)] = size;
       const DType dtype = cast ? DType::kF32 : kDtypes[rng() % std::size(kDtypes)];
-      specs.push_back({fmt::format("src{}", r), dtype, safetensors::dims_of(shape_of(rule.from, rule.sizes))});
+      specs.push_back({fmt::format("src{}", r), dtype, safetensors::dims_of(groups_shape(rule.from, rule.sizes))});
       sources.push_back(random_tensor(dtype, volume(shape_of_spec(specs.back())), rng));
     }
     json += "]}";
@@ -328,24 +280,9 @@ namespace {
 TEST(TensorMapCopy, LevanterPresetRoundTripsAndMergesHeadsInOrder) {
   std::mt19937_64 rng = testing::seeded_rng();
   const int64_t L = 2, E = 6, KV = 2, G = 3, D = 2, M = 5, V = 7, R = 2;
-  const std::string s = "transformer.layers.stacked.";
-  const std::vector<TensorSpec> specs = {
-      {"embeddings.token_embeddings.weight", DType::kBF16, {V, E}},
-      {s + "self_attn.q_proj.weight", DType::kF32, {L, KV, G, D, E}},
-      {s + "self_attn.k_proj.weight", DType::kF32, {L, KV, D, E}},
-      {s + "self_attn.v_proj.weight", DType::kF32, {L, KV, D, E}},
-      {s + "self_attn.o_proj.weight", DType::kF32, {L, E, KV * G, D}},
-      {s + "mlp.gate_proj.weight", DType::kF32, {L, M, E}},
-      {s + "mlp.up_proj.weight", DType::kF32, {L, M, E}},
-      {s + "mlp.down_proj.weight", DType::kF32, {L, E, M}},
-      {s + "input_layernorm.weight", DType::kF32, {L, E}},
-      {s + "post_attention_layernorm.weight", DType::kF32, {L, E}},
-      {"transformer.norm.weight", DType::kF32, {E}},
-      {s + "self_attn.o_proj.lora.lora_A.weight", DType::kF32, {L, R, KV * G, D}},
-      {s + "self_attn.o_proj.lora.lora_B.weight", DType::kF32, {L, E, R}},
-      {s + "self_attn.q_proj.lora.lora_A.weight", DType::kF32, {L, R, E}},
-      {s + "self_attn.q_proj.lora.lora_B.weight", DType::kF32, {L, KV, G, D, R}},
-  };
+  // G != KV, so merging the heads in the wrong order shows.
+  const std::vector<TensorSpec> specs = testing::levanter_specs(
+      {.layers = L, .kv_heads = KV, .q_per_group = G, .head_dim = D, .embed = E, .mlp = M, .vocab = V, .r = R});
   std::vector<Bytes> sources;
   for (const TensorSpec& spec : specs) sources.push_back(random_tensor(spec.dtype, volume(shape_of_spec(spec)), rng));
   const TensorMap map = *tensor_map_preset("levanter-llama");

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "layout/support/expect_error.h"
+#include "pipelines/support/levanter_specs.h"
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/tensor_map_resolve.h"
 
@@ -133,28 +134,10 @@ TEST(TensorMapResolve, CastsOnlyFloatingTensors) {
   EXPECT_EQ(resolved.outputs[2].out.dtype, DType::kBool);
 }
 
-// A small Levanter-style Llama with LoRA on q and o.
+// The sizes the shapes below are asserted with.
 std::vector<TensorSpec> levanter_tensors() {
-  const int64_t L = 2, E = 8, KV = 2, G = 2, D = 2, M = 12, V = 10, R = 3;
-  const std::string s = "transformer.layers.stacked.";
-  return {
-      {"embeddings.token_embeddings.weight", DType::kF32, {V, E}},
-      {s + "self_attn.q_proj.weight", DType::kF32, {L, KV, G, D, E}},
-      {s + "self_attn.k_proj.weight", DType::kF32, {L, KV, D, E}},
-      {s + "self_attn.v_proj.weight", DType::kF32, {L, KV, D, E}},
-      {s + "self_attn.o_proj.weight", DType::kF32, {L, E, KV * G, D}},
-      {s + "mlp.gate_proj.weight", DType::kF32, {L, M, E}},
-      {s + "mlp.up_proj.weight", DType::kF32, {L, M, E}},
-      {s + "mlp.down_proj.weight", DType::kF32, {L, E, M}},
-      {s + "input_layernorm.weight", DType::kF32, {L, E}},
-      {s + "post_attention_layernorm.weight", DType::kF32, {L, E}},
-      {"transformer.norm.weight", DType::kF32, {E}},
-      {"lm_head.weight", DType::kF32, {V, E}},
-      {s + "self_attn.q_proj.lora.lora_A.weight", DType::kF32, {L, R, E}},
-      {s + "self_attn.q_proj.lora.lora_B.weight", DType::kF32, {L, KV, G, D, R}},
-      {s + "self_attn.o_proj.lora.lora_A.weight", DType::kF32, {L, R, KV * G, D}},
-      {s + "self_attn.o_proj.lora.lora_B.weight", DType::kF32, {L, E, R}},
-  };
+  return testing::levanter_specs(
+      {.layers = 2, .kv_heads = 2, .q_per_group = 2, .head_dim = 2, .embed = 8, .mlp = 12, .vocab = 10, .r = 3});
 }
 
 TEST(TensorMapPreset, LevanterLlamaGivesHuggingFaceNamesAndShapes) {

@@ -10,10 +10,8 @@ namespace reshard::testing {
 
 using RankBody = std::function<void(Transport& transport)>;
 
-// Runs `body` on one thread per rank of `group`, each with its rank's
-// transport, and waits for all. A rank that throws marks the group failed (so
-// the others stop instead of waiting). The first failure is rethrown here,
-// preferring a root cause to the kPeerFailed errors it caused elsewhere.
+// Runs `body` on one thread per rank of `group` and waits for all; the
+// first failure, root causes first, is rethrown (execute/in_process/run_ranks.h).
 void run_ranks(InProcessGroup& group, const RankBody& body);
 
 // The same on a fresh group of `ranks` with the given transport timeout.

@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "mpi_world.h"
 #include "pipelines/support/checkpoint_arrays.h"
+#include "pipelines/mpi/shared_folder_test.h"
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/checkpoint_restore.h"
 #include "reshard/pipelines/checkpoint_save.h"
@@ -16,27 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::LayoutDef;
 
-class CheckpointMpi : public testing::MpiTest {
- protected:
-  // A folder every rank sees: rank 0's, shared by name.
-  fs::path shared_folder() {
-    std::string mine;
-    if (testing::world_transport().rank() == 0) {
-      dir_.emplace();
-      mine = dir_->path().string();
-    }
-    const auto all = testing::world_transport().all_gather(std::as_bytes(std::span(mine)));
-    return fs::path(std::string(reinterpret_cast<const char*>(all[0].data()), all[0].size()));
-  }
-
-  void TearDown() override {
-    testing::world_transport().barrier();
-    dir_.reset();
-    testing::MpiTest::TearDown();
-  }
-
-  std::optional<testing::TempDir> dir_;
-};
+using CheckpointMpi = testing::SharedFolderMpiTest;
 
 PartitionSpec spec(std::string_view text) { return PartitionSpec::parse(text); }
 

@@ -5,11 +5,10 @@
 
 #include <fmt/format.h>
 
-#include "mpi_world.h"
+#include "pipelines/mpi/shared_folder_test.h"
 #include "pipelines/support/hf_llama_folder.h"
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/import_model.h"
-#include "support/temp_dir.h"
 
 namespace reshard {
 namespace {
@@ -17,28 +16,7 @@ namespace {
 namespace fs = std::filesystem;
 using safetensors::TensorSpec;
 
-class ImportMpi : public testing::MpiTest {
- protected:
-  // Rank 0 writes the folder; every rank sees it by name.
-  fs::path shared_folder(const std::function<void(const fs::path&)>& write) {
-    std::string mine;
-    if (testing::world_transport().rank() == 0) {
-      dir_.emplace();
-      write(dir_->path());
-      mine = dir_->path().string();
-    }
-    const auto all = testing::world_transport().all_gather(std::as_bytes(std::span(mine)));
-    return fs::path(std::string(reinterpret_cast<const char*>(all[0].data()), all[0].size()));
-  }
-
-  void TearDown() override {
-    testing::world_transport().barrier();
-    dir_.reset();
-    testing::MpiTest::TearDown();
-  }
-
-  std::optional<testing::TempDir> dir_;
-};
+using ImportMpi = testing::SharedFolderMpiTest;
 
 // Eight devices over however many ranks run, in an order the ranks do not own them in.
 CheckpointLayout layout_for(int processes) {

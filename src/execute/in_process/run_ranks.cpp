@@ -1,4 +1,4 @@
-#include "cli/in_process_ranks.h"
+#include "run_ranks.h"
 
 #include <exception>
 #include <mutex>
@@ -6,10 +6,9 @@
 #include <thread>
 #include <vector>
 
-#include "reshard/execute/in_process_transport.h"
 #include "reshard/layout/error.h"
 
-namespace reshard::cli {
+namespace reshard::in_process {
 namespace {
 
 std::string describe(const std::exception_ptr& failure) {
@@ -22,6 +21,7 @@ std::string describe(const std::exception_ptr& failure) {
   }
 }
 
+// Whether `failure` only reports another rank's failure (kPeerFailed).
 bool is_peer_failure(const std::exception_ptr& failure) {
   try {
     std::rethrow_exception(failure);
@@ -34,17 +34,16 @@ bool is_peer_failure(const std::exception_ptr& failure) {
 
 }  // namespace
 
-void run_in_process_ranks(int ranks, std::chrono::milliseconds timeout, const std::function<void(Transport&)>& body) {
-  InProcessGroup group(ranks, timeout);
+void run_ranks(InProcessGroup& group, const std::function<void(Transport&)>& body) {
   std::mutex mutex;
   std::exception_ptr first_failure, first_root_cause;
   {
     std::vector<std::jthread> threads;
-    for (int rank = 0; rank < ranks; ++rank) {
+    for (int rank = 0; rank < group.size(); ++rank) {
       threads.emplace_back([&, rank] {
         try {
           body(group.transport(rank));
-          group.leave(rank);
+          group.leave(rank);  // what is left to wait on it for would never come
         } catch (...) {
           {
             const std::lock_guard lock(mutex);
@@ -62,4 +61,4 @@ void run_in_process_ranks(int ranks, std::chrono::milliseconds timeout, const st
   if (first_failure) std::rethrow_exception(first_failure);
 }
 
-}  // namespace reshard::cli
+}  // namespace reshard::in_process
