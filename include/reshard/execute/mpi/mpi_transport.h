@@ -51,7 +51,8 @@ struct MpiTransportOptions {
 };
 
 // Point-to-point transfers are non-blocking MPI_Isend/MPI_Irecv, chunked, with
-// a bound on the bytes in flight; all_gather is built on the same non-blocking
+// a bound on the bytes in flight (between processes of one host, by default,
+// one kernel copy instead: see MpiTransportOptions::single_copy); all_gather is built on the same non-blocking
 // calls, barrier and all_equal on MPI_Ibarrier and MPI_Iallreduce. Waits poll
 // MPI instead of blocking in it: without pause while any request completes
 // something (MPI moves data only while called), sleeping with a backoff
@@ -96,11 +97,12 @@ class MpiTransport final : public Transport {
                                        std::shared_ptr<const void> owner) override;
   std::unique_ptr<Request> irecv_owned(int peer, Tag tag, std::span<std::byte> data,
                                        std::shared_ptr<const void> owner) override;
-  // With options().derived_datatypes and an owner, one MPI message of a
-  // derived datatype (hindexed over the runs), so MPI moves the bytes between
-  // the runs and the wire without a packing pass of ours; otherwise, or when
-  // the message exceeds one chunk or its runs average under 64 bytes, packed
-  // as Transport does. Either way it matches a plain isend/irecv of the same
+  // To a peer on this host (options().single_copy), one kernel copy straight
+  // between the runs. Otherwise, with options().derived_datatypes and an
+  // owner, one MPI message of a derived datatype (hindexed over the runs), so
+  // MPI moves the bytes between the runs and the wire without a packing pass
+  // of ours; otherwise, or when the message exceeds one chunk or its runs
+  // average under 64 bytes, packed as Transport does. Either way it matches a plain isend/irecv of the same
   // bytes. A typed message cut short stays with MPI holding a share of `owner`.
   std::unique_ptr<Request> isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs,
                                         std::shared_ptr<const void> owner = nullptr) override;
