@@ -12,6 +12,7 @@ import pytest
 
 import reshard
 from jax_layouts import random_layout
+from rank_threads import run_ranks
 from reshard import P, errors
 from test_plan import same_shape_pair
 
@@ -210,31 +211,18 @@ def test_a_read_only_numpy_array_is_a_read_only_shard_and_never_a_destination():
 
 
 def test_in_process_group_runs_ranks_as_threads():
-    import threading
-
     topology = reshard.Topology.uniform(4, 2)
     src = reshard.NamedSharding(reshard.Mesh(np.array([0, 2, 1, 3]), ("x",)), P("x"))
     dst = reshard.NamedSharding(reshard.Mesh(np.arange(4), ("x",)), P("x"))
     values = np.arange(32, dtype=np.float64).reshape(8, 4)
     group = reshard.InProcessGroup(2)
-    results, failures = {}, []
 
-    def rank(r):
-        try:
-            t = group.transport(r)
-            a = reshard.from_host(values, src, topology, transport=t)
-            b = reshard.reshard(a, dst, transport=t)
-            results[r] = (b, reshard.to_host(b, transport=t), t.bytes_received)
-        except Exception as e:  # re-raised below
-            failures.append(e)
+    def rank(r, t):
+        a = reshard.from_host(values, src, topology, transport=t)
+        b = reshard.reshard(a, dst, transport=t)
+        return b, reshard.to_host(b, transport=t), t.bytes_received
 
-    threads = [threading.Thread(target=rank, args=(r,)) for r in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not failures, failures
-    for r, (b, host, received) in results.items():
+    for r, (b, host, received) in run_ranks(group, 2, rank).items():
         assert [s.device for s in b.shards] == [2 * r, 2 * r + 1]
         for s in b.shards:
             np.testing.assert_array_equal(s.data, values[s.index])
@@ -248,32 +236,19 @@ def test_to_host_and_from_host_through_one_root():
     """With root=, only that process holds the whole array: to_host gives None elsewhere,
     and from_host reads root's values only (the other rank passes zeros of the shape, which
     must not appear anywhere); root receives only what its devices lack."""
-    import threading
-
     topology = reshard.Topology.uniform(4, 2)
     sharding = reshard.NamedSharding(reshard.Mesh(np.array([3, 0, 2, 1]), ("x",)), P("x"))
     values = np.arange(32, dtype=np.int32).reshape(8, 4)
     group = reshard.InProcessGroup(2)
-    results, failures = {}, []
 
-    def rank(r):
-        try:
-            t = group.transport(r)
-            mine = values if r == 1 else np.zeros_like(values)
-            a = reshard.from_host(mine, sharding, topology, transport=t, root=1)
-            before = t.bytes_received
-            host = reshard.to_host({"a": a}, transport=t, root=1)
-            results[r] = (a, host["a"], t.bytes_received - before)
-        except Exception as e:  # re-raised below
-            failures.append(e)
+    def rank(r, t):
+        mine = values if r == 1 else np.zeros_like(values)
+        a = reshard.from_host(mine, sharding, topology, transport=t, root=1)
+        before = t.bytes_received
+        host = reshard.to_host({"a": a}, transport=t, root=1)
+        return a, host["a"], t.bytes_received - before
 
-    threads = [threading.Thread(target=rank, args=(r,)) for r in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not failures, failures
-    for r, (a, host, received) in results.items():
+    for r, (a, host, received) in run_ranks(group, 2, rank).items():
         for s in a.shards:
             np.testing.assert_array_equal(s.data, values[s.index])
         if r == 1:

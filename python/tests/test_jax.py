@@ -15,6 +15,7 @@ import pytest
 import reshard
 import reshard.jax as rjax
 from jax_layouts import random_layout
+from rank_threads import run_ranks
 from reshard import P, errors
 from test_array import is_nan, random_values
 from test_plan import same_shape_pair
@@ -184,8 +185,6 @@ def test_from_jax_array_adopts_the_cpu_buffers(devices):
 def test_transports_must_be_jaxs_processes(rng, devices):
     """A transport of one process is JAX's single process: the same results. A transport of
     two with single-process JAX is refused by every process before anything moves (no hang)."""
-    import threading
-
     src = seed_sharding(devices, SEED_ORDERS[0], jax.sharding.PartitionSpec("data", "model"))
     dst = seed_sharding(devices, SEED_ORDERS[1], jax.sharding.PartitionSpec("model"))
     values = random_values(rng, (16, 8), np.float32)
@@ -195,19 +194,15 @@ def test_transports_must_be_jaxs_processes(rng, devices):
     np.testing.assert_array_equal(rjax.to_host([x], transport=one)[0], values)
 
     group = reshard.InProcessGroup(2)
-    raised = [None, None]
 
-    def run(rank):
+    def run(rank, transport):
         try:
-            rjax.device_put(x, dst, transport=group.transport(rank))
+            rjax.device_put(x, dst, transport=transport)
         except errors.UnsupportedError as e:
-            raised[rank] = str(e)
+            return str(e)
+        return None
 
-    threads = [threading.Thread(target=run, args=(r,)) for r in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-    assert all(r is not None and "jax.distributed" in r for r in raised), raised
+    raised = list(run_ranks(group, 2, run).values())
+    assert len(raised) == 2 and all(r is not None and "jax.distributed" in r for r in raised), raised
     with pytest.raises(errors.UnsupportedError, match="transport 2"):
         rjax.to_host(x, transport=group.transport(0))
