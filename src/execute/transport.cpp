@@ -4,22 +4,11 @@
 #include <cstring>
 #include <vector>
 
+#include "run_bytes.h"
 #include "staging_cache.h"
 
 namespace reshard {
 namespace {
-
-size_t total_bytes(std::span<const ConstByteRun> runs) {
-  size_t total = 0;
-  for (const ConstByteRun& run : runs) total += run.size;
-  return total;
-}
-
-size_t total_bytes(std::span<const ByteRun> runs) {
-  size_t total = 0;
-  for (const ByteRun& run : runs) total += run.size;
-  return total;
-}
 
 // A request over a staging buffer, which goes back to the cache at the end.
 // The inner request is declared after the buffer so that it ends first.

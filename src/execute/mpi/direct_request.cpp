@@ -79,6 +79,7 @@ DirectRequest::DirectRequest(ProgressEngine& engine, bool is_send, int peer, Tag
 
 DirectRequest::~DirectRequest() {
   auto guard = engine_.lock();
+  // Already out (leave_engine), unless a derived constructor threw.
   engine_.remove(this);
   // The receiver may still be reading our runs: their memory stays.
   if (exposed_ && !done_) {
@@ -126,10 +127,16 @@ void DirectRequest::reap_outgoing() {
   });
 }
 
-void DirectRequest::finish() {
+void DirectRequest::leave_engine() {
+  auto guard = engine_.lock();
+  engine_.remove(this);
+}
+
+void DirectRequest::finish(bool moved) {
   done_ = true;
   exposed_ = false;
   awaiting_ = Awaiting::kNothing;
+  if (!moved) return;
   engine_.note_completion();
   engine_.count_completed(is_send_, bytes_);
 }
@@ -160,12 +167,7 @@ DirectSend::DirectSend(ProgressEngine& engine, int peer, Tag tag, DirectChannel 
 }
 
 DirectSend::~DirectSend() {
-  {
-    // Out of the engine first: another thread's progress must not advance a
-    // request that is being destroyed.
-    auto guard = engine_.lock();
-    engine_.remove(this);
-  }
+  leave_engine();
   if (!done_ || staging_.size() == 0) return;
   // Read and done with: back to the cache, holding no other share of it.
   owner_.reset();
@@ -182,9 +184,7 @@ bool DirectSend::advance() {
       finish();
       return true;
     case Kind::kRefused:
-      exposed_ = false;
-      done_ = true;
-      awaiting_ = Awaiting::kNothing;
+      finish(/*moved=*/false);
       return true;
     case Kind::kFailed:
       exposed_ = false;
@@ -198,6 +198,8 @@ bool DirectSend::advance() {
 DirectReceive::DirectReceive(ProgressEngine& engine, int peer, Tag tag, DirectChannel channel,
                              std::vector<RunGroup> runs, uint64_t bytes)
     : DirectRequest(engine, false, peer, tag, channel, std::move(runs), bytes, nullptr, Awaiting::kHeader) {}
+
+DirectReceive::~DirectReceive() { leave_engine(); }
 
 bool DirectReceive::advance() {
   std::optional<std::vector<std::byte>> header = take_control(channel_.headers);

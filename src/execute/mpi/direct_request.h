@@ -75,7 +75,12 @@ class DirectRequest : public PolledRequest {
   std::optional<std::vector<std::byte>> take_control(MPI_Comm comm);
   // Posts a control message; kept until MPI has sent it.
   void send_control(MPI_Comm comm, std::vector<std::byte> message);
-  void finish();
+  // Done: the bytes `moved` (and are counted), or the receiver refused them.
+  void finish(bool moved = true);
+  // Out of the engine: the first thing each final class's destructor does,
+  // so that another thread's progress never advances a request whose
+  // derived part is already gone (the base destructor comes too late).
+  void leave_engine();
   [[noreturn]] void fail(const std::string& what);
   std::string describe() const override;
   // Lets go of control messages MPI has sent.
@@ -122,6 +127,9 @@ class DirectReceive final : public DirectRequest {
   // they need no owner.
   DirectReceive(ProgressEngine& engine, int peer, Tag tag, DirectChannel channel, std::vector<RunGroup> runs,
                 uint64_t bytes);
+  ~DirectReceive() override;
+  DirectReceive(const DirectReceive&) = delete;
+  DirectReceive& operator=(const DirectReceive&) = delete;
 
  private:
   bool advance() override;

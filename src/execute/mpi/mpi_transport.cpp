@@ -9,7 +9,6 @@
 #include <mutex>
 #include <stop_token>
 #include <thread>
-#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -24,6 +23,7 @@
 #include "progress_engine.h"
 #include "reshard/execute/buffer.h"
 #include "reshard/execute/mpi/mpi_session.h"
+#include "../run_bytes.h"
 #include "../staging_cache.h"
 #include "run_groups.h"
 #include "same_host_peers.h"
@@ -49,13 +49,6 @@ int mpi_tag_ub() {
 constexpr size_t kMinTypedRunBytes = 64;
 // The shortest average run a single-copy sender lets its peer read in place.
 constexpr size_t kMinExposedRunBytes = 4096;
-
-template <typename Run>
-size_t total_bytes(std::span<const Run> runs) {
-  size_t bytes = 0;
-  for (const Run& run : runs) bytes += run.size;
-  return bytes;
-}
 
 // The options with the session's timeout filled in where they leave it to it.
 MpiTransportOptions validated(MpiTransportOptions options) {
@@ -209,42 +202,50 @@ struct MpiTransport::State {
   // Whether messages to and from `peer` take the single-copy path. Both
   // ends must decide alike from what both know, so every size goes this way
   // (a size threshold would send a message one side sized wrongly down two
-  // paths that never meet, a hang instead of an error).
+  // paths that never meet, a hang instead of an error). Never this rank.
   bool goes_direct(int peer) const {
-    return peer != rank && peer >= 0 && peer < size && direct_peers[static_cast<size_t>(peer)];
+    return peer >= 0 && peer < size && direct_peers[static_cast<size_t>(peer)];
   }
 
-  // A single-copy send or receive over `runs`. A sender exposes its runs to
-  // the receiver only when they are long and owned; otherwise it gathers
-  // them into a buffer of its own first (the kernel's work per run of the
-  // peer's outweighs a streaming copy, and without an owner a withdrawn
-  // request could not keep the caller's memory alive for a reading peer).
-  template <typename Run>
-  std::unique_ptr<Request> start_direct(bool is_send, int peer, Tag tag, std::span<const Run> runs, size_t bytes,
-                                        std::shared_ptr<const void> owner) {
-    std::vector<mpi_detail::RunGroup> groups = mpi_detail::group_runs(runs);
+  mpi_detail::DirectChannel direct_channel(Tag tag) const {
     const MpiTagSlot slot = tags.map(tag);
-    const mpi_detail::DirectChannel channel{direct_headers[slot.communicator].get(),
-                                            direct_replies[slot.communicator].get(), slot.tag};
-    if constexpr (std::is_same_v<Run, ConstByteRun>) {
-      if (!owner || mpi_detail::count_runs(groups) * kMinExposedRunBytes > bytes) {
-        // Sizes rounded up to a power of two, so that kept buffers serve
-        // later messages of other sizes: a fresh one costs a zeroed page per
-        // 4 KiB, about as much as the gather itself.
-        Buffer gathered = StagingCache::for_process().take(std::bit_ceil(std::max<size_t>(bytes, 1)));
-        mpi_detail::gather_streaming(runs, gathered.data());
-        auto guard = engine.lock();
-        engine.throw_if_aborted();
-        return std::make_unique<mpi_detail::DirectSend>(engine, peer, tag, channel, std::move(gathered), bytes);
-      }
+    return {direct_headers[slot.communicator].get(), direct_replies[slot.communicator].get(), slot.tag};
+  }
+
+  // A single-copy send over `runs`. The sender exposes its runs to the
+  // receiver only when they are long and owned; otherwise it gathers them
+  // into a buffer of its own first (the kernel's work per run of the peer's
+  // outweighs a streaming copy, and without an owner a withdrawn request
+  // could not keep the caller's memory alive for a reading peer).
+  std::unique_ptr<Request> start_direct_send(int peer, Tag tag, std::span<const ConstByteRun> runs,
+                                             std::shared_ptr<const void> owner) {
+    const size_t bytes = total_bytes(runs);
+    std::vector<mpi_detail::RunGroup> groups = mpi_detail::group_runs(runs);
+    if (!owner || mpi_detail::count_runs(groups) * kMinExposedRunBytes > bytes) {
+      // Sizes rounded up to a power of two, so that kept buffers serve later
+      // messages of other sizes: a fresh one costs a zeroed page per 4 KiB,
+      // about as much as the gather itself.
+      Buffer gathered = StagingCache::for_process().take(std::bit_ceil(std::max<size_t>(bytes, 1)));
+      mpi_detail::gather_streaming(runs, gathered.data());
+      auto guard = engine.lock();
+      engine.throw_if_aborted();
+      return std::make_unique<mpi_detail::DirectSend>(engine, peer, tag, direct_channel(tag), std::move(gathered),
+                                                      bytes);
     }
     auto guard = engine.lock();
     engine.throw_if_aborted();
-    if (is_send) {
-      return std::make_unique<mpi_detail::DirectSend>(engine, peer, tag, channel, std::move(groups), bytes,
-                                                      std::move(owner));
-    }
-    return std::make_unique<mpi_detail::DirectReceive>(engine, peer, tag, channel, std::move(groups), bytes);
+    return std::make_unique<mpi_detail::DirectSend>(engine, peer, tag, direct_channel(tag), std::move(groups), bytes,
+                                                    std::move(owner));
+  }
+
+  // A single-copy receive into `runs`: written only while the request is
+  // advanced, so it needs no owner.
+  std::unique_ptr<Request> start_direct_receive(int peer, Tag tag, std::span<const ByteRun> runs) {
+    std::vector<mpi_detail::RunGroup> groups = mpi_detail::group_runs(runs);
+    auto guard = engine.lock();
+    engine.throw_if_aborted();
+    return std::make_unique<mpi_detail::DirectReceive>(engine, peer, tag, direct_channel(tag), std::move(groups),
+                                                       total_bytes(runs));
   }
 
   // One message of a derived datatype over `runs`, or null when MPI's int
@@ -304,7 +305,7 @@ std::unique_ptr<Request> MpiTransport::isend_owned(int peer, Tag tag, std::span<
                                                    std::shared_ptr<const void> owner) {
   if (state_->goes_direct(peer)) {
     const ConstByteRun run{data.data(), data.size()};
-    return state_->start_direct(true, peer, tag, std::span(&run, 1), data.size(), std::move(owner));
+    return state_->start_direct_send(peer, tag, std::span(&run, 1), std::move(owner));
   }
   // The buffer is only read; ChunkedMessage holds one pointer for both ways.
   return state_->start(mpi_detail::Direction::kSend, peer, tag, const_cast<std::byte*>(data.data()), data.size(),
@@ -315,25 +316,21 @@ std::unique_ptr<Request> MpiTransport::irecv_owned(int peer, Tag tag, std::span<
                                                    std::shared_ptr<const void> owner) {
   if (state_->goes_direct(peer)) {
     const ByteRun run{data.data(), data.size()};
-    return state_->start_direct(false, peer, tag, std::span(&run, 1), data.size(), std::move(owner));
+    return state_->start_direct_receive(peer, tag, std::span(&run, 1));
   }
   return state_->start(mpi_detail::Direction::kReceive, peer, tag, data.data(), data.size(), std::move(owner));
 }
 
 std::unique_ptr<Request> MpiTransport::isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs,
                                                     std::shared_ptr<const void> owner) {
-  if (state_->goes_direct(peer)) {
-    return state_->start_direct(true, peer, tag, runs, total_bytes(runs), std::move(owner));
-  }
+  if (state_->goes_direct(peer)) return state_->start_direct_send(peer, tag, runs, std::move(owner));
   if (auto request = state_->start_typed(true, peer, tag, runs, owner)) return request;
   return Transport::isend_gather(peer, tag, runs, std::move(owner));
 }
 
 std::unique_ptr<Request> MpiTransport::irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,
                                                      std::shared_ptr<const void> owner) {
-  if (state_->goes_direct(peer)) {
-    return state_->start_direct(false, peer, tag, runs, total_bytes(runs), std::move(owner));
-  }
+  if (state_->goes_direct(peer)) return state_->start_direct_receive(peer, tag, runs);
   if (auto request = state_->start_typed(false, peer, tag, runs, owner)) return request;
   return Transport::irecv_scatter(peer, tag, runs, std::move(owner));
 }
@@ -369,9 +366,7 @@ void MpiTransport::abort(std::string_view reason) noexcept { state_->engine.abor
 
 const MpiTransportOptions& MpiTransport::options() const { return state_->options; }
 
-bool MpiTransport::copies_directly_with(int peer) const {
-  return peer >= 0 && peer < state_->size && state_->direct_peers[static_cast<size_t>(peer)];
-}
+bool MpiTransport::copies_directly_with(int peer) const { return state_->goes_direct(peer); }
 
 size_t MpiTransport::peak_bytes_in_flight() const { return state_->engine.peak_bytes_in_flight(); }
 
