@@ -2,8 +2,10 @@
 jax.Array to and from ShardedArray, and device_put / from_host / to_host on pytrees.
 
 JAX is optional: ``import reshard`` works without it; this module needs it.
-Devices are matched by ``jax.Device.id``; each device's ``process_index``
-gives the topology. ``save`` / ``restore`` write and read reshard checkpoints
+JAX's device ids may be any numbers (0..3, 2048..2051 in a multi-process job):
+reshard numbers the job's devices densely, device d being the d-th smallest
+JAX id, and converts both ways in every call, so what users pass and get back
+are JAX's devices; each device's ``process_index`` gives the topology. ``save`` / ``restore`` write and read reshard checkpoints
 of whole pytrees (names from the tree paths), and ``check`` lists the arrays
 whose sharding ``jit`` on a mesh would refuse, with the plan that fixes each.
 ``export`` writes a pytree as Hugging Face files through a tensor map and
@@ -13,6 +15,9 @@ over a transport (``reshard.mpi``). Across processes the JAX side must be one
 multi-process JAX job (``jax.distributed``) whose process indices are the
 transport's ranks: each process then moves its devices' shards. Single-process
 JAX in each of several processes is refused (UnsupportedError) before anything moves.
+A collective call whose preparation fails on one process (a bad argument, an
+unknown device) fails on every process before anything moves, the others
+raising PeerFailedError naming that process and its error.
 """
 
 from __future__ import annotations
@@ -33,10 +38,11 @@ try:
 except ImportError as e:  # pragma: no cover - exercised in a subprocess by the tests
     raise ImportError("reshard.jax needs JAX (pip install jax); the rest of reshard works without it") from e
 
-from . import _core
+from . import _agree, _core
 from . import array as _array
 from . import checkpoint as _checkpoint
 from . import pipelines as _pipelines
+from ._device_ids import DeviceIds
 from ._plan import plan as _plan
 from .errors import InvalidArgumentError, UnsupportedError
 
@@ -51,6 +57,7 @@ __all__ = [
     "from_reshard",
     "restore",
     "save",
+    "save_async",
     "to_host",
     "to_jax_array",
     "to_reshard",
@@ -58,17 +65,24 @@ __all__ = [
 ]
 
 
-def _devices_by_id(devices: Any = None) -> dict[int, Any]:
-    return {d.id: d for d in (jax.devices() if devices is None else devices)}
+_default_ids: DeviceIds | None = None
+
+
+def _ids(devices: Any = None) -> DeviceIds:
+    """The id mapping of `devices`, by default of ``jax.devices()`` (fixed once JAX's backend is up)."""
+    global _default_ids
+    if devices is not None:
+        return DeviceIds(list(devices))
+    if _default_ids is None:
+        _default_ids = DeviceIds(jax.devices())
+    return _default_ids
 
 
 def topology(devices: Any = None) -> _core.Topology:
-    """The Topology of `devices` (default: ``jax.devices()``, every process's):
-    device ``id`` d is owned by its ``process_index``. The ids must be 0..N-1."""
-    by_id = _devices_by_id(devices)
-    if sorted(by_id) != list(range(len(by_id))):
-        raise UnsupportedError(f"reshard needs device ids 0..{len(by_id) - 1}, JAX's are {sorted(by_id)}")
-    return _core.Topology([by_id[d].process_index for d in range(len(by_id))])
+    """The Topology of `devices` (default: ``jax.devices()``, every process's): reshard
+    device d is the d-th smallest JAX device id (any ids, such as 0..3, 2048..2051 in a
+    multi-process job), owned by that device's ``process_index``."""
+    return _core.Topology([d.process_index for d in _ids(devices).devices])
 
 
 def _job_topology(transport: _core.Transport | None) -> _core.Topology:
@@ -91,33 +105,31 @@ def _spec_entry_to_reshard(entry: Any) -> Any:
     raise UnsupportedError(f"partition spec entry {entry!r} has no reshard form (names, tuples of names or None only)")
 
 
-def to_reshard(sharding: Any) -> _core.NamedSharding:
+def to_reshard(sharding: Any, devices: Any = None) -> _core.NamedSharding:
     """reshard's NamedSharding for a ``jax.sharding.NamedSharding``: the same axis
-    names and sizes, device order (by id), partition spec and memory kind. A
-    ``SingleDeviceSharding`` (what ``jnp.array`` gives) is a one-device mesh, replicated."""
+    names and sizes, device order, partition spec and memory kind, its devices
+    numbered as ``topology(devices)`` numbers them. A ``SingleDeviceSharding``
+    (what ``jnp.array`` gives) is a one-device mesh, replicated."""
+    ids = _ids(devices)
     if isinstance(sharding, _JaxSingleDeviceSharding):
         (device,) = sharding.device_set
-        return _core.NamedSharding(_core.Mesh([device.id], ("device",)), _core.PartitionSpec(), sharding.memory_kind)
+        return _core.NamedSharding(_core.Mesh([ids.dense_one(device.id)], ("device",)), _core.PartitionSpec(),
+                                   sharding.memory_kind)
     if not isinstance(sharding, _JaxNamedSharding):
         raise UnsupportedError(f"only jax.sharding.NamedSharding converts, not {type(sharding).__name__}")
     mesh = sharding.mesh
-    ids = np.vectorize(lambda d: d.id, otypes=[np.int64])(np.asarray(mesh.devices, dtype=object))
+    jax_ids = np.vectorize(lambda d: d.id, otypes=[np.int64])(np.asarray(mesh.devices, dtype=object))
     spec = _core.PartitionSpec(*(_spec_entry_to_reshard(e) for e in sharding.spec))
-    return _core.NamedSharding(_core.Mesh(ids.reshape(mesh.devices.shape), tuple(mesh.axis_names)), spec,
-                               sharding.memory_kind)
+    return _core.NamedSharding(_core.Mesh(ids.dense(jax_ids).reshape(mesh.devices.shape), tuple(mesh.axis_names)),
+                               spec, sharding.memory_kind)
 
 
 def from_reshard(sharding: _core.NamedSharding, devices: Any = None) -> Any:
-    """The ``jax.sharding.NamedSharding`` for reshard's `sharding`, its device ids
-    looked up in `devices` (default: ``jax.devices()``)."""
-    by_id = _devices_by_id(devices)
+    """The ``jax.sharding.NamedSharding`` for reshard's `sharding`, its devices
+    numbered as ``topology(devices)`` numbers them (default: ``jax.devices()``)."""
+    ids = _ids(devices)
     mesh = sharding.mesh
-    missing = [d for d in mesh.device_ids if d not in by_id]
-    if missing:
-        from .errors import UnknownDeviceError
-
-        raise UnknownDeviceError(f"the mesh names devices {missing} that JAX does not have")
-    grid = np.array([by_id[d] for d in mesh.device_ids], dtype=object).reshape(mesh.axis_sizes)
+    grid = np.array([ids.device(d) for d in mesh.device_ids], dtype=object).reshape(mesh.axis_sizes)
     return _JaxNamedSharding(_JaxMesh(grid, mesh.axis_names), _JaxPartitionSpec(*sharding.spec.to_tuple()),
                              memory_kind=sharding.memory_kind)
 
@@ -129,48 +141,61 @@ def from_jax_array(x: Any, topology_: _core.Topology | None = None) -> _array.Sh
     buffer, which the ShardedArray adopts without a copy (and keeps alive).
     """
     topology_ = topology_ or topology()
+    ids = _ids()
     sharding = to_reshard(x.sharding)
-    shards = {s.device.id: np.asarray(s.data) for s in x.addressable_shards}
+    shards = {ids.dense_one(s.device.id): np.asarray(s.data) for s in x.addressable_shards}
     return _array.ShardedArray.from_shards(tuple(x.shape), np.dtype(x.dtype), sharding, shards, topology_,
                                            jax.process_index())
 
 
 def to_jax_array(array: _array.ShardedArray, devices: Any = None) -> Any:
     """The ``jax.Array`` of a ShardedArray (``jax.make_array_from_single_device_arrays``)."""
+    ids = _ids(devices)
     sharding = from_reshard(array.sharding, devices)
-    by_id = _devices_by_id(devices)
     kind = array.sharding.memory_kind
     shards = array.shards
     # One batched device_put for all shards: per-shard calls cost most of a small array's time.
     pieces = jax.device_put([s.data for s in shards],
-                            [_JaxSingleDeviceSharding(by_id[s.device], memory_kind=kind) for s in shards])
-    return jax.make_array_from_single_device_arrays(array.shape, sharding, pieces)
+                            [_JaxSingleDeviceSharding(ids.device(s.device), memory_kind=kind) for s in shards])
+    # dtype: a process may hold no shard of an array on a subset of the job's devices.
+    return jax.make_array_from_single_device_arrays(array.shape, sharding, pieces, dtype=array.dtype)
 
 
 def _is_jax_sharding(x: Any) -> bool:
     return isinstance(x, jax.sharding.Sharding)
 
 
+def _targets(shardings: Any, tree: Any) -> list[Any]:
+    """The sharding of each leaf of `tree`: `shardings` is one for all or a pytree prefix of `tree`."""
+    broadcast = jax.tree_util.tree_broadcast(shardings, tree, is_leaf=_is_jax_sharding)
+    return jax.tree_util.tree_leaves(broadcast, is_leaf=_is_jax_sharding)
+
+
 def device_put(tree: Any, shardings: Any, transport: _core.Transport | None = None) -> Any:
     """`tree` (a pytree of jax.Arrays with NamedShardings, or numpy arrays) laid out by
     `shardings` (one NamedSharding for all, or a pytree prefix of `tree`), as
-    jax.device_put, across any meshes and device orders; all arrays move in one operation.
-    Collective over `transport` (a multi-process JAX job, see the module's note)."""
-    leaves, treedef = jax.tree_util.tree_flatten(tree)
-    targets = jax.tree_util.tree_leaves(jax.tree_util.tree_broadcast(shardings, tree, is_leaf=_is_jax_sharding),
-                                        is_leaf=_is_jax_sharding)
-    topo = _job_topology(transport)
-    ours = [to_reshard(t) for t in targets]
-    sources, placed = [], {}
-    for i, (leaf, target) in enumerate(zip(leaves, ours)):
-        if isinstance(leaf, jax.Array):
-            sources.append((i, from_jax_array(leaf, topo)))
-        else:
-            placed[i] = _array.from_host(np.asarray(leaf), target, topo, transport)
-    moved = _array.reshard([s for _, s in sources], [ours[i] for i, _ in sources], transport)
-    for (i, _), m in zip(sources, moved):
-        placed[i] = m
-    return jax.tree_util.tree_unflatten(treedef, [to_jax_array(placed[i]) for i in range(len(leaves))])
+    jax.device_put, across any meshes, device orders, device sets and processes; all
+    arrays move in one operation. Collective over `transport` (a multi-process JAX job,
+    see the module's note)."""
+
+    def prepare() -> tuple[Any, list[_array.ShardedArray], list[int], list[_core.NamedSharding]]:
+        leaves, treedef = jax.tree_util.tree_flatten(tree)
+        ours = [to_reshard(t) for t in _targets(shardings, tree)]
+        topo = _job_topology(transport)
+        arrays, moving = [], []
+        for i, (leaf, target) in enumerate(zip(leaves, ours)):
+            if isinstance(leaf, jax.Array):
+                arrays.append(from_jax_array(leaf, topo))
+                moving.append(i)
+            else:  # whole on every process: each copies out its shards, nothing moves
+                arrays.append(_array.from_host(np.asarray(leaf), target, topo, transport))
+        return treedef, arrays, moving, ours
+
+    treedef, arrays, moving, ours = _agree.agreed(transport, prepare)
+    moved = _array.reshard([arrays[i] for i in moving], [ours[i] for i in moving], transport)
+    for i, m in zip(moving, moved):
+        arrays[i] = m
+    return jax.tree_util.tree_unflatten(treedef, [to_jax_array(a) for a in arrays])
 
 
 def to_host(tree: Any, transport: _core.Transport | None = None, root: int | None = None) -> Any:
@@ -178,11 +203,18 @@ def to_host(tree: Any, transport: _core.Transport | None = None, root: int | Non
     operation. Collective over `transport`: every process gets every array whole; with
     `root`, only process `root` does (the others get None leaves, and send root just the
     elements it lacks, nothing replicated twice)."""
-    leaves, treedef = jax.tree_util.tree_flatten(tree)
-    topo = _job_topology(transport)
-    hosts = _array.to_host([from_jax_array(x, topo) for x in leaves], transport, root)
+
+    def prepare() -> tuple[Any, list[_array.ShardedArray]]:
+        leaves, treedef = jax.tree_util.tree_flatten(tree)
+        topo = _job_topology(transport)
+        if root is not None and not 0 <= root < topo.num_processes:
+            raise InvalidArgumentError(f"root={root} is not a process of the job (0..{topo.num_processes - 1})")
+        return treedef, [from_jax_array(x, topo) for x in leaves]
+
+    treedef, arrays = _agree.agreed(transport, prepare)
+    hosts = _array.to_host(arrays, transport, root)
     if root is not None and (0 if transport is None else transport.rank) != root:
-        return jax.tree_util.tree_unflatten(treedef, [None] * len(leaves))
+        return jax.tree_util.tree_unflatten(treedef, [None] * len(arrays))
     return jax.tree_util.tree_unflatten(treedef, hosts)
 
 
@@ -192,12 +224,17 @@ def from_host(tree: Any, shardings: Any, transport: _core.Transport | None = Non
     copies out its devices' slices and nothing is sent. With `root`, only process `root`'s
     values are read (the others pass leaves of the same shape and dtype, such as
     jax.ShapeDtypeStruct) and root sends each process just its shards' elements."""
-    leaves, treedef = jax.tree_util.tree_flatten(tree)
-    targets = jax.tree_util.tree_leaves(jax.tree_util.tree_broadcast(shardings, tree, is_leaf=_is_jax_sharding),
-                                        is_leaf=_is_jax_sharding)
-    topo = _job_topology(transport)
-    placed = [_array.from_host(leaf, to_reshard(target), topo, transport, root)
-              for leaf, target in zip(leaves, targets)]
+
+    def prepare() -> tuple[Any, list[Any], list[_core.NamedSharding], _core.Topology]:
+        leaves, treedef = jax.tree_util.tree_flatten(tree)
+        ours = [to_reshard(t) for t in _targets(shardings, tree)]
+        topo = _job_topology(transport)
+        if root is not None and not 0 <= root < topo.num_processes:
+            raise InvalidArgumentError(f"root={root} is not a process of the job (0..{topo.num_processes - 1})")
+        return treedef, leaves, ours, topo
+
+    treedef, leaves, ours, topo = _agree.agreed(transport, prepare)
+    placed = [_array.from_host(leaf, target, topo, transport, root) for leaf, target in zip(leaves, ours)]
     return jax.tree_util.tree_unflatten(treedef, [to_jax_array(p) for p in placed])
 
 
@@ -226,18 +263,19 @@ def _named_leaves(tree: Any, is_leaf: Any = None) -> tuple[list[str], list[Any],
 
 
 def _sharded_leaves(tree: Any, transport: _core.Transport | None) -> dict[str, _array.ShardedArray]:
-    """{tree path: ShardedArray} of a pytree: jax.Arrays adopted as they lie, numpy leaves whole on one device."""
-    names, leaves, _ = _named_leaves(tree)
-    topo = _job_topology(transport)
-    arrays: dict[str, _array.ShardedArray] = {}
-    for name, leaf in zip(names, leaves):
-        if isinstance(leaf, jax.Array):
-            arrays[name] = from_jax_array(leaf, topo)
-        else:
-            host = np.asarray(leaf)
-            one = _core.NamedSharding(_core.Mesh([jax.devices()[0].id], ("device",)), _core.PartitionSpec())
-            arrays[name] = _array.from_host(host, one, topo, transport)
-    return arrays
+    """{tree path: ShardedArray} of a pytree: jax.Arrays adopted as they lie, numpy leaves
+    whole on the job's first device. Local to each process (no communication), agreed on
+    by every process before the collective that uses it."""
+
+    def prepare() -> dict[str, _array.ShardedArray]:
+        names, leaves, _ = _named_leaves(tree)
+        topo = _job_topology(transport)
+        first = _core.NamedSharding(_core.Mesh([0], ("device",)), _core.PartitionSpec())
+        return {name: from_jax_array(leaf, topo) if isinstance(leaf, jax.Array)
+                else _array.from_host(np.asarray(leaf), first, topo, transport)
+                for name, leaf in zip(names, leaves)}
+
+    return _agree.agreed(transport, prepare)
 
 
 def save(path: str | os.PathLike, tree: Any, metadata: Mapping[str, str] | None = None, replace: bool = True,
@@ -251,8 +289,23 @@ def save(path: str | os.PathLike, tree: Any, metadata: Mapping[str, str] | None 
     return _checkpoint.save(path, _sharded_leaves(tree, transport), metadata, replace, transport)
 
 
+def save_async(path: str | os.PathLike, tree: Any, metadata: Mapping[str, str] | None = None, replace: bool = True,
+               staging_bytes: int = 1 << 30, transport: _core.Transport | None = None) -> _checkpoint.SaveHandle:
+    """Like ``save``, returning once this process's chunks are copied to host memory (the
+    arrays may then be donated or freed); the writing and the commit go on in the
+    background. ``handle.wait()`` returns the SaveStats or raises the save's error, on
+    every process. `transport` must not be used by anything else until wait() returns.
+    """
+    return _checkpoint.save_async(path, _sharded_leaves(tree, transport), metadata, replace, staging_bytes, transport)
+
+
 def _is_target(x: Any) -> bool:
     return isinstance(x, jax.sharding.Sharding) or isinstance(getattr(x, "sharding", None), jax.sharding.Sharding)
+
+
+def _sharding_of(target: Any) -> Any:
+    """A target leaf's sharding: the leaf itself, or its ``.sharding`` (ShapeDtypeStruct, jax.Array)."""
+    return target if isinstance(target, jax.sharding.Sharding) else target.sharding
 
 
 def restore(path: str | os.PathLike, shardings: Any, verify_checksums: bool = True,
@@ -264,12 +317,13 @@ def restore(path: str | os.PathLike, shardings: Any, verify_checksums: bool = Tr
     a jax.Array); any mesh, device order or device count. Each process reads only
     the chunks its devices need, checksummed.
     """
-    names, leaves, treedef = _named_leaves(shardings, is_leaf=_is_target)
-    targets = {}
-    for name, leaf in zip(names, leaves):
-        sharding = leaf if isinstance(leaf, jax.sharding.Sharding) else leaf.sharding
-        targets[name] = to_reshard(sharding)
-    restored = _checkpoint.restore(path, targets, _job_topology(transport), verify_checksums, transport)
+    def prepare() -> tuple[list[str], Any, dict[str, _core.NamedSharding], _core.Topology]:
+        names, leaves, treedef = _named_leaves(shardings, is_leaf=_is_target)
+        targets = {name: to_reshard(_sharding_of(leaf)) for name, leaf in zip(names, leaves)}
+        return names, treedef, targets, _job_topology(transport)
+
+    names, treedef, targets, topo = _agree.agreed(transport, prepare)
+    restored = _checkpoint.restore(path, targets, topo, verify_checksums, transport)
     return jax.tree_util.tree_unflatten(treedef, [to_jax_array(restored[n]) for n in names])
 
 
@@ -337,37 +391,51 @@ def load_pretrained(hf_dir: str | os.PathLike, map: str, shardings: Any = None, 
     shapes do not (config.json's otherwise); `dtype` casts F32/F16/BF16.
     Collective over `transport`.
     """
-    topo = _job_topology(transport)
     if shardings is not None:
-        if mesh is not None or rules is not None or best_effort is not None:
-            raise InvalidArgumentError("load_pretrained takes shardings, or mesh with rules/best_effort, not both")
-        names, leaves, treedef = _named_leaves(shardings, is_leaf=_is_target)
-        jax_targets = [leaf if isinstance(leaf, jax.sharding.Sharding) else leaf.sharding for leaf in leaves]
-        targets = [to_reshard(t) for t in jax_targets]
-        # Read onto the first target's mesh by exact-name rules; leaves on other meshes move after.
-        first_mesh = targets[0].mesh if targets else _core.Mesh([jax.devices()[0].id], ("device",))
-        name_rules = [(_glob_exact(n), t.spec) for n, t in zip(names, targets) if t.mesh == first_mesh]
-        imported = _pipelines.import_model(hf_dir, map, first_mesh, topo, rules=name_rules, dtype=dtype,
-                                           sizes=sizes, transport=transport)
-        missing = [n for n in names if n not in imported]
-        if missing:
-            from .errors import MissingTensorError
+        return _load_onto_shardings(hf_dir, map, shardings, mesh is not None or rules is not None
+                                    or best_effort is not None, dtype, sizes, transport)
 
-            raise MissingTensorError(f"{os.fspath(hf_dir)} through the map gives no tensors {missing}")
-        moving = [i for i, (n, t) in enumerate(zip(names, targets)) if imported[n].sharding != t]
-        moved = _array.reshard([imported[names[i]] for i in moving], [targets[i] for i in moving],
-                               transport=transport) if moving else []
-        arrays = [imported[n] for n in names]
-        for i, m in zip(moving, moved):
-            arrays[i] = m
-        return jax.tree_util.tree_unflatten(treedef, [to_jax_array(a) for a in arrays])
-    if mesh is None:
-        raise InvalidArgumentError("load_pretrained needs shardings, or a mesh with rules or best_effort")
-    ours = None if rules is None or isinstance(rules, str) else [(p, _spec_of(s)) for p, s in rules]
-    imported = _pipelines.import_model(hf_dir, map, _mesh_of(mesh), topo, rules=ours if ours is not None else rules,
-                                       best_effort=best_effort, dtype=dtype, sizes=sizes, transport=transport)
+    def prepare() -> tuple[_core.Mesh, Any, _core.Topology]:
+        if mesh is None:
+            raise InvalidArgumentError("load_pretrained needs shardings, or a mesh with rules or best_effort")
+        ours = rules if rules is None or isinstance(rules, str) else [(p, _spec_of(s)) for p, s in rules]
+        return _mesh_of(mesh), ours, _job_topology(transport)
+
+    our_mesh, our_rules, topo = _agree.agreed(transport, prepare)
+    imported = _pipelines.import_model(hf_dir, map, our_mesh, topo, rules=our_rules, best_effort=best_effort,
+                                       dtype=dtype, sizes=sizes, transport=transport)
     names = sorted(imported)
     return _nest(names, [to_jax_array(imported[n]) for n in names])
+
+
+def _load_onto_shardings(hf_dir: str | os.PathLike, map: str, shardings: Any, also_mesh: bool, dtype: Any,
+                         sizes: Mapping[str, int] | None, transport: _core.Transport | None) -> Any:
+    """load_pretrained onto a pytree of target shardings: read onto the first target's mesh
+    by exact-name rules, then move the leaves whose targets lie on other meshes."""
+
+    def prepare() -> tuple[list[str], Any, list[_core.NamedSharding], _core.Topology]:
+        if also_mesh:
+            raise InvalidArgumentError("load_pretrained takes shardings, or mesh with rules/best_effort, not both")
+        names, leaves, treedef = _named_leaves(shardings, is_leaf=_is_target)
+        return names, treedef, [to_reshard(_sharding_of(leaf)) for leaf in leaves], _job_topology(transport)
+
+    names, treedef, targets, topo = _agree.agreed(transport, prepare)
+    first_mesh = targets[0].mesh if targets else _core.Mesh([0], ("device",))
+    name_rules = [(_glob_exact(n), t.spec) for n, t in zip(names, targets) if t.mesh == first_mesh]
+    imported = _pipelines.import_model(hf_dir, map, first_mesh, topo, rules=name_rules, dtype=dtype, sizes=sizes,
+                                       transport=transport)
+    missing = [n for n in names if n not in imported]
+    if missing:  # the same on every process: the folder and the map are
+        from .errors import MissingTensorError
+
+        raise MissingTensorError(f"{os.fspath(hf_dir)} through the map gives no tensors {missing}")
+    moving = [i for i, (n, t) in enumerate(zip(names, targets)) if imported[n].sharding != t]
+    moved = _array.reshard([imported[names[i]] for i in moving], [targets[i] for i in moving],
+                           transport=transport) if moving else []
+    arrays = [imported[n] for n in names]
+    for i, m in zip(moving, moved):
+        arrays[i] = m
+    return jax.tree_util.tree_unflatten(treedef, [to_jax_array(a) for a in arrays])
 
 
 @dataclasses.dataclass(frozen=True)
