@@ -46,15 +46,11 @@ def test_labels_may_be_ints_numpy_ints_or_strs_and_default_to_the_ids():
 
 def test_a_picture_exists_for_every_rank_unless_there_is_nothing_or_too_much_to_draw():
     mesh = reshard.Mesh(np.arange(4), ("x",))
-    assert sharding_lines(reshard.NamedSharding(mesh, P()), ())[0] == "[]: a scalar"
+    assert reshard.NamedSharding(mesh, P()).picture(()).splitlines()[0] == "[]: a scalar"
     assert "CPU 0,1,2,3" in reshard.NamedSharding(mesh, P()).picture((2, 3, 4, 5))
     assert reshard.NamedSharding(mesh, P("x")).picture((0, 4)) is None
     wide = reshard.NamedSharding(reshard.Mesh(np.arange(64), ("x",)), P(None, "x"))
     assert wide.picture((2, 64, 2)) is None
-
-
-def sharding_lines(sharding, shape):
-    return sharding.picture(shape).splitlines()
 
 
 def test_bad_arguments_are_typed_errors_naming_the_argument():

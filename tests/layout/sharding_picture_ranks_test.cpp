@@ -3,7 +3,6 @@
 #include "reshard/layout/sharding_picture.h"
 
 #include <algorithm>
-#include <map>
 #include <random>
 #include <set>
 #include <string>
