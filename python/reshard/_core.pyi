@@ -265,6 +265,18 @@ class NamedSharding:
     def num_chunks(self, rank: int) -> tuple[int, ...]:
         """Chunks per dimension for an array of rank `rank`."""
 
+    def picture(self, global_shape: Sequence[int], labels: Sequence[int | str] | None = None, *, dtype: str | None = None, platform: str = 'CPU', color: bool = False, width: int = 80) -> str | None:
+        """
+        A text picture of which devices hold which block, as jax.debug.visualize_array_sharding
+        draws it (ranks 1 and 2). Other ranks draw the split dimensions only, under a caption that
+        names the shape, `dtype` and every dimension; more than two split dimensions give a grid
+        of the last two per slice of the others. `labels[i]` names device i (e.g. JAX's device ids
+        in a multi-process job; default: the ids); `platform` is the word before a block's labels;
+        `color` adds ANSI backgrounds; `width` (1 to 1000) is the columns to fill. None for an empty
+        array or one with more than 32 blocks a side or 16 grids. Raises InvalidArgumentError
+        naming the argument, or the sharding's error for a shape it cannot lay out.
+        """
+
     @property
     def is_fully_replicated(self) -> bool:
         """Whether every device holds the whole array."""
