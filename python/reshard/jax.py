@@ -97,6 +97,17 @@ def _job_topology(transport: _core.Transport | None) -> _core.Topology:
     return topology()
 
 
+def _collective(transport: _core.Transport | None, prepare: Any) -> Any:
+    """Runs a collective call's local `prepare()` and agrees on its outcome (_agree.agreed).
+    A JAX job of another size than the transport is refused at once, without agreeing:
+    every process sees it (single-process JAX in each of several processes, say), and
+    the processes of such a job need not all reach the call."""
+    size = 1 if transport is None else transport.size
+    if jax.process_count() != size:
+        _job_topology(transport)  # raises, naming both
+    return _agree.agreed(transport, prepare)
+
+
 def _spec_entry_to_reshard(entry: Any) -> Any:
     if entry is None or isinstance(entry, str):
         return entry
@@ -191,7 +202,7 @@ def device_put(tree: Any, shardings: Any, transport: _core.Transport | None = No
                 arrays.append(_array.from_host(np.asarray(leaf), target, topo, transport))
         return treedef, arrays, moving, ours
 
-    treedef, arrays, moving, ours = _agree.agreed(transport, prepare)
+    treedef, arrays, moving, ours = _collective(transport, prepare)
     moved = _array.reshard([arrays[i] for i in moving], [ours[i] for i in moving], transport)
     for i, m in zip(moving, moved):
         arrays[i] = m
@@ -211,7 +222,7 @@ def to_host(tree: Any, transport: _core.Transport | None = None, root: int | Non
             raise InvalidArgumentError(f"root={root} is not a process of the job (0..{topo.num_processes - 1})")
         return treedef, [from_jax_array(x, topo) for x in leaves]
 
-    treedef, arrays = _agree.agreed(transport, prepare)
+    treedef, arrays = _collective(transport, prepare)
     hosts = _array.to_host(arrays, transport, root)
     if root is not None and (0 if transport is None else transport.rank) != root:
         return jax.tree_util.tree_unflatten(treedef, [None] * len(arrays))
@@ -233,7 +244,7 @@ def from_host(tree: Any, shardings: Any, transport: _core.Transport | None = Non
             raise InvalidArgumentError(f"root={root} is not a process of the job (0..{topo.num_processes - 1})")
         return treedef, leaves, ours, topo
 
-    treedef, leaves, ours, topo = _agree.agreed(transport, prepare)
+    treedef, leaves, ours, topo = _collective(transport, prepare)
     placed = [_array.from_host(leaf, target, topo, transport, root) for leaf, target in zip(leaves, ours)]
     return jax.tree_util.tree_unflatten(treedef, [to_jax_array(p) for p in placed])
 
@@ -275,7 +286,7 @@ def _sharded_leaves(tree: Any, transport: _core.Transport | None) -> dict[str, _
                 else _array.from_host(np.asarray(leaf), first, topo, transport)
                 for name, leaf in zip(names, leaves)}
 
-    return _agree.agreed(transport, prepare)
+    return _collective(transport, prepare)
 
 
 def save(path: str | os.PathLike, tree: Any, metadata: Mapping[str, str] | None = None, replace: bool = True,
@@ -322,7 +333,7 @@ def restore(path: str | os.PathLike, shardings: Any, verify_checksums: bool = Tr
         targets = {name: to_reshard(_sharding_of(leaf)) for name, leaf in zip(names, leaves)}
         return names, treedef, targets, _job_topology(transport)
 
-    names, treedef, targets, topo = _agree.agreed(transport, prepare)
+    names, treedef, targets, topo = _collective(transport, prepare)
     restored = _checkpoint.restore(path, targets, topo, verify_checksums, transport)
     return jax.tree_util.tree_unflatten(treedef, [to_jax_array(restored[n]) for n in names])
 
@@ -401,7 +412,7 @@ def load_pretrained(hf_dir: str | os.PathLike, map: str, shardings: Any = None, 
         ours = rules if rules is None or isinstance(rules, str) else [(p, _spec_of(s)) for p, s in rules]
         return _mesh_of(mesh), ours, _job_topology(transport)
 
-    our_mesh, our_rules, topo = _agree.agreed(transport, prepare)
+    our_mesh, our_rules, topo = _collective(transport, prepare)
     imported = _pipelines.import_model(hf_dir, map, our_mesh, topo, rules=our_rules, best_effort=best_effort,
                                        dtype=dtype, sizes=sizes, transport=transport)
     names = sorted(imported)
@@ -419,7 +430,7 @@ def _load_onto_shardings(hf_dir: str | os.PathLike, map: str, shardings: Any, al
         names, leaves, treedef = _named_leaves(shardings, is_leaf=_is_target)
         return names, treedef, [to_reshard(_sharding_of(leaf)) for leaf in leaves], _job_topology(transport)
 
-    names, treedef, targets, topo = _agree.agreed(transport, prepare)
+    names, treedef, targets, topo = _collective(transport, prepare)
     first_mesh = targets[0].mesh if targets else _core.Mesh([0], ("device",))
     name_rules = [(_glob_exact(n), t.spec) for n, t in zip(names, targets) if t.mesh == first_mesh]
     imported = _pipelines.import_model(hf_dir, map, first_mesh, topo, rules=name_rules, dtype=dtype, sizes=sizes,
@@ -449,7 +460,8 @@ class Incompatible:
     the mesh, replicated where the spec does not fit), and `plan` reshard's plan
     for that move; `bytes_per_process[p]` is what it copies onto process p's
     devices (pieces already on their device excluded) and `bytes_cross_process`
-    what crosses between processes.
+    what crosses between processes. Devices are JAX's ids; ``report()`` adds
+    pictures of the layouts before and after the fix.
     """
 
     path: str
@@ -471,6 +483,21 @@ class Incompatible:
         per = ", ".join(f"process {p}: {_size(b)}" for p, b in enumerate(self.bytes_per_process))
         return (f"{where}; fix: reshard to {self.target.spec} on the mesh, moving {per} "
                 f"({_size(self.bytes_cross_process)} between processes)")
+
+    def report(self, color: bool = False, width: int = 80) -> str:
+        """The one-line finding (``str``), then pictures of the array as it lies and as the
+        fix lays it out, blocks labelled with JAX's device ids (any rank: the split
+        dimensions drawn, the others named in a caption)."""
+        ids = _ids()
+        labels = [int(i) for i in ids.jax_ids]
+        platform = ids.devices[0].platform.upper()
+        lines = [str(self)]
+        for title, sharding in (("as it lies", self.plan.src), ("after the fix", self.plan.dst)):
+            picture = sharding.picture(self.shape, labels, dtype=str(self.dtype), platform=platform, color=color,
+                                       width=width)
+            lines.append(f"{title}:")
+            lines.append(picture.rstrip("\n") if picture is not None else "  (too many blocks to draw)")
+        return "\n".join(lines)
 
 
 def _size(n: int) -> str:

@@ -5,7 +5,7 @@ reshard.jax over reshard.mpi.transport(), each touching only its own devices.
 
 argv: a folder every process sees, the seed, then phases run in order:
   layouts:K   JAX ids, the seed's jit refusal and its fix, K random layout pairs
-              against jax.device_put / numpy, to_host (root bytes counted),
+              against jax.device_put / numpy, to_host and from_host (root bytes counted),
               errors on one process failing every process, a transport whose
               ranks are not JAX's processes refused, check() naming JAX ids
   save        the model pytree saved (and saved async) as ckpt-N / ckpt-N-async
@@ -127,6 +127,7 @@ class Job:
         self.seed_jit_refusal()
         self.random_pairs(pairs)
         self.to_host()
+        self.from_host()
         self.failures_fail_every_process()
         self.ranks_that_are_not_jax_processes()
         self.check_names_jax_ids()
@@ -241,12 +242,35 @@ class Job:
             self.check(all(v is None for v in flat(at_root).values()), "to_host(root=0) gave a non-root values")
             self.check(received == 0, f"a non-root process received {received} B from to_host(root=0)")
 
-    def lacking_bytes(self, sharding, values: np.ndarray) -> int:
+    def from_host(self) -> None:
+        """Host values on every process (nothing moves), then on process 0 alone (the others
+        pass ShapeDtypeStructs and receive exactly the distinct elements their devices hold)."""
+        values = model_values(self.seed)
+        shardings = model_shardings(self.devices, self.interleaved(), 4, 2)
+        placed = flat(self.rjax.from_host(nest(values), nest(shardings), transport=self.transport))
+        self.check(all(placed[k].sharding == shardings[k] and self.holds(placed[k], values[k]) for k in values),
+                   "from_host with the values on every process")
+        shapes = {k: self.jax.ShapeDtypeStruct(v.shape, v.dtype) for k, v in values.items()}
+        before = self.transport.bytes_received
+        placed = flat(self.rjax.from_host(nest(values if self.rank == 0 else shapes), nest(shardings),
+                                          transport=self.transport, root=0))
+        received = self.transport.bytes_received - before
+        self.check(all(self.holds(placed[k], values[k]) for k in values), "from_host(root=0)")
+        held = 0 if self.rank == 0 else sum(self.held_bytes(shardings[k], values[k]) for k in values)
+        self.check(received == held, f"received {received} B from from_host(root=0), its devices hold {held} B")
+
+    def held_mask(self, sharding, values: np.ndarray) -> np.ndarray:
         held = np.zeros(values.shape, bool)
         for device, index in sharding.devices_indices_map(values.shape).items():
             if device.process_index == self.rank:
                 held[index] = True
-        return int((~held).sum()) * values.dtype.itemsize
+        return held
+
+    def held_bytes(self, sharding, values: np.ndarray) -> int:
+        return int(self.held_mask(sharding, values).sum()) * values.dtype.itemsize
+
+    def lacking_bytes(self, sharding, values: np.ndarray) -> int:
+        return int((~self.held_mask(sharding, values)).sum()) * values.dtype.itemsize
 
     def failures_fail_every_process(self) -> None:
         """Process 1 passes shardings that do not fit its tree: every process raises at once,
@@ -292,13 +316,26 @@ class Job:
         backwards.Free()
 
     def check_names_jax_ids(self) -> None:
+        """check() on the seed's [32, 8, 4096]-like stacked array: its finding and its report's
+        pictures (rank 3: the split dimensions drawn, the whole one named) name JAX's ids."""
+        from jax.sharding import NamedSharding, PartitionSpec
+
         n = len(self.devices)
         order = list(range(n))[::-1]
-        x = self.make(np.zeros((8, 8), np.float32), self.seed_sharding(order))
+        committed = NamedSharding(self.seed_sharding(order).mesh, PartitionSpec(None, "data", "model"))
+        x = self.make(np.zeros((4, 8, 64), np.float32), committed)
         found = self.rjax.check({"w": x}, self.seed_sharding(list(range(n))).mesh)
         self.check(len(found) == 1 and found[0].path == "w", f"check found {found}")
         self.check(found[0].devices == tuple(self.devices[i].id for i in order), f"check's devices {found[0].devices}")
-        self.check(str(self.devices[-1].id) in str(found[0]), f"check's report names no JAX id: {found[0]}")
+        self.check(str(self.devices[-1].id) in str(found[0]), f"check's finding names no JAX id: {found[0]}")
+        report = found[0].report()
+        pictures = report.split("\n", 1)[1]
+        self.check("as it lies:" in pictures and "after the fix:" in pictures and "dim 0 (4) whole" in pictures,
+                   f"check's report:\n{report}")
+        self.check(f"CPU {self.devices[-1].id}" in pictures or f",{self.devices[-1].id}" in pictures,
+                   f"the report's pictures name no JAX id:\n{report}")
+        if self.rank == 0:
+            print(report, flush=True)
 
     # -- checkpoints -----------------------------------------------------------
 

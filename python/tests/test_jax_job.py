@@ -33,7 +33,8 @@ def launch(ranks: int, folder: pathlib.Path, *phases: str) -> str:
     for inherited in ("XLA_FLAGS", "JAX_PLATFORMS", "JAX_ENABLE_X64"):  # the job sets its own
         env.pop(inherited, None)
     done = subprocess.run(["mpirun", "-np", str(ranks), "--oversubscribe", sys.executable, str(SCRIPT), str(folder),
-                           str(SEED), *phases], capture_output=True, text=True, timeout=600, env=env)
+                           str(SEED), *phases], capture_output=True, text=True, errors="replace", timeout=600,
+                          env=env)
     report = f"RESHARD_SEED={SEED}\n{done.stdout}\n{done.stderr[-4000:]}"
     assert done.returncode == 0, report
     for phase in phases:
