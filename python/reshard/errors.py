@@ -27,6 +27,10 @@ class InvalidArgumentError(ReshardError, ValueError):
     code = "invalid_argument"
 
 
+class ArgumentTypeError(InvalidArgumentError, TypeError):
+    """An argument of a type reshard does not take (also a ``TypeError``); the message names the argument."""
+
+
 class ParseError(ReshardError, ValueError):
     """Text (a spec, a dtype, a memory kind, a size) could not be parsed."""
 
@@ -214,6 +218,27 @@ class ChecksumMismatchError(FormatError):
     code = "checksum_mismatch"
 
 
+class AlreadyExistsError(InvalidArgumentError, FileExistsError):
+    """The output (a file, folder or checkpoint) is there and replacing it was not asked for.
+
+    Also a ``FileExistsError``, and an ``InvalidArgumentError`` as before. The
+    C++ message names no command-line flag; this class adds the Python advice.
+    """
+
+    code = "already_exists"
+
+    def __str__(self) -> str:
+        return f"{super().__str__()} (pass replace=True to replace it)"
+
+
+class ReshardWarning(UserWarning):
+    """Base of reshard's warnings: something done as asked that may not be what was meant."""
+
+
+class MissingConfigWarning(ReshardWarning):
+    """A Hugging Face folder was written without a config.json (none was given, and none was in the checkpoint)."""
+
+
 def _classes_by_code() -> dict[str, type[ReshardError]]:
     classes: dict[str, type[ReshardError]] = {}
     pending: list[type] = [ReshardError]
@@ -231,4 +256,5 @@ if _missing:  # a new C++ code without a class here: fail loudly at import
     raise ImportError(f"reshard.errors has no class for error codes {sorted(_missing)}")
 _core._register_error_classes(_BY_CODE)
 
-__all__ = [name for name, value in dict(globals()).items() if isinstance(value, type) and issubclass(value, ReshardError)]
+__all__ = [name for name, value in dict(globals()).items()
+           if isinstance(value, type) and issubclass(value, (ReshardError, ReshardWarning))]

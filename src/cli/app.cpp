@@ -59,7 +59,9 @@ int run(int argc, char** argv) {
     print_error(std::string(e.what()) + "\nrun 'reshard --help' or 'reshard COMMAND --help' for usage");
     return kExitUsage;
   } catch (const Error& e) {
-    print_error(e.what());
+    // The library names no flag (Python callers pass replace=True); the command line's is --force.
+    print_error(e.code() == ErrorCode::kAlreadyExists ? std::string(e.what()) + " (use --force to replace it)"
+                                                       : std::string(e.what()));
     return exit_code_for(e);
   } catch (const std::exception& e) {
     print_error(e.what());

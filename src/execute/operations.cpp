@@ -101,6 +101,8 @@ ShardedArray host_source(const HostView& host, const NamedSharding& holder, cons
 ShardedArray place_from_host(const HostView& host, const NamedSharding& holder, const HostLayout& hosts,
                              const NamedSharding& target, const Topology& topology, Transport& transport,
                              const ExecuteOptions& options) {
+  // Checked against the caller's topology: the move runs in one with a host device added per process.
+  topology.check_contains(target.mesh().devices(), "the mesh");
   const ShardedArray src = host_source(host, holder, hosts, transport.rank());
   return move_to(src, target, transport, options).in_topology(topology);
 }

@@ -107,9 +107,11 @@ Reader Reader::open(const fs::path& folder) {
       const bool agrees = info != nullptr && info->dtype == tensor.dtype &&
                           info->shape == safetensors::dims_of(chunk.box.shape()) &&
                           file.header().file_offset(*info) == chunk.offset;
+      // The manifest matched its own checksum, so the data file is the damaged one.
       if (!agrees) {
-        throw Error(ErrorCode::kInvalidManifest,
-                    fmt::format("{}: {}: the data file has no tensor {} of that dtype, shape and offset",
+        throw Error(ErrorCode::kChecksumMismatch,
+                    fmt::format("{}: data file damaged or replaced: {}: its header has no tensor {} of the dtype, "
+                                "shape and offset the manifest records",
                                 (folder / chunk.file).string(), chunk_label(tensor, i), json_quoted(chunk.key)));
       }
     }

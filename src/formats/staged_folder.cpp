@@ -54,8 +54,8 @@ StagedFolder::StagedFolder(fs::path final_path, bool replace)
     : final_(without_trailing_separator(std::move(final_path))) {
   merge_into_existing_ = !is_absent_or_empty_folder(final_);
   if (merge_into_existing_ && !replace) {
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("{}: already exists and is not empty (use --force to replace its weights)",
+    throw Error(ErrorCode::kAlreadyExists,
+                fmt::format("{}: already exists and is not empty (replacing it rewrites only its weight files)",
                             final_.string()));
   }
   const fs::path parent = final_.parent_path();

@@ -147,6 +147,7 @@ bool NamedSharding::is_fully_addressable(const Topology& topology, int process) 
 std::vector<std::pair<DeviceId, Box>> NamedSharding::addressable_index_map(
     const Shape& shape, const Topology& topology, int process) const {
   const Tiling t = tiling(shape);
+  topology.check_contains(mesh_.devices(), "the mesh");
   std::vector<std::pair<DeviceId, Box>> out;
   for (int64_t logical = 0; logical < mesh_.size(); ++logical) {
     const DeviceId d = mesh_.devices()[static_cast<size_t>(logical)];

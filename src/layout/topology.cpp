@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "reshard/layout/error.h"
 
@@ -84,6 +85,21 @@ int Topology::process_of(DeviceId device) const {
                             num_devices() - 1));
   }
   return process_of_device_[static_cast<size_t>(device)];
+}
+
+void Topology::check_contains(std::span<const DeviceId> devices, std::string_view what) const {
+  constexpr size_t kNamed = 8;  // enough to see the pattern; the count says the rest
+  std::vector<DeviceId> lacking;
+  for (DeviceId d : devices) {
+    if (!contains(d)) lacking.push_back(d);
+  }
+  if (lacking.empty()) return;
+  std::string named = fmt::format("{}", fmt::join(lacking.begin(), lacking.begin() + static_cast<std::ptrdiff_t>(
+                                                                           std::min(lacking.size(), kNamed)), ", "));
+  if (lacking.size() > kNamed) named += fmt::format(", ... ({} in all)", lacking.size());
+  throw Error(ErrorCode::kUnknownDevice,
+              fmt::format("{} names devices the topology lacks: {}; the topology has {} devices (0..{})", what, named,
+                          num_devices(), num_devices() - 1));
 }
 
 Device Topology::device(DeviceId id) const { return Device{id, process_of(id), "cpu"}; }

@@ -131,8 +131,13 @@ std::vector<NamedArray> restore_checkpoint(const fs::path& path, std::span<const
   run_collectively(path, transport, stats, [&](const checkpoint::Reader& reader) {
     for (const RestoreTarget& target : targets) {
       const checkpoint::TensorEntry& tensor = reader.tensor(target.name);
-      arrays.push_back({target.name, ShardedArray::allocate(tensor.shape, tensor.dtype, target.sharding,
-                                                            target.topology, transport.rank())});
+      try {
+        arrays.push_back({target.name, ShardedArray::allocate(tensor.shape, tensor.dtype, target.sharding,
+                                                              target.topology, transport.rank())});
+      } catch (const Error& e) {  // a sharding that does not fit the saved shape: say which tensor
+        throw e.with_context(fmt::format("tensor {} (saved as {} {})", json_quoted(tensor.name),
+                                         dtype_name(tensor.dtype), Box::whole(tensor.shape).to_string()));
+      }
     }
     restore_arrays(reader, arrays, options);
   });

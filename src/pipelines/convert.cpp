@@ -166,7 +166,7 @@ class FileOutput {
     std::error_code ec;
     if (!fs::exists(dst_, ec)) return;
     if (!options_.replace) {
-      throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: already exists (use --force to replace it)", dst_.string()));
+      throw Error(ErrorCode::kAlreadyExists, fmt::format("{}: already exists", dst_.string()));
     }
     if (!fs::is_regular_file(dst_, ec)) {
       throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: exists and is not a file", dst_.string()));

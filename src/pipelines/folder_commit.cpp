@@ -73,6 +73,28 @@ fs::path staging_folder_for(const fs::path& final_path) {
   return final_folder.parent_path() / hidden_name(final_folder, ".tmp-reshard-ckpt");
 }
 
+namespace {
+
+// A folder cannot be made where an ancestor is a file: say so, naming the file,
+// rather than failing later on a path under it ("Not a directory").
+void refuse_file_ancestor(const fs::path& final_folder) {
+  std::error_code ec;
+  for (fs::path ancestor = final_folder.parent_path(); !ancestor.empty(); ancestor = ancestor.parent_path()) {
+    const fs::file_status status = fs::status(ancestor, ec);
+    if (status.type() == fs::file_type::not_found) {
+      if (ancestor == ancestor.parent_path()) return;
+      continue;
+    }
+    if (status.type() != fs::file_type::directory) {
+      throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: cannot save there: {} is a file, not a folder",
+                                                           final_folder.string(), ancestor.string()));
+    }
+    return;
+  }
+}
+
+}  // namespace
+
 void prepare_staging(const fs::path& final_path, bool replace) {
   const fs::path final_folder = normalized_folder(final_path);
   std::error_code ec;
@@ -84,12 +106,12 @@ void prepare_staging(const fs::path& final_path, bool replace) {
                   fmt::format("{}: exists and is not a checkpoint: refusing to replace it", final_folder.string()));
     }
     if (!empty && !replace) {
-      throw Error(ErrorCode::kInvalidArgument,
-                  fmt::format("{}: a checkpoint is already there (replace it with --force)", final_folder.string()));
+      throw Error(ErrorCode::kAlreadyExists, fmt::format("{}: a checkpoint is already there", final_folder.string()));
     }
   } else if (status.type() != fs::file_type::not_found) {
     throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: exists and is not a folder", final_folder.string()));
   }
+  refuse_file_ancestor(final_folder);
   const fs::path staging = staging_folder_for(final_folder);
   fs::remove_all(staging, ec);
   if (ec) throw Error(ErrorCode::kIo, fmt::format("{}: cannot remove: {}", staging.string(), ec.message()));

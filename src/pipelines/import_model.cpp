@@ -58,8 +58,7 @@ uint64_t output_bytes(const ResolvedMap& map) {
 void refuse_existing(const fs::path& checkpoint, bool replace) {
   std::error_code ec;
   if (!replace && fs::exists(checkpoint, ec)) {
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("{}: already exists (use --force to replace it)", checkpoint.string()));
+    throw Error(ErrorCode::kAlreadyExists, fmt::format("{}: already exists", checkpoint.string()));
   }
 }
 

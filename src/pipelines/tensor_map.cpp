@@ -1,6 +1,7 @@
 #include "reshard/pipelines/tensor_map.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -204,6 +205,14 @@ TensorMap inverse_tensor_map(const TensorMap& map) {
 TensorMap load_tensor_map(std::string_view file_or_preset) {
   if (std::optional<TensorMap> preset = tensor_map_preset(file_or_preset)) return *preset;
   const std::filesystem::path path{std::string(file_or_preset)};
+  std::error_code ec;
+  // A bare name that is no file is a preset name mistyped, not a file to read.
+  if (!std::filesystem::exists(path, ec) && !path.has_parent_path() && path.extension() != ".json") {
+    std::string names;
+    for (const std::string& name : tensor_map_preset_names()) names += (names.empty() ? "" : ", ") + name;
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("unknown preset '{}'; presets: {} (or a map file's path)", file_or_preset, names));
+  }
   return parse_tensor_map(read_text_file(path), path.string());
 }
 

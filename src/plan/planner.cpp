@@ -30,13 +30,7 @@ using plan_detail::SendGroup;
 Tiling checked_tiling(const NamedSharding& sharding, const PlanKey& key, std::string_view side) {
   try {
     Tiling tiling = sharding.tiling(key.shape);
-    for (DeviceId d : sharding.mesh().devices()) {
-      if (!key.topology.contains(d)) {
-        throw Error(ErrorCode::kUnknownDevice,
-                    fmt::format("mesh device {} is not in the job (devices are 0..{})", d,
-                                key.topology.num_devices() - 1));
-      }
-    }
+    key.topology.check_contains(sharding.mesh().devices(), "the mesh");
     return tiling;
   } catch (const Error& e) {
     throw e.with_context(fmt::format("{} layout", side));

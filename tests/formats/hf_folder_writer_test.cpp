@@ -177,7 +177,7 @@ TEST(HfFolderWriter, ReplacingKeepsOtherFilesAndDropsStaleShards) {
   EXPECT_TRUE(fs::exists(out / "model-00003-of-00003.safetensors"));
 
   EXPECT_TRUE(throws_error([&] { write_hf_folder(out, HfFolderPlan::plan(specs, 100), produce, false); },
-                           ErrorCode::kInvalidArgument, {"--force"}));
+                           ErrorCode::kAlreadyExists, {"already exists"}));
   write_hf_folder(out, HfFolderPlan::plan(specs, 100), produce, true);
   std::vector<std::string> left;
   for (const auto& entry : fs::directory_iterator(out)) left.push_back(entry.path().filename().string());

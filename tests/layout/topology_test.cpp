@@ -73,6 +73,19 @@ TEST(Topology, ExplicitProcessesRejectsGapsAndBadIds) {
                                     ErrorCode::kInvalidArgument, {"2000000000"}));
 }
 
+TEST(Topology, AMeshLargerThanTheTopologyNamesTheDevicesItLacksAndTheTopologysSize) {
+  const Topology topology = Topology::uniform(4, 2);
+  std::vector<DeviceId> sixteen(16);
+  for (DeviceId d = 0; d < 16; ++d) sixteen[static_cast<size_t>(d)] = 15 - d;
+  EXPECT_TRUE(testing::throws_error([&] { topology.check_contains(sixteen, "the mesh"); }, ErrorCode::kUnknownDevice,
+                                    {"the mesh names devices the topology lacks: 15, 14, 13", "8, ... (12 in all)",
+                                     "the topology has 4 devices (0..3)"}));
+  const std::vector<DeviceId> one_far = {0, 1, 9};
+  EXPECT_TRUE(testing::throws_error([&] { topology.check_contains(one_far, "the mesh"); }, ErrorCode::kUnknownDevice,
+                                    {"lacks: 9;"}));
+  topology.check_contains(std::vector<DeviceId>{3, 0, 2}, "the mesh");  // all there: no error
+}
+
 TEST(MemoryKind, NamesRoundTrip) {
   for (MemoryKind kind : {MemoryKind::kDevice, MemoryKind::kPinnedHost, MemoryKind::kUnpinnedHost}) {
     EXPECT_EQ(memory_kind_from_string(memory_kind_name(kind)), kind);

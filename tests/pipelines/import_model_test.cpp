@@ -382,7 +382,7 @@ TEST(ImportModel, MapMismatchesFailBeforeAnythingIsWritten) {
   // Without --force an existing checkpoint is refused before any reading.
   ImportOptions keep = options;
   keep.replace = false;
-  expect_import_fails(dir / "hf", dir / "ck", keep, ErrorCode::kInvalidArgument, {"already exists"});
+  expect_import_fails(dir / "hf", dir / "ck", keep, ErrorCode::kAlreadyExists, {"already exists"});
 
   EXPECT_FALSE(fs::exists(dir / "new"));
   EXPECT_EQ(checkpoint::Reader::open(dir / "ck").manifest().tensors.front().name, manifest_before);

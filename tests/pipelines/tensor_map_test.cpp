@@ -191,6 +191,9 @@ TEST(TensorMapPreset, UnknownNamesAreNotPresets) {
   EXPECT_EQ(tensor_map_preset_names(), std::vector<std::string>{"levanter-llama"});
   EXPECT_NE(tensor_map_help().find("levanter-llama"), std::string::npos);
   EXPECT_TRUE(throws_error([] { load_tensor_map("/nonexistent/map.json"); }, ErrorCode::kIo, {"map.json"}));
+  // A mistyped preset name lists the presets rather than failing to read a file of that name.
+  EXPECT_TRUE(throws_error([] { load_tensor_map("levanter-lama"); }, ErrorCode::kInvalidArgument,
+                           {"unknown preset 'levanter-lama'", "presets: levanter-llama"}));
 }
 
 }  // namespace

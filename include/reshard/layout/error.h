@@ -43,6 +43,7 @@ enum class ErrorCode {
   kMisalignedSlice,   // a sub-byte tensor whose bits do not fill whole bytes (the reference's kind)
   kInvalidManifest,   // a checkpoint manifest that is malformed, inconsistent or of an unknown version
   kChecksumMismatch,  // stored bytes whose checksum differs from the one recorded for them
+  kAlreadyExists,     // the output is there and the caller did not ask to replace it (each front end says how)
 };
 
 // A short, stable, snake_case name for a code ("indivisible", "unknown_axis").

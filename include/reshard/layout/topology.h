@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace reshard {
@@ -43,6 +45,9 @@ class Topology {
   Device device(DeviceId id) const;
   std::vector<DeviceId> devices_of(int process) const;
   bool contains(DeviceId device) const { return device >= 0 && device < num_devices(); }
+  // Throws Error(kUnknownDevice) when `devices` (a mesh's, `what` names it)
+  // holds ids this topology lacks, naming them and the topology's size.
+  void check_contains(std::span<const DeviceId> devices, std::string_view what) const;
 
   bool operator==(const Topology&) const = default;
 
