@@ -25,7 +25,7 @@ std::string read_rules_file(const std::string& path) {
 }  // namespace
 
 bool CheckpointLayoutFlags::any_besides_mesh() const {
-  return !devices.empty() || !num_devices.empty() || !rules.empty() || !best_effort.empty();
+  return !devices.empty() || !num_devices.empty() || !rules.empty() || !best_effort.empty() || strict_rules;
 }
 
 void add_checkpoint_layout_flags(CLI::App& command, CheckpointLayoutFlags& flags, const std::string& mesh_help) {
@@ -35,6 +35,9 @@ void add_checkpoint_layout_flags(CLI::App& command, CheckpointLayoutFlags& flags
                      "Devices of the job (default: the largest id used, plus one); device d belongs to process "
                      "floor(d / (T / P))");
   command.add_option("--rules", flags.rules, "A rules file: tensor-name patterns to specs (see above)");
+  command.add_flag("--strict-rules", flags.strict_rules,
+                   "A rule matching a tensor whose rank its spec does not fit is an error (default: the next "
+                   "matching rule, else replication, lays that tensor out)");
   command.add_option("--best-effort", flags.best_effort,
                      "Shard each tensor's last dimension divisible by this axis's size over it; replicate the rest");
 }
@@ -50,7 +53,7 @@ CheckpointLayout checkpoint_layout_from_flags(const CheckpointLayoutFlags& flags
   JobFlags job;
   job.num_devices = flags.num_devices;
   Topology topology = topology_from_flags(job, {&mesh}, processes);
-  CheckpointLayout layout{std::move(mesh), std::move(topology), {}, std::nullopt};
+  CheckpointLayout layout{std::move(mesh), std::move(topology), {}, std::nullopt, flags.strict_rules};
   if (!flags.best_effort.empty()) {
     if (!layout.mesh.axis_index(flags.best_effort)) {
       usage(fmt::format("--best-effort {}: the mesh has no such axis", flags.best_effort));

@@ -22,12 +22,13 @@ struct CheckpointLayoutFlags {
   std::string num_devices;
   std::string rules;
   std::string best_effort;
+  bool strict_rules = false;
 
   // Whether any flag but --mesh was given (they make sense only with it).
   bool any_besides_mesh() const;
 };
 
-// Adds the five flags to `command`, bound to `flags` (which must outlive
+// Adds the six flags to `command`, bound to `flags` (which must outlive
 // parsing); `mesh_help` says what --mesh does for this command.
 void add_checkpoint_layout_flags(CLI::App& command, CheckpointLayoutFlags& flags, const std::string& mesh_help);
 

@@ -51,6 +51,12 @@ NamedSharding CheckpointLayout::sharding_for(std::string_view name, const Shape&
     const std::string key(name);
     for (const LayoutRule& rule : rules) {
       if (::fnmatch(rule.pattern.c_str(), key.c_str(), 0) != 0) continue;
+      if (rule.spec.size() > shape.size()) {
+        if (!strict) continue;  // one broad rule may cover tensors of several ranks
+        throw Error(ErrorCode::kRank, fmt::format("rule '{} {}' has {} entries, the tensor {} has rank {}",
+                                                  rule.pattern, rule.spec.to_string(), rule.spec.size(),
+                                                  Box::whole(shape).to_string(), shape.size()));
+      }
       NamedSharding sharding(mesh, rule.spec);
       sharding.validate(shape);
       return sharding;

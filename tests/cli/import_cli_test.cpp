@@ -133,11 +133,18 @@ TEST(ImportCommand, ErrorsNameTheFileTensorAndRule) {
   fails(import({(dir / "gap").string(), ck, "--map", "levanter-llama", "--mesh", "x=2", "--best-effort", "x"}), 1,
         {"model.layers.{layer}.self_attn.k_proj.weight", "rule 2", "index 1"});
   EXPECT_FALSE(fs::exists(dir / "ck"));
-  // A layout rule that does not fit the tensor it matches.
+  // A layout rule that does not fit the rank of the tensor it matches: an error with --strict-rules, else the
+  // tensor falls through to replication.
   testing::write_bytes(dir / "rules.txt", "transformer.norm.weight  x,None\n");
-  fails(import({hf, ck, "--map", "levanter-llama", "--mesh", "x=2", "--rules", (dir / "rules.txt").string()}), 1,
-        {"transformer.norm.weight"});
+  fails(import({hf, ck, "--map", "levanter-llama", "--mesh", "x=2", "--rules", (dir / "rules.txt").string(),
+                "--strict-rules"}),
+        1, {"transformer.norm.weight", "rank 1"});
   EXPECT_FALSE(fs::exists(dir / "ck"));
+  expect_ok(import({hf, (dir / "loose").string(), "--map", "levanter-llama", "--mesh", "x=2", "--rules",
+                    (dir / "rules.txt").string()}));
+  // A mistyped preset lists the presets.
+  fails(import({hf, ck, "--map", "levanter-lama", "--mesh", "x=2", "--best-effort", "x"}), 1,
+        {"unknown preset 'levanter-lama'", "levanter-llama"});
   // An existing checkpoint is refused without --force.
   std::vector<std::string> good = {hf, ck, "--map", "levanter-llama"};
   good.insert(good.end(), mesh.begin(), mesh.end());

@@ -370,9 +370,10 @@ TEST(ImportModel, MapMismatchesFailBeforeAnythingIsWritten) {
   testing::write_hf_model_folder(dir / "gap", specs, bytes, 6000, testing::hf_llama_config_json(folder.dims));
   expect_import_fails(dir / "gap", dir / "ck", options, ErrorCode::kMissingTensor, {"up_proj", "rule 6"});
 
-  // A layout rule that does not fit the framework tensor it matches.
+  // A layout rule that does not fit the framework tensor it matches, when strictness is asked for.
   ImportOptions bad_layout = options;
   bad_layout.layout.rules.insert(bad_layout.layout.rules.begin(), {"transformer.norm.weight", PartitionSpec::parse("data,model")});
+  bad_layout.layout.strict = true;
   expect_import_fails(dir / "hf", dir / "ck", bad_layout, ErrorCode::kRank, {"transformer.norm.weight"});
   // A layout for another job, or over devices the job does not have.
   ImportOptions one_process(CheckpointLayout{options.layout.mesh, Topology::uniform(4, 1), {}, "model"});

@@ -33,9 +33,12 @@ struct CheckpointLayout {
   Topology topology;
   std::vector<LayoutRule> rules;                // the first matching rule wins; none: replicated
   std::optional<std::string> best_effort_axis;  // used instead of the rules when set
+  bool strict = false;                          // a matching rule that does not fit the rank is an error
 
-  // The sharding of tensor `name` of `shape`. A rule's spec longer than the
-  // tensor's rank is Error(kRank) naming the tensor; specs are validated
+  // The sharding of tensor `name` of `shape`: the first matching rule whose
+  // spec fits the tensor's rank (a 1-D norm weight passes over a 2-D rule),
+  // else replicated. With `strict`, a matching rule longer than the rank is
+  // Error(kRank) naming the tensor and the rule. The chosen spec is validated
   // against the shape (kIndivisible...).
   NamedSharding sharding_for(std::string_view name, const Shape& shape) const;
 };
