@@ -31,6 +31,10 @@ struct ImportOptions {
   // Axis sizes the shapes alone do not give (heads, head_dim...); the
   // folder's config.json gives llama_axis_sizes_from_config's, these win.
   AxisSizes sizes;
+  // For a PEFT adapter folder alone: its base model (a folder, or its
+  // config.json), whose config.json gives the sizes. Without it, the
+  // adapter_config.json's base_model_name_or_path when that is a local folder.
+  std::optional<std::filesystem::path> base;
   // Replace a checkpoint already at the output path (at the final rename).
   bool replace = true;
   std::function<void(uint64_t bytes)> progress;
