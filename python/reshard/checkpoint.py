@@ -20,6 +20,7 @@ from typing import Any
 
 from . import _core
 from .array import ShardedArray
+from .errors import ArgumentTypeError
 
 SaveHandle = _core.SaveHandle
 SaveStats = _core.SaveStats
@@ -30,15 +31,27 @@ __all__ = ["RestoreStats", "SaveHandle", "SaveStats", "restore", "restore_into",
 
 def _named(arrays: Mapping[str, ShardedArray]) -> tuple[list[str], list[_core._ShardedArray]]:
     if not isinstance(arrays, Mapping):
-        raise TypeError(f"a checkpoint's arrays are a mapping of names to ShardedArrays, not a {type(arrays).__name__}")
+        raise ArgumentTypeError(
+            f"arrays: a mapping of names to ShardedArrays, not a {type(arrays).__name__}")
     for name, array in arrays.items():
         if not isinstance(array, ShardedArray):
-            raise TypeError(f"{name!r} is a {type(array).__name__}, not a ShardedArray")
+            raise ArgumentTypeError(f"arrays[{name!r}] is a {type(array).__name__}, not a ShardedArray")
     return list(arrays), [a._array for a in arrays.values()]
 
 
 def _metadata(metadata: Mapping[str, str] | None) -> list[tuple[str, str]] | None:
-    return None if metadata is None else list(metadata.items())
+    # Refused rather than str()-ed: a restore would hand back "5" for 5, silently another type.
+    if metadata is None:
+        return None
+    if not isinstance(metadata, Mapping):
+        raise ArgumentTypeError(f"metadata: a mapping of str to str, not a {type(metadata).__name__}")
+    for key, value in metadata.items():
+        if not isinstance(key, str):
+            raise ArgumentTypeError(f"metadata: key {key!r} is a {type(key).__name__}, not a str")
+        if not isinstance(value, str):
+            raise ArgumentTypeError(f"metadata[{key!r}] is a {type(value).__name__}: metadata maps str to str "
+                                    "(encode other values yourself, e.g. json.dumps)")
+    return list(metadata.items())
 
 
 def save(
@@ -50,7 +63,8 @@ def save(
 ) -> SaveStats:
     """Saves `arrays` (name to ShardedArray) as the checkpoint folder `path`; what this process wrote.
 
-    `metadata` (str to str) is kept in the manifest. An existing checkpoint is
+    `metadata` (str to str; another type is an ArgumentTypeError naming its
+    key, not converted) is kept in the manifest. An existing checkpoint is
     replaced at the final rename unless ``replace=False`` (then it is an
     InvalidArgumentError); a save that fails leaves what was there.
     """

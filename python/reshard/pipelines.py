@@ -5,12 +5,15 @@ framework's layout and Hugging Face files through a tensor map."""
 
 from __future__ import annotations
 
+import json
 import os
+import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from . import _core
 from ._dtypes import dtype_name
+from .errors import ArgumentTypeError, InvalidArgumentError, MissingConfigWarning, ParseError
 
 ConvertResult = _core.ConvertResult
 MergeLoraSummary = _core.MergeLoraSummary
@@ -19,6 +22,20 @@ ImportResult = _core.ImportResult
 
 __all__ = ["ConvertResult", "ExportResult", "ImportResult", "MergeLoraSummary", "convert", "export", "import_model",
            "merge_lora"]
+
+
+def _byte_size(value: int | str, argument: str) -> int:
+    """A byte count given as an int or as the command line's size text ("100KB", "5GB", "1.5GiB")."""
+    if isinstance(value, str):
+        try:
+            return _core._parse_byte_size(value)
+        except ParseError as e:
+            raise ParseError(f"{argument}: {e}") from None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentTypeError(f"{argument}: bytes as an int or a size such as '5GB', not {value!r}")
+    if value < 0:
+        raise InvalidArgumentError(f"{argument}: {value} bytes is negative")
+    return value
 
 
 def _output_of(dst: str, mesh: Any) -> str:
@@ -34,22 +51,26 @@ def convert(
     dst: str | os.PathLike,
     output: str | None = None,
     dtype: Any = None,
-    max_shard_size: int = 5_000_000_000,
+    max_shard_size: int | str = 5_000_000_000,
     replace: bool = False,
     mesh: _core.Mesh | None = None,
     topology: _core.Topology | None = None,
     rules: str | Sequence[tuple[str, _core.PartitionSpec]] | None = None,
     best_effort: str | None = None,
     transport: _core.Transport | None = None,
+    strict: bool = False,
 ) -> ConvertResult:
     """Converts `src` (a .safetensors file, a Hugging Face folder or a checkpoint) to `dst`, as ``reshard convert``.
 
     `output` is 'safetensors', 'hf' or 'checkpoint'; by default a checkpoint
     when a `mesh` is given, a file when `dst` ends in ``.safetensors``, else a
-    folder (split at `max_shard_size` bytes). `dtype` casts F32/F16/BF16 tensors.
+    folder (split at `max_shard_size`: bytes, or a size as the command line
+    takes it, "5GB", "500MB", "1.5GiB"). `dtype` casts F32/F16/BF16 tensors.
     A checkpoint's tensors are laid out on `mesh` by `rules` (a rules file's
     text, or (glob, PartitionSpec) pairs; the first match wins, replicated if
-    none) or by `best_effort` sharding over that axis. The output appears only
+    none; a rule whose spec is longer than a tensor's rank passes to the next,
+    unless `strict`, which makes it a RankError) or by `best_effort` sharding
+    over that axis. The output appears only
     when complete; an existing one is replaced only with `replace`.
     """
     dst = os.fspath(dst)
@@ -57,9 +78,10 @@ def convert(
     if mesh is not None and topology is None:
         topology = _core.Topology.uniform(max(mesh.device_ids) + 1, 1 if transport is None else transport.size)
     if rules is not None and not isinstance(rules, str):
-        rules = [(pattern, spec) for pattern, spec in rules]
-    return _core._convert(os.fspath(src), dst, output, None if dtype is None else dtype_name(dtype), max_shard_size,
-                          replace, mesh, topology, rules, best_effort, transport)
+        rules = list(rules)  # each (pattern, spec) pair is checked, by index, in the extension
+    return _core._convert(os.fspath(src), dst, output, None if dtype is None else dtype_name(dtype),
+                          _byte_size(max_shard_size, "max_shard_size"), replace, mesh, topology, rules, best_effort,
+                          strict, transport)
 
 
 def merge_lora(
@@ -67,7 +89,7 @@ def merge_lora(
     adapter: str | os.PathLike,
     out: str | os.PathLike,
     dtype: Any = None,
-    max_shard_size: int = 5_000_000_000,
+    max_shard_size: int | str = 5_000_000_000,
     replace: bool = False,
     chunk_bytes: int = 8 << 20,
 ) -> MergeLoraSummary:
@@ -78,21 +100,37 @@ def merge_lora(
     it otherwise); at most `chunk_bytes` of a weight is read and merged at a time.
     """
     return _core._merge_lora(os.fspath(base), os.fspath(adapter), os.fspath(out),
-                             None if dtype is None else dtype_name(dtype), max_shard_size, replace, chunk_bytes)
+                             None if dtype is None else dtype_name(dtype), _byte_size(max_shard_size, "max_shard_size"),
+                             replace, chunk_bytes)
+
+
+ExportKind = Literal["model", "adapter", "merged"]
+
+
+def _config_text(config: str | Mapping[str, Any] | None, argument: str) -> str | None:
+    """A config given as a dict (written as JSON) or as its JSON text."""
+    if config is None or isinstance(config, str):
+        return config
+    if isinstance(config, Mapping):
+        try:
+            return json.dumps(config)
+        except (TypeError, ValueError) as e:
+            raise InvalidArgumentError(f"{argument}: not JSON-serializable: {e}") from None
+    raise ArgumentTypeError(f"{argument}: a dict or its JSON text, not a {type(config).__name__}")
 
 
 def export(
     source: str | os.PathLike | Mapping[str, Any],
     out: str | os.PathLike,
     map: str,
-    kind: str = "model",
+    kind: ExportKind = "model",
     dtype: Any = None,
-    max_shard_size: int = 5_000_000_000,
+    max_shard_size: int | str = 5_000_000_000,
     base: str | os.PathLike | None = None,
     gather_to: int | None = None,
     replace: bool = False,
-    hf_config: str | None = None,
-    lora_config: str | None = None,
+    hf_config: str | Mapping[str, Any] | None = None,
+    lora_config: str | Mapping[str, Any] | None = None,
     transport: _core.Transport | None = None,
 ) -> ExportResult:
     """Exports a model in a training framework's layout to Hugging Face files, as ``reshard export``.
@@ -103,19 +141,39 @@ def export(
     folder), ``"adapter"`` (the LoRA factors as a PEFT adapter folder) or
     ``"merged"`` (every LoRA delta merged into its weight). Every process writes
     its share at the final offsets (or all stream to `gather_to`); the folder
-    appears complete or not at all. `hf_config` / `lora_config` are the texts of
-    config.json / adapter_config.json (a checkpoint's metadata gives them otherwise).
+    appears complete or not at all. `hf_config` / `lora_config` are
+    config.json / adapter_config.json, as dicts or their JSON text (a
+    checkpoint's metadata gives them otherwise). A model folder written without
+    any config.json warns (MissingConfigWarning): transformers cannot load it
+    without one. ``"adapter"`` and ``"merged"`` need `lora_config` (r, lora_alpha)
+    or a checkpoint that holds it.
     """
     from .array import ShardedArray
 
-    args = (os.fspath(out), map, kind, None if dtype is None else dtype_name(dtype), max_shard_size,
-            None if base is None else os.fspath(base), gather_to, replace, hf_config, lora_config, transport)
-    if isinstance(source, Mapping):
-        for name, array in source.items():
-            if not isinstance(array, ShardedArray):
-                raise TypeError(f"{name!r} is a {type(array).__name__}, not a ShardedArray")
-        return _core._export_arrays(list(source), [a._array for a in source.values()], *args)
-    return _core._export_checkpoint(os.fspath(source), *args)
+    hf_text, lora_text = _config_text(hf_config, "hf_config"), _config_text(lora_config, "lora_config")
+    args = (os.fspath(out), map, kind, None if dtype is None else dtype_name(dtype),
+            _byte_size(max_shard_size, "max_shard_size"),
+            None if base is None else os.fspath(base), gather_to, replace, hf_text, lora_text, transport)
+    try:
+        if isinstance(source, Mapping):
+            for name, array in source.items():
+                if not isinstance(array, ShardedArray):
+                    raise ArgumentTypeError(f"source[{name!r}] is a {type(array).__name__}, not a ShardedArray")
+            result = _core._export_arrays(list(source), [a._array for a in source.values()], *args)
+        else:
+            result = _core._export_checkpoint(os.fspath(source), *args)
+    except InvalidArgumentError as e:
+        # The library names the checkpoint's metadata key; a Python caller passes the argument.
+        if lora_config is None and "no LoRA config" in str(e):
+            where = "" if isinstance(source, Mapping) else f" (and {os.fspath(source)} holds none in its metadata)"
+            raise InvalidArgumentError(f"kind={kind!r} needs the LoRA config (r, lora_alpha): pass lora_config=, "
+                                       f"adapter_config.json as a dict or its text{where}") from None
+        raise
+    if kind != "adapter" and hf_config is None and os.path.isdir(out) and \
+            not os.path.exists(os.path.join(out, "config.json")):
+        warnings.warn(f"{os.fspath(out)}: no config.json written (pass hf_config=, config.json as a dict or its "
+                      "text): transformers cannot load the folder without one", MissingConfigWarning, stacklevel=2)
+    return result
 
 
 def import_model(
@@ -130,21 +188,32 @@ def import_model(
     checkpoint: str | os.PathLike | None = None,
     replace: bool = True,
     transport: _core.Transport | None = None,
+    strict: bool = False,
+    base: str | os.PathLike | None = None,
 ) -> Any:
     """Imports a Hugging Face folder (or PEFT adapter) into the framework layout, as ``reshard import``:
     `map` run backwards, each tensor laid out on `mesh` by `rules` or `best_effort`.
 
+    `rules` are (glob, PartitionSpec) pairs (JAX's ``P`` too) or a rules file's
+    text: the first matching rule whose spec fits the tensor's rank lays it out,
+    else it is replicated (so ``[("*", P(None, "model"))]`` leaves 1-D norms
+    replicated); with ``strict=True`` a matching rule that does not fit is a
+    RankError naming the tensor.
+
     Returns {name: ShardedArray} (this process's part), or with `checkpoint` saves
     them there and returns the ImportResult. `sizes` gives axis sizes the shapes
-    do not (config.json's are used otherwise).
+    do not (config.json's are used otherwise). A PEFT adapter folder alone takes
+    them from its base model's config.json: `base` (the base model's folder), else
+    adapter_config.json's ``base_model_name_or_path`` when that is a local folder.
     """
     from .array import ShardedArray
 
     if topology is None:
         topology = _core.Topology.uniform(max(mesh.device_ids) + 1, 1 if transport is None else transport.size)
     if rules is not None and not isinstance(rules, str):
-        rules = [(pattern, spec) for pattern, spec in rules]
-    common = (mesh, topology, rules, best_effort, None if dtype is None else dtype_name(dtype), dict(sizes or {}))
+        rules = list(rules)  # each (pattern, spec) pair is checked, by index, in the extension
+    common = (mesh, topology, rules, best_effort, strict, None if dtype is None else dtype_name(dtype),
+              dict(sizes or {}), None if base is None else os.fspath(base))
     if checkpoint is not None:
         return _core._import_checkpoint(os.fspath(hf_dir), os.fspath(checkpoint), map, *common, replace, transport)
     arrays, _ = _core._import_arrays(os.fspath(hf_dir), map, *common, transport)

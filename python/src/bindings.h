@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include <nanobind/nanobind.h>
@@ -63,6 +64,10 @@ nb::tuple dims_to_python(std::span<const uint64_t> dims);
 // dimension the sharding does not split (num_chunks[d] == 1), as
 // jax.sharding.NamedSharding.devices_indices_map returns.
 nb::tuple box_to_index(const Box& box, const std::vector<int64_t>& num_chunks);
+
+// A partition spec from reshard's PartitionSpec, JAX's (jax.sharding.PartitionSpec: the same entries) or any
+// tuple or list of entries; Error(kInvalidArgument) naming `argument` for anything else (a str, a number).
+PartitionSpec spec_from_python(nb::handle spec, std::string_view argument);
 
 // A hash equal for specs that compare equal (trailing Nones dropped).
 size_t spec_hash(const PartitionSpec& spec);

@@ -85,11 +85,13 @@ ExportResult export_from_arrays(const std::vector<std::string>& names, const std
 }
 
 ImportOptions import_options(const Mesh& mesh, const Topology& topology, std::vector<LayoutRule> rules,
-                             std::optional<std::string> best_effort_axis, const std::optional<std::string>& dtype,
-                             AxisSizes sizes, bool replace) {
-  ImportOptions options(CheckpointLayout{mesh, topology, std::move(rules), std::move(best_effort_axis)});
+                             std::optional<std::string> best_effort_axis, bool strict,
+                             const std::optional<std::string>& dtype, AxisSizes sizes,
+                             std::optional<std::filesystem::path> base, bool replace) {
+  ImportOptions options(CheckpointLayout{mesh, topology, std::move(rules), std::move(best_effort_axis), strict});
   if (dtype) options.dtype = dtype_from_string(*dtype);
   options.sizes = std::move(sizes);
+  options.base = std::move(base);
   options.replace = replace;
   return options;
 }
@@ -128,10 +130,11 @@ void bind_export_import(nb::module_& m) {
         "Exports sharded arrays through a tensor map (collective).");
   m.def("_import_arrays", [](const std::filesystem::path& hf_dir, const std::string& map, const Mesh& mesh,
                              const Topology& topology, nb::handle rules, std::optional<std::string> best_effort,
-                             const std::optional<std::string>& dtype, AxisSizes sizes, Transport* transport) {
+                             bool strict, const std::optional<std::string>& dtype, AxisSizes sizes,
+                             std::optional<std::filesystem::path> base, Transport* transport) {
     const TensorMap tensor_map = tensor_map_from(map);
     const ImportOptions options = import_options(mesh, topology, rules_from_python(rules), std::move(best_effort),
-                                                 dtype, std::move(sizes), true);
+                                                 strict, dtype, std::move(sizes), std::move(base), true);
     ImportResult result;
     std::vector<NamedArray> named = with_transport(
         transport, topology, [&](Transport& t) { return import_arrays(hf_dir, tensor_map, options, t, &result); });
@@ -139,21 +142,23 @@ void bind_export_import(nb::module_& m) {
     for (NamedArray& a : named) out.emplace_back(std::move(a.name), std::move(a.array));
     return std::make_pair(std::move(out), result);
   }, nb::arg("hf_dir"), nb::arg("map"), nb::arg("mesh"), nb::arg("topology"), nb::arg("rules").none(),
-        nb::arg("best_effort").none(), nb::arg("dtype").none(), nb::arg("sizes"),
-        nb::arg("transport").none() = nb::none(), "Imports a Hugging Face folder as sharded arrays (collective).");
+        nb::arg("best_effort").none(), nb::arg("strict"), nb::arg("dtype").none(), nb::arg("sizes"),
+        nb::arg("base").none(), nb::arg("transport").none() = nb::none(),
+        "Imports a Hugging Face folder as sharded arrays (collective).");
   m.def("_import_checkpoint", [](const std::filesystem::path& hf_dir, const std::filesystem::path& checkpoint,
                                  const std::string& map, const Mesh& mesh, const Topology& topology, nb::handle rules,
-                                 std::optional<std::string> best_effort, const std::optional<std::string>& dtype,
-                                 AxisSizes sizes, bool replace, Transport* transport) {
+                                 std::optional<std::string> best_effort, bool strict,
+                                 const std::optional<std::string>& dtype, AxisSizes sizes,
+                                 std::optional<std::filesystem::path> base, bool replace, Transport* transport) {
     const TensorMap tensor_map = tensor_map_from(map);
     const ImportOptions options = import_options(mesh, topology, rules_from_python(rules), std::move(best_effort),
-                                                 dtype, std::move(sizes), replace);
+                                                 strict, dtype, std::move(sizes), std::move(base), replace);
     return with_transport(transport, topology, [&](Transport& t) {
       return import_checkpoint(hf_dir, checkpoint, tensor_map, options, t);
     });
   }, nb::arg("hf_dir"), nb::arg("checkpoint"), nb::arg("map"), nb::arg("mesh"), nb::arg("topology"),
-        nb::arg("rules").none(), nb::arg("best_effort").none(), nb::arg("dtype").none(), nb::arg("sizes"),
-        nb::arg("replace"), nb::arg("transport").none() = nb::none(),
+        nb::arg("rules").none(), nb::arg("best_effort").none(), nb::arg("strict"), nb::arg("dtype").none(),
+        nb::arg("sizes"), nb::arg("base").none(), nb::arg("replace"), nb::arg("transport").none() = nb::none(),
         "Imports a Hugging Face folder as a framework-layout checkpoint (collective).");
 }
 

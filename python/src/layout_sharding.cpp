@@ -16,8 +16,9 @@
 namespace reshard::python {
 namespace {
 
-void init_sharding(NamedSharding* self, const Mesh& mesh, const PartitionSpec& spec,
-                   std::optional<std::string> memory_kind, bool uneven) {
+void init_sharding(NamedSharding* self, const Mesh& mesh, nb::handle spec_arg, std::optional<std::string> memory_kind,
+                   bool uneven) {
+  const PartitionSpec spec = spec_from_python(spec_arg, "spec");
   // As JAX does at construction: repeated and unknown axes are errors at once
   // (the rank check waits for a shape).
   spec.validate(mesh, spec.size());
@@ -79,7 +80,11 @@ void bind_named_sharding(nb::module_& m) {
                             "Devices are integer ids; `uneven=True` opts into XLA's padded tiles.")
       .def("__init__", &init_sharding, nb::arg("mesh"), nb::arg("spec"), nb::arg("memory_kind") = nb::none(),
            nb::kw_only(), nb::arg("uneven") = false,
-           "Raises DuplicateAxisError / UnknownAxisError as JAX does, ParseError for an unknown memory kind.")
+           nb::sig("def __init__(self, mesh: Mesh, spec: PartitionSpec | collections.abc.Iterable[str | tuple[str, "
+                   "...] | None], memory_kind: str | None = None, *, uneven: bool = False) -> None"),
+           "`spec` is a PartitionSpec, JAX's ``jax.sharding.PartitionSpec`` (converted: the same entries) or a\n"
+           "tuple of entries. Raises DuplicateAxisError / UnknownAxisError as JAX does, ParseError for an\n"
+           "unknown memory kind, InvalidArgumentError for a `spec` of another type.")
       .def_prop_ro("mesh", &NamedSharding::mesh, "The mesh.")
       .def_prop_ro("spec", &NamedSharding::spec, "The partition spec.")
       .def_prop_ro("memory_kind", [](const NamedSharding& s) { return std::string(memory_kind_name(s.memory_kind())); },

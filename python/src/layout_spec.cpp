@@ -67,6 +67,19 @@ nb::tuple spec_to_tuple(const PartitionSpec& spec) {
 
 }  // namespace
 
+PartitionSpec spec_from_python(nb::handle spec, std::string_view argument) {
+  if (nb::isinstance<PartitionSpec>(spec)) return nb::cast<PartitionSpec>(spec);
+  // JAX's PartitionSpec iterates over its entries, as a tuple does.
+  if (!nb::isinstance<nb::str>(spec) && nb::hasattr(spec, "__iter__")) {
+    std::vector<SpecEntry> out;
+    for (nb::handle entry : nb::iter(spec)) out.push_back(spec_entry(entry));
+    return PartitionSpec(std::move(out));
+  }
+  throw Error(ErrorCode::kInvalidArgument,
+              fmt::format("{}: expected a PartitionSpec (reshard.P or jax.sharding.PartitionSpec), not {} {}", argument,
+                          nb::cast<std::string>(nb::type_name(spec.type())), nb::cast<std::string>(nb::repr(spec))));
+}
+
 size_t spec_hash(const PartitionSpec& spec) {
   std::vector<SpecEntry> entries = spec.entries();
   while (!entries.empty() && entries.back().empty()) entries.pop_back();

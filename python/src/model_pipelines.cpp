@@ -15,6 +15,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "reshard/layout/parse.h"
 #include "reshard/pipelines/convert.h"
 #include "reshard/pipelines/merge_lora.h"
 #include "transport_scope.h"
@@ -25,9 +26,18 @@ std::vector<LayoutRule> rules_from_python(nb::handle rules) {
   if (rules.is_none()) return {};
   if (nb::isinstance<nb::str>(rules)) return parse_layout_rules(nb::cast<std::string>(rules), "rules");
   std::vector<LayoutRule> out;
+  size_t index = 0;
   for (nb::handle rule : nb::iter(rules)) {
-    auto [pattern, spec] = nb::cast<std::pair<std::string, PartitionSpec>>(rule);
-    out.push_back(LayoutRule{std::move(pattern), std::move(spec)});
+    const std::string where = "rules[" + std::to_string(index++) + "]";
+    if ((!nb::isinstance<nb::tuple>(rule) && !nb::isinstance<nb::list>(rule)) || nb::len(rule) != 2) {
+      throw Error(ErrorCode::kInvalidArgument, where + ": expected a (pattern, PartitionSpec) pair");
+    }
+    const nb::object pattern = rule[0];
+    const nb::object spec = rule[1];
+    if (!nb::isinstance<nb::str>(pattern)) {
+      throw Error(ErrorCode::kInvalidArgument, where + ": the pattern is a glob string");
+    }
+    out.push_back(LayoutRule{nb::cast<std::string>(pattern), spec_from_python(spec, where)});
   }
   return out;
 }
@@ -50,7 +60,7 @@ std::optional<DType> optional_dtype(const std::optional<std::string>& dtype) {
 ConvertResult convert(const std::filesystem::path& src, const std::filesystem::path& dst, const std::string& output,
                       const std::optional<std::string>& dtype, uint64_t max_shard_size, bool replace,
                       std::optional<Mesh> mesh, std::optional<Topology> topology, nb::handle rules,
-                      std::optional<std::string> best_effort_axis, Transport* transport) {
+                      std::optional<std::string> best_effort_axis, bool strict, Transport* transport) {
   ConvertOptions options;
   options.output = output_from_string(output);
   options.dtype = optional_dtype(dtype);
@@ -60,7 +70,8 @@ ConvertResult convert(const std::filesystem::path& src, const std::filesystem::p
     if (!mesh || !topology) {
       throw Error(ErrorCode::kInvalidArgument, "a checkpoint output needs a mesh (and topology) to lay tensors out on");
     }
-    options.layout = CheckpointLayout{*mesh, *topology, rules_from_python(rules), std::move(best_effort_axis)};
+    options.layout =
+        CheckpointLayout{*mesh, *topology, rules_from_python(rules), std::move(best_effort_axis), strict};
   } else if (mesh || !rules.is_none() || best_effort_axis) {
     throw Error(ErrorCode::kInvalidArgument, "mesh, rules and best_effort lay out a checkpoint output, not a " + output);
   }
@@ -109,12 +120,15 @@ void bind_pipelines(nb::module_& m) {
 
   m.def("_convert", &convert, nb::arg("src"), nb::arg("dst"), nb::arg("output"), nb::arg("dtype").none(),
         nb::arg("max_shard_size"), nb::arg("replace"), nb::arg("mesh").none(), nb::arg("topology").none(),
-        nb::arg("rules").none(), nb::arg("best_effort_axis").none(), nb::arg("transport").none() = nb::none(),
+        nb::arg("rules").none(), nb::arg("best_effort_axis").none(), nb::arg("strict"),
+        nb::arg("transport").none() = nb::none(),
         nb::sig("def _convert(src: str | os.PathLike, dst: str | os.PathLike, output: str, dtype: str | None, "
                 "max_shard_size: int, replace: bool, mesh: Mesh | None, topology: Topology | None, "
                 "rules: str | collections.abc.Sequence[tuple[str, PartitionSpec]] | None, "
-                "best_effort_axis: str | None, transport: Transport | None = None) -> ConvertResult"),
+                "best_effort_axis: str | None, strict: bool, transport: Transport | None = None) -> ConvertResult"),
         "Converts between a .safetensors file, a Hugging Face folder and a checkpoint (collective).");
+  m.def("_parse_byte_size", [](const std::string& text) { return parse_byte_size(text); }, nb::arg("text"),
+        "Bytes in a size as the command line takes it ('5GB', '500MB', '1.5GiB'); ParseError otherwise.");
   m.def("_merge_lora", &merge_lora, nb::arg("base"), nb::arg("adapter"), nb::arg("out"), nb::arg("dtype").none(),
         nb::arg("max_shard_size"), nb::arg("replace"), nb::arg("chunk_bytes"),
         "Merges a PEFT LoRA adapter into its base model, writing a Hugging Face folder.");
