@@ -22,6 +22,7 @@ from .checkpoint import restore_into as restore_checkpoint_into
 from .checkpoint import save as save_checkpoint
 from .checkpoint import save_async as save_checkpoint_async
 from .pipelines import convert, export, import_model, merge_lora
+from ._inspection import inspect, verify
 
 P = PartitionSpec
 
@@ -32,6 +33,7 @@ __all__ = [
     "convert",
     "export",
     "import_model",
+    "inspect",
     "merge_lora",
     "pipelines",
     "restore_checkpoint",
@@ -46,6 +48,7 @@ __all__ = [
     "reshard",
     "reshard_into",
     "to_host",
+    "verify",
     "DTYPE_NAMES",
     "Mesh",
     "NamedSharding",

@@ -2,10 +2,10 @@
 reshard's C++ library: layouts, plans, safetensors files and sharded arrays
 """
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 import os
 import pathlib
-from typing import Annotated, overload
+from typing import Annotated, Any, overload
 
 import numpy
 from numpy.typing import NDArray
@@ -212,9 +212,11 @@ class NamedSharding:
     Devices are integer ids; `uneven=True` opts into XLA's padded tiles.
     """
 
-    def __init__(self, mesh: Mesh, spec: PartitionSpec, memory_kind: str | None = None, *, uneven: bool = False) -> None:
+    def __init__(self, mesh: Mesh, spec: PartitionSpec | Iterable[str | tuple[str, ...] | None], memory_kind: str | None = None, *, uneven: bool = False) -> None:
         """
-        Raises DuplicateAxisError / UnknownAxisError as JAX does, ParseError for an unknown memory kind.
+        `spec` is a PartitionSpec, JAX's ``jax.sharding.PartitionSpec`` (converted: the same entries) or a
+        tuple of entries. Raises DuplicateAxisError / UnknownAxisError as JAX does, ParseError for an
+        unknown memory kind, InvalidArgumentError for a `spec` of another type.
         """
 
     @property
@@ -571,6 +573,16 @@ def _write_safetensors(path: str | os.PathLike, tensors: Sequence[tuple[str, str
     Writes (name, dtype, shape, bytes) tensors as a safetensors file, atomically.
     """
 
+def _inspect(path: str | os.PathLike) -> dict[str, Any]:
+    """
+    What a file, folder or checkpoint holds, as `reshard inspect --json` (without hashes).
+    """
+
+def _verify(path: str | os.PathLike) -> dict[str, Any]:
+    """
+    Reads everything back as `reshard verify` does; the first damage raises its typed error.
+    """
+
 class Transport:
     """
     Moves bytes between the processes of a job (an MPI transport, or one rank of an
@@ -838,10 +850,10 @@ def _export_checkpoint(checkpoint: str | os.PathLike, out: str | os.PathLike, ma
 def _export_arrays(names: Sequence[str], arrays: Sequence[_ShardedArray], out: str | os.PathLike, map: str, kind: str, dtype: str | None, max_shard_size: int, base: str | os.PathLike | None, gather_to: int | None, replace: bool, hf_config_json: str | None, lora_config_json: str | None, transport: Transport | None = None) -> ExportResult:
     """Exports sharded arrays through a tensor map (collective)."""
 
-def _import_arrays(hf_dir: str | os.PathLike, map: str, mesh: Mesh, topology: Topology, rules: object | None, best_effort: str | None, dtype: str | None, sizes: Mapping[str, int], transport: Transport | None = None) -> tuple[list[tuple[str, _ShardedArray]], ImportResult]:
+def _import_arrays(hf_dir: str | os.PathLike, map: str, mesh: Mesh, topology: Topology, rules: object | None, best_effort: str | None, strict: bool, dtype: str | None, sizes: Mapping[str, int], base: str | os.PathLike | None, transport: Transport | None = None) -> tuple[list[tuple[str, _ShardedArray]], ImportResult]:
     """Imports a Hugging Face folder as sharded arrays (collective)."""
 
-def _import_checkpoint(hf_dir: str | os.PathLike, checkpoint: str | os.PathLike, map: str, mesh: Mesh, topology: Topology, rules: object | None, best_effort: str | None, dtype: str | None, sizes: Mapping[str, int], replace: bool, transport: Transport | None = None) -> ImportResult:
+def _import_checkpoint(hf_dir: str | os.PathLike, checkpoint: str | os.PathLike, map: str, mesh: Mesh, topology: Topology, rules: object | None, best_effort: str | None, strict: bool, dtype: str | None, sizes: Mapping[str, int], base: str | os.PathLike | None, replace: bool, transport: Transport | None = None) -> ImportResult:
     """
     Imports a Hugging Face folder as a framework-layout checkpoint (collective).
     """
@@ -888,9 +900,14 @@ class MergeLoraSummary:
 
     def __repr__(self) -> str: ...
 
-def _convert(src: str | os.PathLike, dst: str | os.PathLike, output: str, dtype: str | None, max_shard_size: int, replace: bool, mesh: Mesh | None, topology: Topology | None, rules: str | Sequence[tuple[str, PartitionSpec]] | None, best_effort_axis: str | None, transport: Transport | None = None) -> ConvertResult:
+def _convert(src: str | os.PathLike, dst: str | os.PathLike, output: str, dtype: str | None, max_shard_size: int, replace: bool, mesh: Mesh | None, topology: Topology | None, rules: str | Sequence[tuple[str, PartitionSpec]] | None, best_effort_axis: str | None, strict: bool, transport: Transport | None = None) -> ConvertResult:
     """
     Converts between a .safetensors file, a Hugging Face folder and a checkpoint (collective).
+    """
+
+def _parse_byte_size(text: str) -> int:
+    """
+    Bytes in a size as the command line takes it ('5GB', '500MB', '1.5GiB'); ParseError otherwise.
     """
 
 def _merge_lora(base: str | os.PathLike, adapter: str | os.PathLike, out: str | os.PathLike, dtype: str | None, max_shard_size: int, replace: bool, chunk_bytes: int) -> MergeLoraSummary:

@@ -34,6 +34,8 @@ nb::object sharding_picture(const NamedSharding& sharding, nb::handle global_sha
 void bind_plan(nb::module_& m);
 void bind_formats(nb::module_& m);
 void bind_hf_folder(nb::module_& m);
+// reshard.inspect / reshard.verify (inspect_verify.cpp).
+void bind_inspect_verify(nb::module_& m);
 void bind_execute(nb::module_& m);
 void bind_transport(nb::module_& m);
 void bind_pipelines(nb::module_& m);

@@ -9,6 +9,7 @@ NB_MODULE(_core, m) {
   reshard::python::bind_layout(m);
   reshard::python::bind_plan(m);
   reshard::python::bind_formats(m);
+  reshard::python::bind_inspect_verify(m);
   reshard::python::bind_execute(m);
   reshard::python::bind_pipelines(m);
   reshard::python::bind_mpi(m);

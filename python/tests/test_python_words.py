@@ -206,3 +206,33 @@ def test_mistakes_are_described_as_they_are(tmp_path, gen):
     with pytest.raises(errors.InvalidArgumentError, match="a-file is a file"):
         reshard.save_checkpoint(tmp_path / "a-file" / "ckpt", replicated({"w": np.zeros(4, np.float32)}))
 
+
+# Item 8: the command line comes with the package, and Python has inspect and verify.
+
+def test_the_package_installs_the_command_and_python_inspects_and_verifies(tmp_path, gen):
+    import subprocess
+    import sys
+
+    command = os.path.join(os.path.dirname(sys.executable), "reshard")
+    run = subprocess.run([command, "--help"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and "verify" in run.stdout and "inspect" in run.stdout, run.stderr
+
+    values = {"b": gen.standard_normal((4, 6)).astype(np.float32), "a": np.arange(5, dtype=np.int64)}
+    path = _safetensors(tmp_path, values)
+    seen = reshard.inspect(path)
+    assert seen["format"] == "safetensors"
+    assert {t["name"]: (t["dtype"], tuple(t["shape"]), t["bytes"]) for t in seen["tensors"]} == {
+        "a": ("I64", (5,), 40), "b": ("F32", (4, 6), 96)}
+    assert reshard.verify(path)["tensors"] == 2
+
+    reshard.save_checkpoint(tmp_path / "ckpt", replicated({"w": values["b"]}))
+    seen = reshard.inspect(tmp_path / "ckpt")
+    assert seen["format"] == "checkpoint" and [t["name"] for t in seen["tensors"]] == ["w"]
+    chunk = seen["tensors"][0]["chunks"][0]
+    assert reshard.verify(tmp_path / "ckpt")["bytes"] == values["b"].nbytes
+    data = tmp_path / "ckpt" / chunk["file"]
+    raw = bytearray(data.read_bytes())
+    raw[chunk["offset"] + 5] ^= 0x10  # one bit of one element
+    data.write_bytes(bytes(raw))
+    with pytest.raises(errors.ChecksumMismatchError, match="w"):
+        reshard.verify(tmp_path / "ckpt")
