@@ -15,12 +15,15 @@ A time is the slowest process's, from a barrier to its return, best of --repeat 
 one untimed call (where JAX compiles).
 Peak RSS: before each call the kernel's high-water mark is reset to the current RSS
 (writing 5 to /proc/self/clear_refs), so VmHWM after the call minus VmRSS before it is
-that call's own peak, whatever ran earlier in the process; it includes the result
-(the whole array, for a gather), and is the largest over the repeats.
+that call's own peak, whatever ran earlier in the process (freed heap is first handed
+back with malloc_trim, so pages an earlier call left cached do not hide a later call's
+growth); it includes the result (the whole array, for a gather), and is the largest
+over the repeats. reshard's gathers run first, so whatever caching remains favours JAX.
 """
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import pathlib
 import shutil
@@ -36,6 +39,7 @@ import reshard.jax as rjax
 import reshard.mpi
 
 MIB = 1024 * 1024
+_LIBC = ctypes.CDLL("libc.so.6")
 
 
 class Job:
@@ -67,6 +71,7 @@ class Job:
         best, per_process, peaks = float("inf"), [], [0] * self.size
         for _ in range(self.repeat):
             gc.collect()
+            _LIBC.malloc_trim(0)  # freed heap pages back to the system: not counted as in use
             reset_peak_rss()
             before = rss()
             self.transport.barrier()
@@ -148,9 +153,9 @@ def per_process(times: list[float], peaks: list[int]) -> str:
 def bench_to_host(job: Job, mib: int) -> None:
     shape = (max(16, mib * MIB // 4 // 1024), 1024)
     x = make(shape, NamedSharding(job.tpu, P("data", "model")))
-    theirs, their_times, their_peaks = job.timed(lambda: multihost_utils.process_allgather(x, tiled=True))
     ours, our_times, our_peaks = job.timed(lambda: rjax.to_host(x, transport=job.transport))
     root, root_times, root_peaks = job.timed(lambda: rjax.to_host(x, transport=job.transport, root=0))
+    theirs, their_times, their_peaks = job.timed(lambda: multihost_utils.process_allgather(x, tiled=True))
     whole = rjax.to_host(x, transport=job.transport)
     assert np.array_equal(whole, block((slice(None), slice(None)), shape)), "to_host gathered the wrong bytes"
     del whole
