@@ -35,6 +35,8 @@ import os
 import pathlib
 import sys
 
+import reshard.mpi  # before JAX: it says whether mpirun started this process
+
 DEVICES_PER_PROCESS, PROCESSES = 4, 4
 TPU_ORDER = [0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15]
 
@@ -51,7 +53,7 @@ STACKED = "transformer.layers.stacked"
 
 # XLA reads its device count once, at its first use: 4 per process under mpirun (one
 # JAX job over jax.distributed), else all 16 in this process.
-UNDER_MPI = any(k in os.environ for k in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"))
+UNDER_MPI = reshard.mpi.launched_by_mpi()
 DEVICES_HERE = DEVICES_PER_PROCESS if UNDER_MPI else DEVICES_PER_PROCESS * PROCESSES
 os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={DEVICES_HERE}"
 os.environ["JAX_PLATFORMS"] = "cpu"
@@ -266,8 +268,6 @@ def main() -> int:
     if UNDER_MPI:
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
         jax.distributed.initialize()  # finds Open MPI's processes by itself
-        import reshard.mpi
-
         transport = reshard.mpi.transport()  # reshard's bytes travel here, not through JAX
     process = jax.process_index()
 

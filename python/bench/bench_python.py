@@ -28,8 +28,10 @@ import os
 import tempfile
 import time
 
+import reshard.mpi  # before JAX: it says whether mpirun started this process
+
 # Under mpirun: one JAX job over jax.distributed, 4 devices per process.
-UNDER_MPI = any(k in os.environ for k in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"))
+UNDER_MPI = reshard.mpi.launched_by_mpi()
 if UNDER_MPI:
     os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
