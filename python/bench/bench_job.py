@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import itertools
 import pathlib
 import shutil
 import tempfile
@@ -138,8 +139,9 @@ def bench_device_put(job: Job, mib: int) -> None:
         x = make(shape, source)
         theirs, _, _ = job.timed(lambda: jax.block_until_ready(jax.device_put(x, target)))
         ours, _, _ = job.timed(lambda: jax.block_until_ready(rjax.device_put(x, target, transport=job.transport)))
-        moved = rjax.device_put(x, target, transport=job.transport)
-        assert moved.sharding == target and holds(moved), f"{what}: reshard moved the wrong bytes"
+        for who, moved in (("reshard", rjax.device_put(x, target, transport=job.transport)),
+                           ("jax", jax.device_put(x, target))):
+            assert moved.sharding == target and holds(moved), f"{what}: {who} moved the wrong bytes"
         job.say(f"device_put {mib} MiB f32 {list(shape)}, {job.size} processes x {len(job.devices) // job.size} "
                 f"devices, {what}:")
         job.say(f"  jax.device_put          {gib_s(mib, theirs)}")
@@ -169,15 +171,14 @@ def bench_to_host(job: Job, mib: int) -> None:
 
 
 def ckpt_tree(job: Job, mib: int, variant: int) -> tuple[dict, dict]:
-    """Four arrays of mib/4 MiB each and their shardings; variant 1 is another layout."""
+    """Four arrays of mib/4 MiB each: their shardings (variant 0 as saved, 1 others, on the
+    TPU-order, natural and reversed meshes) and their ShapeDtypeStructs."""
     rows = max(16, mib * MIB // 4 // 4 // 1024)
-    tpu, natural = (job.tpu, job.natural) if variant == 0 else (job.natural, job.mesh(
-        list(range(len(job.devices)))[::-1]))
-    specs = [(tpu, P("data", "model")), (tpu, P(None, ("data", "model"))), (natural, P("model")),
-             (natural, P(None, "data"))]
-    if variant == 1:
-        specs = [(tpu, P("model", "data")), (natural, P(("model", "data"))), (tpu, P(None, "model")),
-                 (natural, P("data", "model"))]
+    reversed_ = job.mesh(list(range(len(job.devices)))[::-1])
+    specs = [[(job.tpu, P("data", "model")), (job.tpu, P(None, ("data", "model"))), (job.natural, P("model")),
+              (job.natural, P(None, "data"))],
+             [(job.natural, P("model", "data")), (reversed_, P(("model", "data"))), (job.natural, P(None, "model")),
+              (reversed_, P("data", "model"))]][variant]
     shardings = {f"w{i}": NamedSharding(m, s) for i, (m, s) in enumerate(specs)}
     return shardings, {k: jax.ShapeDtypeStruct((rows, 1024), np.float32, sharding=s) for k, s in shardings.items()}
 
@@ -195,7 +196,7 @@ def bench_checkpoint(job: Job, mib: int) -> None:
     other, other_abstract = ckpt_tree(job, mib, 1)
     tree = {k: make(a.shape, s) for (k, s), a in zip(saved.items(), abstract.values())}
     folder = shared_folder(job)
-    runs = iter(range(1_000_000))
+    runs = itertools.count()
     checkpointer = ocp.StandardCheckpointer()
 
     def orbax_save() -> None:
@@ -212,8 +213,9 @@ def bench_checkpoint(job: Job, mib: int) -> None:
             checkpointer.restore(last, orbax_target)))
         figures[f"reshard restore onto {name}"] = job.timed(lambda: jax.block_until_ready(
             rjax.restore(folder / "reshard", target, transport=job.transport)))
-        restored = rjax.restore(folder / "reshard", target, transport=job.transport)
-        assert all(restored[k].sharding == target[k] and holds(restored[k]) for k in target), name
+        for who, restored in (("reshard", rjax.restore(folder / "reshard", target, transport=job.transport)),
+                              ("orbax", checkpointer.restore(last, orbax_target))):
+            assert all(restored[k].sharding == target[k] and holds(restored[k]) for k in target), f"{who}: {name}"
     job.transport.barrier()
     if job.rank == 0:
         shutil.rmtree(folder)
