@@ -192,7 +192,7 @@ def fix_with_check(params: dict, natural_mesh: Mesh, transport, say) -> tuple[di
     say(f"reshard.jax.check: {len(found)} of {len(flatten(params))} arrays are incompatible with the natural mesh")
     for record in found:
         say(f"  {record}")
-    per_process = [sum(r.bytes_per_process[p] for r in found) for p in range(len(found[0].bytes_per_process))]
+    per_process = [sum(r.bytes_per_process[p] for r in found) for p in range(jax.process_count())]
     say(f"  in all: {per_process} bytes onto each process's devices, "
         f"{sum(r.bytes_cross_process for r in found)} bytes between processes")
     targets = {r.path: r.target for r in found}
