@@ -5,7 +5,6 @@ are also written raw (values.json + .bin files), so processes without JAX can ch
 
 from __future__ import annotations
 
-import json
 import pathlib
 
 import jax
@@ -14,7 +13,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
-import reshard
+from orbax_raw import write_raw
 
 # (folder name, how it is written): each a form Orbax 0.12 writes.
 FORMS = {
@@ -27,14 +26,16 @@ FORMS = {
 
 
 def tree_values(gen: np.random.Generator) -> dict:
+    """Big enough that OCDBT keeps most chunks out of its b-tree nodes (values over 1 KiB), with small
+    leaves it keeps inline."""
     def f(*shape, dtype=np.float32):
         return gen.standard_normal(shape).astype(dtype)
 
     return {
         "params": {
-            "embed": f(32, 16),
-            "layers": [{"w": f(16, 24, dtype=ml_dtypes.bfloat16), "b": gen.integers(-9, 9, 24).astype(np.int64)},
-                       {"w": f(16, 24, dtype=np.float16), "b": gen.integers(-9, 9, 24).astype(np.int64)}],
+            "embed": f(64, 64),
+            "layers": [{"w": f(64, 96, dtype=ml_dtypes.bfloat16), "b": gen.integers(-9, 9, 24).astype(np.int64)},
+                       {"w": f(64, 96, dtype=np.float16), "b": gen.integers(-9, 9, 24).astype(np.int64)}],
             "norm": f(16),
         },
         "mask": gen.integers(0, 2, (8, 12)).astype(np.bool_),
@@ -96,21 +97,6 @@ def save(form: str, folder: pathlib.Path, tree: dict) -> pathlib.Path:
         with ocp.Checkpointer(handler) as c:
             c.save(path, tree)
     return path
-
-
-def write_raw(folder: pathlib.Path, flat: dict[str, np.ndarray]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    meta = {}
-    for i, (name, v) in enumerate(flat.items()):
-        (folder / f"{i}.bin").write_bytes(np.ascontiguousarray(v).tobytes())
-        meta[name] = {"file": f"{i}.bin", "dtype": reshard.dtype_name(v.dtype), "shape": list(v.shape)}
-    (folder / "values.json").write_text(json.dumps(meta))
-
-
-def read_raw(folder: pathlib.Path) -> dict[str, np.ndarray]:
-    meta = json.loads((folder / "values.json").read_text())
-    return {name: np.frombuffer((folder / m["file"]).read_bytes(), reshard.numpy_dtype(m["dtype"]))
-            .reshape(m["shape"]) for name, m in meta.items()}
 
 
 def write_all(folder: pathlib.Path, seed: int) -> tuple[dict[str, np.ndarray], dict[str, pathlib.Path]]:
