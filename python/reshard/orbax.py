@@ -79,6 +79,7 @@ class Inspection:
 
     @property
     def format(self) -> str:
+        """The array format in words: "zarr3 in OCDBT", "zarr folders"."""
         return f"{self.driver}{' in OCDBT' if self.use_ocdbt else ' folders'}"
 
     def __str__(self) -> str:
