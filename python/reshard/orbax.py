@@ -276,9 +276,10 @@ def _start_reads(store: ts.TensorStore, array: ShardedArray) -> tuple[list[Any],
     return futures, repeats, needed
 
 
-def _read(item: _layout.Item, names: Sequence[str], shardings: Sequence[_core.NamedSharding],
-          topology: _core.Topology, process: int, expect: Mapping[str, Any] | None = None
-          ) -> tuple[dict[str, ShardedArray], RestoreStats]:
+def _read(item: _layout.Item, names: Sequence[str], shardings: Any, topology: _core.Topology, process: int,
+          expect: Mapping[str, Any] | None = None) -> tuple[dict[str, ShardedArray], RestoreStats]:
+    """The arrays `names`, each laid out by its entry of `shardings` (or by ``shardings(name, shape)``,
+    for layouts that depend on the stored shapes: each array is opened once either way)."""
     leaves = []
     for name in names:
         leaf = item.leaf(name)
@@ -289,9 +290,10 @@ def _read(item: _layout.Item, names: Sequence[str], shardings: Sequence[_core.Na
     before = _file_bytes_read()
     stores = _open(item, leaves, _context())
     arrays, pending, repeats, boxes, needed = {}, [], [], 0, 0
-    for name, store, sharding in zip(names, stores, shardings):
+    for i, (name, store) in enumerate(zip(names, stores)):
         dtype = _dtype_of(name, store)
         shape = tuple(store.shape)
+        sharding = shardings(name, shape) if callable(shardings) else shardings[i]
         if expect is not None and name in expect:
             _check_expected(name, shape, dtype, expect[name])
         array = ShardedArray(_core._ShardedArray.allocate(shape, dtype, sharding, topology, process))
@@ -321,13 +323,6 @@ def _check_expected(name: str, shape: tuple[int, ...], dtype: str, want: Any) ->
                                    f"{dtype}")
 
 
-def _layout_targets(item: _layout.Item, mesh: _core.Mesh, rules: Any, best_effort: str | None
-                    ) -> tuple[list[str], list[_core.NamedSharding]]:
-    names = [leaf.name for leaf in item.leaves if leaf.is_array]
-    stores = _open(item, [item.leaf(n) for n in names], _context())  # metadata only: the shapes
-    return names, [_by_rules(n, tuple(s.shape), mesh, rules, best_effort) for n, s in zip(names, stores)]
-
-
 def restore(path: str | os.PathLike, shardings: Any, transport: _core.Transport | None = None, *,
             rules: Sequence[tuple[str, Any]] | None = None, best_effort: str | None = None,
             topology: _core.Topology | None = None, item: str | None = None, with_stats: bool = False) -> Any:
@@ -353,9 +348,11 @@ def restore(path: str | os.PathLike, shardings: Any, transport: _core.Transport 
     it = _item(path, item)
     process, _ = _job(transport)
     if isinstance(shardings, _core.Mesh):
-        names, targets = _layout_targets(it, shardings, rules, best_effort)
-        topology = topology or _default_topology(targets, transport)
-        arrays, stats = _read(it, names, targets, topology, process)
+        mesh = shardings
+        names = [leaf.name for leaf in it.leaves if leaf.is_array]
+        topology = topology or _default_topology([_core.NamedSharding(mesh, _core.PartitionSpec())], transport)
+        arrays, stats = _read(it, names, lambda n, shape: _by_rules(n, shape, mesh, rules, best_effort), topology,
+                              process)
         return (arrays, stats) if with_stats else arrays
     if rules is not None or best_effort is not None:
         raise InvalidArgumentError("rules and best_effort lay out a Mesh; shardings is not one")
