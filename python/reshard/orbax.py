@@ -88,20 +88,6 @@ class Inspection:
         return "\n".join(lines)
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 def _item(path: Any, item: str | None) -> _layout.Item:
     return _layout.read_item(_layout.locate(path, item))
 
@@ -122,28 +108,6 @@ def inspect(path: str | os.PathLike, item: str | None = None) -> Inspection:
                                         store.dtype.name, tuple(chunk) if chunk is not None else (),
                                         store.schema.codec.to_json())
     return Inspection(str(it.folder), it.driver, it.use_ocdbt, tensors)
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def restore(path: str | os.PathLike, shardings: Any, transport: _core.Transport | None = None, *,
@@ -196,10 +160,6 @@ def restore(path: str | os.PathLike, shardings: Any, transport: _core.Transport 
     return (restored, stats) if with_stats else restored
 
 
-
-
-
-
 def _restore_jax(it: _layout.Item, shardings: Any, transport: _core.Transport | None) -> tuple[Any, RestoreStats]:
     try:
         import jax
@@ -228,8 +188,6 @@ def _restore_jax(it: _layout.Item, shardings: Any, transport: _core.Transport | 
     arrays, stats = _read.read(it, names, targets, rjax.topology(), process, expect)
     return jax.tree_util.tree_unflatten(treedef, [rjax.to_jax_array(arrays[n]) for n in names]), stats
 
-
-# ---- export and convert: restore onto a layout over the job, then reshard's own pipelines --------------------
 
 def _job_layout(transport: _core.Transport | None, mesh: _core.Mesh | None, topology: _core.Topology | None
                 ) -> tuple[_core.Mesh, _core.Topology]:
