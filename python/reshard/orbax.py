@@ -116,13 +116,14 @@ def restore(path: str | os.PathLike, shardings: Any, transport: _core.Transport 
     """The arrays of the Orbax checkpoint at `path`, each laid out as `shardings` says.
 
     `shardings` is one of:
-    - a reshard ``Mesh``: every array of the tree, laid out on it by `rules`
+    - a reshard ``Mesh``: every array of the tree (``inspect`` lists the leaves
+      that are not arrays, such as strings, which are left out), laid out on it by `rules`
       ((glob, PartitionSpec) pairs, the first match wins) or `best_effort`
       (shard the last dimension that axis divides), replicated otherwise;
       returns {tensor name: ShardedArray};
     - reshard ``NamedSharding``s: a dict (flat by dotted names, or nested) /
-      list / tuple of them naming any subset of the tree, or one for every
-      array; returns the same nesting of ShardedArrays;
+      list / tuple of them naming any subset of the tree (returns the same
+      nesting of ShardedArrays), or one for every array (returns {name: ShardedArray});
     - JAX: a pytree whose leaves are jax shardings or carry one
       (``jax.ShapeDtypeStruct``, a jax.Array), named by tree path as
       ``reshard.jax.save`` names them; returns that pytree of jax.Arrays.

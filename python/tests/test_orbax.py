@@ -180,14 +180,17 @@ def test_errors_by_name(saved, tmp_path):
         ro.inspect(other)
 
 
-def test_a_dtype_reshard_lacks_is_named(tmp_path):
+def test_a_dtype_reshard_lacks_and_leaves_that_are_not_arrays_are_named(tmp_path):
     import orbax.checkpoint as ocp
 
-    tree = {"ok": np.arange(4, dtype=np.float32), "z": np.arange(3).astype(np.complex128)}
-    with ocp.StandardCheckpointer() as c:
+    tree = {"ok": np.arange(4, dtype=np.float32), "z": np.arange(3).astype(np.complex128), "s": "text", "n": None}
+    with ocp.PyTreeCheckpointer() as c:
         c.save(tmp_path / "c", tree)
     one = reshard.NamedSharding(reshard.Mesh([0], ("d",)), P())
-    assert ro.inspect(tmp_path / "c").tensors["z"].dtype == "complex128"
+    found = ro.inspect(tmp_path / "c").tensors
+    assert found["z"].dtype == "complex128" and found["s"].value_type == "string" and found["s"].shape is None
     with pytest.raises(errors.UnsupportedDtypeError, match="'z'"):
         ro.restore(tmp_path / "c", one)
+    with pytest.raises(errors.UnsupportedError, match="'s' is an Orbax string"):
+        ro.restore(tmp_path / "c", {"s": one})
     assert reshard.to_host(ro.restore(tmp_path / "c", {"ok": one})["ok"]).tobytes() == tree["ok"].tobytes()
