@@ -18,6 +18,8 @@ def is_sharding(x: Any) -> bool:
 def flatten(tree: Any, prefix: str, out: dict[str, Any]) -> Any:
     """{dotted name: sharding} of a nesting of dicts / lists / tuples, and its shape to rebuild it."""
     if is_sharding(tree):
+        if (prefix or "_") in out:
+            raise InvalidArgumentError(f"shardings: {prefix!r} is named twice (once by dotted keys, once nested)")
         out[prefix or "_"] = tree
         return None
     if isinstance(tree, Mapping):
