@@ -14,8 +14,8 @@ from . import _core
 from . import _orbax_layout as _layout
 from ._dtypes import dtype_name
 from .array import ShardedArray
-from .errors import (FormatError, InvalidArgumentError, MissingTensorError, ReshardIOError, UnsupportedDriverError,
-                     UnsupportedDtypeError, UnsupportedError)
+from .errors import (FormatError, InvalidArgumentError, MissingTensorError, ReshardError, ReshardIOError,
+                     UnsupportedDriverError, UnsupportedDtypeError, UnsupportedError)
 
 _BYTES_READ = "/tensorstore/kvstore/file/bytes_read"
 
@@ -137,7 +137,10 @@ def read(item: _layout.Item, names: Sequence[str], shardings: Any, topology: _co
         sharding = shardings(name, shape) if callable(shardings) else shardings[i]
         if expect is not None and name in expect:
             _check_expected(name, shape, dtype, expect[name])
-        array = ShardedArray(_core._ShardedArray.allocate(shape, dtype, sharding, topology, process))
+        try:
+            array = ShardedArray(_core._ShardedArray.allocate(shape, dtype, sharding, topology, process))
+        except ReshardError as e:  # a layout that does not fit the stored shape: name the tensor
+            raise type(e)(f"tensor {name!r} {list(shape)}: {e}") from e
         futures, again, n = _start_reads(store, array)
         pending += [(name, f) for f in futures]
         repeats += again

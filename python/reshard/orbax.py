@@ -118,8 +118,9 @@ def restore(path: str | os.PathLike, shardings: Any, transport: _core.Transport 
     `shardings` is one of:
     - a reshard ``Mesh``: every array of the tree (``inspect`` lists the leaves
       that are not arrays, such as strings, which are left out), laid out on it by `rules`
-      ((glob, PartitionSpec) pairs, the first match wins) or `best_effort`
-      (shard the last dimension that axis divides), replicated otherwise;
+      ((glob, PartitionSpec) pairs, the first match wins), then for names no
+      rule matches by `best_effort` (shard the last dimension that axis
+      divides), replicated otherwise;
       returns {tensor name: ShardedArray};
     - reshard ``NamedSharding``s: a dict (flat by dotted names, or nested) /
       list / tuple of them naming any subset of the tree (returns the same

@@ -152,6 +152,8 @@ def test_errors_by_name(saved, tmp_path):
         ro.inspect(tmp_path / "nowhere")
     with pytest.raises(errors.MissingTensorError, match="params.nothing"):
         ro.restore(paths["standard"], {"params.nothing": one})
+    with pytest.raises(errors.IndivisibleError, match="tensor 'params.norm'"):
+        ro.restore(paths["standard"], reshard.Mesh([0, 1, 2], ("x",)), rules=[("*.norm", P("x"))])
     with pytest.raises(errors.InvalidArgumentError, match="named twice"):
         ro.restore(paths["standard"], {"params.norm": one, "params": {"norm": one}})
 
