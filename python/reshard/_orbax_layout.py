@@ -70,8 +70,9 @@ class Item:
                                        "path": leaf.name, "cache_pool": "cache_pool#ocdbt"}
         else:
             kvstore = {"driver": "file", "path": os.path.join(base, leaf.name)}
+        # A missing chunk is damage (Orbax stores chunks equal to the fill value too), not zeros.
         return {"driver": self.driver, "kvstore": kvstore, "recheck_cached_data": False,
-                "recheck_cached_metadata": False}
+                "recheck_cached_metadata": False, "fill_missing_data_reads": False}
 
 
 def _read_json(path: pathlib.Path, what: str) -> Any:

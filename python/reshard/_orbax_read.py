@@ -39,6 +39,7 @@ def _file_bytes_read() -> int:
 
 
 def context() -> ts.Context:
+    """A fresh TensorStore context for one restore."""
     # No data cache (each box is read once, straight into its shard); OCDBT's b-tree nodes cached as Orbax does.
     return ts.Context({"cache_pool": {"total_bytes_limit": 0},
                        "cache_pool#ocdbt": {"total_bytes_limit": 100_000_000}})
@@ -68,6 +69,7 @@ def _check_driver(item: _layout.Item, leaf: _layout.Leaf) -> None:
 
 
 def open_arrays(item: _layout.Item, leaves: Sequence[_layout.Leaf], context: ts.Context) -> list[ts.TensorStore]:
+    """Each leaf's array opened for reading (its metadata read, all at once), or the typed error naming it."""
     for leaf in leaves:
         if not leaf.is_array:
             raise UnsupportedError(f"tensor {leaf.name!r} is an Orbax {leaf.value_type}, not an array")
@@ -83,6 +85,7 @@ def open_arrays(item: _layout.Item, leaves: Sequence[_layout.Leaf], context: ts.
 
 
 def dtype_of(name: str, store: ts.TensorStore) -> str:
+    """reshard's dtype name for a stored array's element type."""
     try:
         return dtype_name(store.dtype.numpy_dtype)
     except (UnsupportedError, TypeError, ValueError) as e:
@@ -118,7 +121,7 @@ def _start_reads(store: ts.TensorStore, array: ShardedArray) -> tuple[list[Any],
 
 
 def read(item: _layout.Item, names: Sequence[str], shardings: Any, topology: _core.Topology, process: int,
-          expect: Mapping[str, Any] | None = None) -> tuple[dict[str, ShardedArray], RestoreStats]:
+         expect: Mapping[str, Any] | None = None) -> tuple[dict[str, ShardedArray], RestoreStats]:
     """The arrays `names`, each laid out by its entry of `shardings` (or by ``shardings(name, shape)``,
     for layouts that depend on the stored shapes: each array is opened once either way)."""
     leaves = []
@@ -147,11 +150,14 @@ def read(item: _layout.Item, names: Sequence[str], shardings: Any, topology: _co
         boxes += len(futures)
         needed += n
         arrays[name] = array
-    for name, future in pending:
+    failed = None
+    for name, future in pending:  # every read finishes before any error leaves: none writes into a dropped shard
         try:
             future.result()
         except ValueError as e:
-            raise _error(name, e) from e
+            failed = failed or (name, e)
+    if failed:
+        raise _error(*failed) from failed[1]
     for source, target in repeats:
         target[...] = source
     return arrays, RestoreStats(len(names), boxes, needed, _file_bytes_read() - before)

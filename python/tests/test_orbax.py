@@ -168,6 +168,16 @@ def test_errors_by_name(saved, tmp_path):
     with pytest.raises(errors.IncompleteCheckpointError, match="orbax-checkpoint-tmp"):
         ro.inspect(temporary)
 
+    # Damaged array data: a chunk gone, or cut short.
+    damaged = tmp_path / "damaged"
+    shutil.copytree(paths["folders"], damaged)
+    (damaged / "params.embed" / "0.0").unlink()
+    with pytest.raises(errors.ReshardIOError, match="params.embed.*missing"):
+        ro.restore(damaged, one)
+    (damaged / "params.norm" / "0").write_bytes((damaged / "params.norm" / "0").read_bytes()[:9])
+    with pytest.raises(errors.FormatError, match="params.norm"):
+        ro.restore(damaged, {"params.norm": one})
+
     # An array format reshard does not read: n5's metadata in an array folder, or a format flag it does not know.
     other = tmp_path / "n5"
     shutil.copytree(paths["folders"], other)
