@@ -38,3 +38,13 @@ def test_bench_multi_process_mode_runs_at_tiny_sizes():
                    "TPU order -> natural order", "rows -> columns", "orbax save", "reshard restore onto others",
                    "ratio"):
         assert figure in done.stdout, done.stdout
+
+
+def test_orbax_bench_runs_at_tiny_sizes():
+    script = pathlib.Path(__file__).parents[1] / "bench" / "bench_orbax.py"
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8")
+    done = subprocess.run([sys.executable, str(script), "--layers", "1", "--embed", "32", "--vocab", "64",
+                           "--repeat", "1"], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
+    for figure in ("StandardCheckpointer.restore", "reshard.orbax.restore", "reshard.orbax.export", "ratio"):
+        assert figure in done.stdout, done.stdout
