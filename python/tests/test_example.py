@@ -45,9 +45,9 @@ def test_the_example_job_exports_what_one_process_exports(tmp_path):
         assert "JAX says: Received incompatible devices for jitted computation" in out, out
         # Every array is on the TPU order, so check names each (the norms need no bytes moved).
         assert "reshard.jax.check: 16 of 16 arrays are incompatible" in out, out
-        assert "transformer.layers.stacked.self_attn.q_proj.weight [2, 4, 2, 8, 64] float32: another device order" \
-            in out, out
-        assert "relabel as" in out and "moving process 0:" in out, out
+        assert ("transformer.layers.stacked.self_attn.q_proj.weight [2, 4, 2, 8, 64] float32: "
+                "jit (out_shardings) refuses another device order") in out, out
+        assert "relabel to" in out and "moving process 0:" in out, out
         assert "jit on the natural-order mesh ran on the moved arrays" in out, out
         assert "d. load_pretrained put the merged model on a (data=2, model=8) mesh: 12 arrays" in out, out
     assert "2048" in job and "2048" not in alone  # JAX's own ids in a job
