@@ -25,7 +25,6 @@ import os
 import pathlib
 import shutil
 import tempfile
-import time
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -36,6 +35,7 @@ import orbax.checkpoint as ocp  # noqa: E402
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P  # noqa: E402
 
 import reshard.jax as rjax  # noqa: E402
+from timing import best  # noqa: E402
 import reshard.orbax as ro  # noqa: E402
 
 ORDER_A, ORDER_B = [0, 4, 1, 5, 2, 6, 3, 7], [7, 6, 5, 4, 3, 2, 1, 0]
@@ -90,15 +90,6 @@ def mesh(order: list[int], grid: tuple[int, int]) -> Mesh:
 
 def is_shape(x) -> bool:
     return isinstance(x, tuple) and all(isinstance(d, int) for d in x)
-
-
-def best(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def gib_s(nbytes: int, seconds: float) -> str:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
-import time
 
 import reshard.mpi  # before JAX: it says whether mpirun started this process
 
@@ -44,17 +43,9 @@ from jax.sharding import Mesh as JaxMesh, NamedSharding as JaxSharding, Partitio
 
 import reshard  # noqa: E402
 import reshard.jax  # noqa: E402
+from timing import best  # noqa: E402
 
 ORDER_A, ORDER_B = [0, 4, 1, 5, 2, 6, 3, 7], list(range(8))
-
-
-def best(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def gib_s(mib: float, seconds: float) -> str:
