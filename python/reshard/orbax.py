@@ -37,7 +37,7 @@ except ImportError as e:  # pragma: no cover - exercised only without tensorstor
     raise ImportError("reshard.orbax needs tensorstore (pip install tensorstore); the rest of reshard works "
                       "without it") from e
 
-from . import _core
+from . import _agree, _core
 from . import _orbax_layout as _layout
 from . import _orbax_read as _read
 from . import _orbax_targets as _targets
@@ -223,7 +223,9 @@ def export(path: str | os.PathLike, out: str | os.PathLike, map: str, kind: str 
     ``restore`` for `mesh`, `rules` and `best_effort`) and writes what it
     holds; nothing is gathered.
     """
-    arrays = _spread(path, transport, mesh, rules, best_effort, topology, item)
+    # The reading is each process's own: agree on it, so that one process's failed read
+    # fails every process at once instead of leaving them in the export until the timeout.
+    arrays = _agree.agreed(transport, lambda: _spread(path, transport, mesh, rules, best_effort, topology, item))
     return _pipelines.export(arrays, out, map, kind=kind, dtype=dtype, transport=transport, **options)
 
 
@@ -233,7 +235,7 @@ def convert(path: str | os.PathLike, out: str | os.PathLike, transport: _core.Tr
             metadata: Mapping[str, str] | None = None, replace: bool = False) -> _checkpoint.SaveStats:
     """Saves the Orbax checkpoint at `path` as the reshard checkpoint `out` (``reshard.restore_checkpoint``
     then restores it onto any layout). Laid out as ``export`` lays it; collective over `transport`."""
-    arrays = _spread(path, transport, mesh, rules, best_effort, topology, item)
+    arrays = _agree.agreed(transport, lambda: _spread(path, transport, mesh, rules, best_effort, topology, item))
     return _checkpoint.save(out, arrays, metadata, replace, transport)
 
 
