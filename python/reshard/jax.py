@@ -159,10 +159,12 @@ def from_jax_array(x: Any, topology_: _core.Topology | None = None) -> _array.Sh
                                            jax.process_index())
 
 
-def to_jax_array(array: _array.ShardedArray, devices: Any = None) -> Any:
-    """The ``jax.Array`` of a ShardedArray (``jax.make_array_from_single_device_arrays``)."""
+def to_jax_array(array: _array.ShardedArray, devices: Any = None, sharding: Any = None) -> Any:
+    """The ``jax.Array`` of a ShardedArray (``jax.make_array_from_single_device_arrays``), with
+    `sharding` (a jax Sharding of the same layout, a SingleDeviceSharding say) or by default
+    the NamedSharding ``from_reshard`` gives."""
     ids = _ids(devices)
-    sharding = from_reshard(array.sharding, devices)
+    sharding = from_reshard(array.sharding, devices) if sharding is None else sharding
     kind = array.sharding.memory_kind
     shards = array.shards
     # One batched device_put for all shards: per-shard calls cost most of a small array's time.
@@ -173,25 +175,44 @@ def to_jax_array(array: _array.ShardedArray, devices: Any = None) -> Any:
 
 
 def _is_jax_sharding(x: Any) -> bool:
-    return isinstance(x, jax.sharding.Sharding)
+    return isinstance(x, (jax.sharding.Sharding, jax.Device, _core.NamedSharding))
+
+
+def _as_jax_sharding(target: Any) -> Any:
+    """A target as jax.device_put takes it (a jax Sharding or a jax.Device), or reshard's own
+    NamedSharding (devices numbered as ``topology()`` numbers them), as a jax Sharding."""
+    if isinstance(target, jax.Device):
+        return _JaxSingleDeviceSharding(target)
+    if isinstance(target, _core.NamedSharding):
+        return from_reshard(target)
+    if isinstance(target, jax.sharding.Sharding):
+        return target
+    raise InvalidArgumentError(f"a target must be a jax Sharding, a jax.Device or a reshard NamedSharding, "
+                               f"not {type(target).__name__}")
 
 
 def _targets(shardings: Any, tree: Any) -> list[Any]:
-    """The sharding of each leaf of `tree`: `shardings` is one for all or a pytree prefix of `tree`."""
+    """The jax sharding of each leaf of `tree`: `shardings` is one target for all or a pytree
+    prefix of `tree` (jax shardings, jax.Devices or reshard NamedShardings)."""
     broadcast = jax.tree_util.tree_broadcast(shardings, tree, is_leaf=_is_jax_sharding)
-    return jax.tree_util.tree_leaves(broadcast, is_leaf=_is_jax_sharding)
+    return [_as_jax_sharding(t) for t in jax.tree_util.tree_leaves(broadcast, is_leaf=_is_jax_sharding)]
 
 
-def device_put(tree: Any, shardings: Any, transport: _core.Transport | None = None) -> Any:
-    """`tree` (a pytree of jax.Arrays with NamedShardings, or numpy arrays) laid out by
-    `shardings` (one NamedSharding for all, or a pytree prefix of `tree`), as
-    jax.device_put, across any meshes, device orders, device sets and processes; all
-    arrays move in one operation. Collective over `transport` (a multi-process JAX job,
-    see the module's note)."""
+def device_put(tree: Any, shardings: Any, transport: _core.Transport | None = None, *,
+               donate: bool | Any = False) -> Any:
+    """`tree` (a pytree of jax.Arrays, or numpy arrays) laid out by `shardings` (one target
+    for all or a pytree prefix of `tree`: jax shardings, jax.Devices, or reshard's own
+    NamedShardings), as jax.device_put, across any meshes, device orders, device sets and
+    processes; all arrays move in one operation, and each result has its target's
+    sharding. `donate` (a bool, or a pytree prefix of bools) deletes the donated source
+    arrays once the results exist, as jax.device_put's. Collective over `transport` (a
+    multi-process JAX job, see the module's note)."""
 
-    def prepare() -> tuple[Any, list[_array.ShardedArray], list[int], list[_core.NamedSharding]]:
+    def prepare() -> tuple[Any, list[Any], list[_array.ShardedArray], list[int], list[Any], list[bool]]:
         leaves, treedef = jax.tree_util.tree_flatten(tree)
-        ours = [to_reshard(t) for t in _targets(shardings, tree)]
+        targets = _targets(shardings, tree)
+        donated = _donated(donate, tree)
+        ours = [to_reshard(t) for t in targets]
         topo = _job_topology(transport)
         arrays, moving = [], []
         for i, (leaf, target) in enumerate(zip(leaves, ours)):
@@ -200,13 +221,38 @@ def device_put(tree: Any, shardings: Any, transport: _core.Transport | None = No
                 moving.append(i)
             else:  # whole on every process: each copies out its shards, nothing moves
                 arrays.append(_array.from_host(np.asarray(leaf), target, topo, transport))
-        return treedef, arrays, moving, ours
+        return treedef, leaves, arrays, moving, targets, donated
 
-    treedef, arrays, moving, ours = _collective(transport, prepare)
-    moved = _array.reshard([arrays[i] for i in moving], [ours[i] for i in moving], transport)
+    treedef, leaves, arrays, moving, targets, donated = _collective(transport, prepare)
+    moved = _array.reshard([arrays[i] for i in moving], [to_reshard(targets[i]) for i in moving], transport)
     for i, m in zip(moving, moved):
         arrays[i] = m
-    return jax.tree_util.tree_unflatten(treedef, [to_jax_array(a) for a in arrays])
+    results = [_fresh_jax_array(a, t) if d else to_jax_array(a, sharding=t)
+               for a, t, d in zip(arrays, targets, donated)]
+    for leaf, d in zip(leaves, donated):
+        if d and isinstance(leaf, jax.Array):
+            leaf.delete()
+    return jax.tree_util.tree_unflatten(treedef, results)
+
+
+def _donated(donate: Any, tree: Any) -> list[bool]:
+    """Whether each leaf of `tree` is donated: `donate` is a bool or a pytree prefix of bools."""
+    if isinstance(donate, bool):
+        return [donate] * len(jax.tree_util.tree_leaves(tree))
+    flags = jax.tree_util.tree_leaves(jax.tree_util.tree_broadcast(donate, tree))
+    if not all(isinstance(f, bool) for f in flags):
+        raise InvalidArgumentError(f"donate must be a bool or a pytree prefix of bools, not {donate!r}")
+    return flags
+
+
+def _fresh_jax_array(array: _array.ShardedArray, sharding: Any) -> Any:
+    """to_jax_array over copies of the shards: a donated source is deleted afterwards, and a
+    result must not share its memory (a move that changes nothing returns its source)."""
+    ids = _ids()
+    pieces = jax.device_put([np.array(s.data) for s in array.shards],
+                            [_JaxSingleDeviceSharding(ids.device(s.device), memory_kind=array.sharding.memory_kind)
+                             for s in array.shards])
+    return jax.make_array_from_single_device_arrays(array.shape, sharding, pieces, dtype=array.dtype)
 
 
 def to_host(tree: Any, transport: _core.Transport | None = None, root: int | None = None) -> Any:
@@ -319,23 +365,71 @@ def _sharding_of(target: Any) -> Any:
     return target if isinstance(target, jax.sharding.Sharding) else target.sharding
 
 
+_CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+
+
 def restore(path: str | os.PathLike, shardings: Any, verify_checksums: bool = True,
-            transport: _core.Transport | None = None) -> Any:
+            transport: _core.Transport | None = None, *, mesh: Any = None, casting: str = "safe") -> Any:
     """The pytree of jax.Arrays saved at `path`, each laid out by its leaf of `shardings`.
 
     `shardings` is a pytree (any subset of the saved tree's paths) whose leaves
-    are jax shardings, or anything with a ``.sharding`` (``jax.ShapeDtypeStruct``,
-    a jax.Array); any mesh, device order or device count. Each process reads only
-    the chunks its devices need, checksummed.
+    are jax shardings, anything with a ``.sharding`` (``jax.ShapeDtypeStruct``, a
+    jax.Array), or PartitionSpecs laid on `mesh`; any mesh, device order or device
+    count. A leaf with a shape must have the saved shape (InvalidArgumentError
+    naming the tensor otherwise); one with a dtype gets that dtype, cast as numpy's
+    ``astype`` under `casting` ("safe" by default: bf16 to f32 is cast, f32 to bf16
+    is refused unless ``casting="same_kind"``). Each process reads only the chunks
+    its devices need, checksummed.
     """
-    def prepare() -> tuple[list[str], Any, dict[str, _core.NamedSharding], _core.Topology]:
-        names, leaves, treedef = _named_leaves(shardings, is_leaf=_is_target)
-        targets = {name: to_reshard(_sharding_of(leaf)) for name, leaf in zip(names, leaves)}
-        return names, treedef, targets, _job_topology(transport)
+    if casting not in _CASTINGS:
+        raise InvalidArgumentError(f"casting={casting!r}: one of {', '.join(map(repr, _CASTINGS))}, as numpy's")
 
-    names, treedef, targets, topo = _collective(transport, prepare)
+    def prepare() -> tuple[list[str], Any, dict[str, _core.NamedSharding], dict[str, Any], _core.Topology]:
+        names, leaves, treedef = _named_leaves(shardings, is_leaf=_is_restore_target)
+        targets = {name: to_reshard(_restore_sharding(name, leaf, mesh)) for name, leaf in zip(names, leaves)}
+        wanted = {name: leaf for name, leaf in zip(names, leaves) if hasattr(leaf, "shape") and hasattr(leaf, "dtype")}
+        return names, treedef, targets, wanted, _job_topology(transport)
+
+    names, treedef, targets, wanted, topo = _collective(transport, prepare)
     restored = _checkpoint.restore(path, targets, topo, verify_checksums, transport)
+    for name, leaf in wanted.items():  # the same on every process: the checkpoint and the tree are
+        restored[name] = _as_requested(name, restored[name], tuple(leaf.shape), np.dtype(leaf.dtype), casting)
     return jax.tree_util.tree_unflatten(treedef, [to_jax_array(restored[n]) for n in names])
+
+
+def _is_restore_target(x: Any) -> bool:
+    return _is_target(x) or isinstance(x, (_JaxPartitionSpec, jax.ShapeDtypeStruct))
+
+
+def _restore_sharding(name: str, leaf: Any, mesh: Any) -> Any:
+    """The jax sharding a restore target leaf asks for."""
+    if isinstance(leaf, _JaxPartitionSpec):
+        if mesh is None:
+            raise InvalidArgumentError(f"shardings[{name!r}] is a PartitionSpec, which names no devices: "
+                                       "pass mesh= to lay it on, or a NamedSharding")
+        return _JaxNamedSharding(mesh, leaf)
+    sharding = leaf if isinstance(leaf, jax.sharding.Sharding) else getattr(leaf, "sharding", None)
+    if not isinstance(sharding, jax.sharding.Sharding):
+        raise InvalidArgumentError(f"shardings[{name!r}] is a {type(leaf).__name__} without a sharding: give a jax "
+                                   "sharding, a ShapeDtypeStruct(shape, dtype, sharding=...) or a PartitionSpec "
+                                   "with mesh=")
+    return sharding
+
+
+def _as_requested(name: str, array: _array.ShardedArray, shape: tuple[int, ...], dtype: np.dtype,
+                  casting: str) -> _array.ShardedArray:
+    """`array` (as saved) checked against the shape its target asks for and cast to its dtype."""
+    if array.shape != shape:
+        raise InvalidArgumentError(f"shardings[{name!r}] asks for shape {shape}, the checkpoint holds {name!r} "
+                                   f"with shape {array.shape}")
+    if array.dtype == dtype:
+        return array
+    if not np.can_cast(array.dtype, dtype, casting):
+        allowing = next(c for c in _CASTINGS if np.can_cast(array.dtype, dtype, c))
+        raise InvalidArgumentError(f"shardings[{name!r}] asks for {dtype}, the checkpoint holds {name!r} as "
+                                   f"{array.dtype}: not a {casting!r} cast (casting={allowing!r} casts it)")
+    shards = {s.device: s.data.astype(dtype) for s in array.shards}
+    return _array.ShardedArray.from_shards(shape, dtype, array.sharding, shards, array.topology, array.process)
 
 
 def export(tree: Any, out: str | os.PathLike, map: str, kind: str = "model", dtype: Any = None,
@@ -454,10 +548,12 @@ class Incompatible:
     """An array whose sharding ``jit`` on the checked mesh refuses ("incompatible devices"),
     and the reshard that fixes it.
 
-    `reason` is "another device order" (same mesh shape and axes, devices
-    permuted), "another mesh" (the same devices in another mesh's order) or
-    "another device set". `target` is the sharding to move it to (its spec on
-    the mesh, replicated where the spec does not fit), and `plan` reshard's plan
+    `use` is the kind of use checked (see ``check``). `reason` is "another device
+    order" (same mesh shape and axes, devices permuted), "another mesh" (the same
+    devices in another mesh's order) or "another device set"; for in_shardings,
+    "another tiling" or "another memory kind". `target` is the sharding to move it
+    to (its spec on the mesh, replicated where the spec does not fit; for
+    in_shardings the in_sharding), and `plan` reshard's plan
     for that move; `bytes_per_process[p]` is what it copies onto process p's
     devices (pieces already on their device excluded) and `bytes_cross_process`
     what crosses between processes. Devices are JAX's ids; ``report()`` adds
@@ -474,15 +570,17 @@ class Incompatible:
     plan: _core.Plan
     bytes_per_process: tuple[int, ...]
     bytes_cross_process: int
+    use: str = "out_shardings"
 
     def __str__(self) -> str:
-        where = (f"{self.path} {list(self.shape)} {self.dtype}: {self.reason} (devices {list(self.devices)}, "
-                 f"the mesh's {list(self.mesh_devices)})")
+        theirs = "the in_sharding's" if self.use == "in_shardings" else "the mesh's"
+        where = (f"{self.path} {list(self.shape)} {self.dtype}: jit ({self.use}) refuses {self.reason} "
+                 f"(devices {list(self.devices)}, {theirs} {list(self.mesh_devices)})")
+        onto = "as the in_sharding" if self.use == "in_shardings" else f"to {self.target.spec} on the mesh"
         if not any(self.bytes_per_process):
-            return f"{where}; fix: relabel as {self.target.spec} on the mesh (every piece is in place, no bytes move)"
+            return f"{where}; fix: relabel {onto} (every piece is in place, no bytes move)"
         per = ", ".join(f"process {p}: {_size(b)}" for p, b in enumerate(self.bytes_per_process))
-        return (f"{where}; fix: reshard to {self.target.spec} on the mesh, moving {per} "
-                f"({_size(self.bytes_cross_process)} between processes)")
+        return f"{where}; fix: reshard {onto}, moving {per} ({_size(self.bytes_cross_process)} between processes)"
 
     def report(self, color: bool = False, width: int = 80) -> str:
         """The one-line finding (``str``), then pictures of the array as it lies and as the
@@ -527,43 +625,109 @@ def _reason(sharding: Any, mesh: Any, devices: tuple[int, ...], mesh_devices: tu
 
 def _fix_target(x: Any, mesh: Any) -> Any:
     spec = x.sharding.spec if isinstance(x.sharding, _JaxNamedSharding) else _JaxPartitionSpec()
-    target = _JaxNamedSharding(mesh, spec, memory_kind=x.sharding.memory_kind)
     try:
+        target = _JaxNamedSharding(mesh, spec, memory_kind=x.sharding.memory_kind)
         to_reshard(target).shard_shape(tuple(x.shape))
         return target
     except (ValueError, UnsupportedError):  # axes the mesh lacks, or indivisible
         return _JaxNamedSharding(mesh, _JaxPartitionSpec(), memory_kind=x.sharding.memory_kind)
 
 
-def check(tree: Any, mesh: Any) -> list[Incompatible]:
-    """The arrays of `tree` whose sharding ``jit`` on `mesh` would refuse, each with its fix.
+def _position_index_map(sharding: Any, shape: tuple[int, ...]) -> list[tuple] | str:
+    """What XLA's HLO sharding compares: each device's slice, listed by the device's position
+    in the sharding's device order (whichever devices they are), or "replicated" when every
+    device holds the whole array (on any number of devices: HLO keeps no tiles then)."""
+    indices = sharding.devices_indices_map(shape)
+    order = sharding.mesh.devices.flat if isinstance(sharding, _JaxNamedSharding) else sharding._device_assignment
+    slices = [tuple(s.indices(n) for s, n in zip(indices[d], shape)) for d in order]
+    whole = tuple((0, n, 1) for n in shape)
+    return "replicated" if all(s == whole for s in slices) else slices
 
-    jit runs on the mesh's devices in the mesh's order; it refuses a committed
-    array laid out on another device order, another mesh's order or another
-    set of devices ("incompatible devices"), while it moves uncommitted arrays
-    itself. The fix of each is the reshard to its spec on `mesh` (replicated if
-    the spec does not fit there), with the bytes that would move per process
-    (``reshard.jax.device_put(x, record.target)`` performs it). Empty when
-    every array is compatible.
+
+def _in_sharding_refusal(x: Any, target: Any) -> str | None:
+    """Why ``jit(f, in_shardings=target)(x)`` refuses `x` (JAX 0.10.2's rule: another memory
+    kind, for any jax.Array; another tiling for a committed one), or None: it reshards
+    a committed array on other devices or in another order itself when the tiles match."""
+    if not isinstance(x, jax.Array):
+        return None
+    if x.sharding.memory_kind != target.memory_kind:
+        return "another memory kind"
+    if x.committed and _position_index_map(x.sharding, tuple(x.shape)) != _position_index_map(target, tuple(x.shape)):
+        return "another tiling"
+    return None
+
+
+def _incompatible(name: str, x: Any, use: str, reason: str, target: Any, mesh_devices: tuple[int, ...],
+                  topo: _core.Topology) -> Incompatible:
+    p = _plan(tuple(x.shape), np.dtype(x.dtype), to_reshard(x.sharding), to_reshard(target), topo)
+    per_process = [0] * topo.num_processes
+    itemsize = np.dtype(x.dtype).itemsize
+    for t in p.transfers:
+        if t.src != t.dst:  # a piece already on its device does not move
+            per_process[topo.process_of(t.dst)] += t.box.volume * itemsize
+    return Incompatible(name, tuple(x.shape), np.dtype(x.dtype), reason, _device_ids(x.sharding), mesh_devices,
+                        target, p, tuple(per_process), p.stats.bytes_cross_process, use)
+
+
+USES = ("out_shardings", "arguments", "in_shardings")
+
+
+def check(tree: Any, mesh: Any = None, *, use: str = "out_shardings", in_shardings: Any = None) -> list[Incompatible]:
+    """The arrays of `tree` that ``jit`` would refuse when used as `use` says, each with its fix.
+
+    JAX 0.10.2's rules, per kind of use:
+
+    - ``use="out_shardings"`` (the default): a computation on `mesh`, as
+      ``jit(f, out_shardings=NamedSharding(mesh, ...))(*tree)`` or plain ``jit`` under
+      ``jax.set_mesh(mesh)``. It runs on the mesh's devices in the mesh's order and
+      refuses a committed argument on another device order, another mesh's order or
+      another set of devices ("Received incompatible devices for jitted computation");
+      uncommitted arrays it moves itself. Fix: the array's spec on `mesh` (replicated
+      where the spec does not fit there).
+    - ``use="arguments"``: plain ``jit(f)(*tree)``, no shardings: the committed arguments
+      must all share one device order, `mesh`'s if given, else the first committed
+      array's. Fix: as above, on that mesh.
+    - ``use="in_shardings"``: ``jit(f, in_shardings=in_shardings)(*tree)``, with
+      `in_shardings` one sharding or a pytree prefix of `tree`: jit reshards a committed
+      argument in another device order or on other devices when its tiles match, and
+      refuses another tiling ("Sharding passed to jit does not match") or, for any
+      array, another memory kind. Fix: the in_sharding itself.
+
+    Each finding has the bytes that would move per process
+    (``reshard.jax.device_put(x, finding.target)`` performs it). Empty when jit accepts
+    every array. Device ids are JAX's.
     """
+    if use not in USES:
+        raise InvalidArgumentError(f"use={use!r}: check models {', '.join(map(repr, USES))}")
     names, leaves, _ = _named_leaves(tree)
-    mesh_devices = tuple(d.id for d in mesh.devices.flat)
     topo = topology()
-    found = []
-    for name, x in zip(names, leaves):
-        if not isinstance(x, jax.Array) or not x.committed:
-            continue
-        devices = _device_ids(x.sharding)
-        if devices == mesh_devices:
-            continue
-        target = _fix_target(x, mesh)
-        p = _plan(tuple(x.shape), np.dtype(x.dtype), to_reshard(x.sharding), to_reshard(target), topo)
-        per_process = [0] * topo.num_processes
-        itemsize = np.dtype(x.dtype).itemsize
-        for t in p.transfers:
-            if t.src != t.dst:  # a piece already on its device does not move
-                per_process[topo.process_of(t.dst)] += t.box.volume * itemsize
-        found.append(Incompatible(name, tuple(x.shape), np.dtype(x.dtype), _reason(x.sharding, mesh, devices,
-                                                                                    mesh_devices),
-                                  devices, mesh_devices, target, p, tuple(per_process), p.stats.bytes_cross_process))
-    return found
+    if use == "in_shardings":
+        if in_shardings is None:
+            raise InvalidArgumentError('use="in_shardings" needs in_shardings= (what jit will be given)')
+        found = []
+        for name, x, target in zip(names, leaves, _targets(in_shardings, tree)):
+            reason = _in_sharding_refusal(x, target)
+            if reason is not None:
+                found.append(_incompatible(name, x, use, reason, target, _device_ids(target), topo))
+        return found
+    if in_shardings is not None:
+        raise InvalidArgumentError(f'in_shardings= is for use="in_shardings", not use={use!r}')
+    committed = [(n, x) for n, x in zip(names, leaves) if isinstance(x, jax.Array) and x.committed]
+    if mesh is None:
+        if use == "out_shardings":
+            raise InvalidArgumentError('use="out_shardings" needs mesh= (the mesh of the out_shardings)')
+        if not committed:
+            return []
+        mesh = _mesh_of_array(committed[0][1])
+    mesh_devices = tuple(d.id for d in mesh.devices.flat)
+    return [_incompatible(n, x, use, _reason(x.sharding, mesh, _device_ids(x.sharding), mesh_devices),
+                          _fix_target(x, mesh), mesh_devices, topo)
+            for n, x in committed if _device_ids(x.sharding) != mesh_devices]
+
+
+def _mesh_of_array(x: Any) -> Any:
+    """The mesh a committed array lies on (a one-device mesh for a single-device array)."""
+    if isinstance(x.sharding, _JaxNamedSharding):
+        return x.sharding.mesh
+    devices = np.array(list(x.sharding._device_assignment), dtype=object)
+    return _JaxMesh(devices, ("devices",))
