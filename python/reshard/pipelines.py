@@ -169,11 +169,16 @@ def export(
             raise InvalidArgumentError(f"kind={kind!r} needs the LoRA config (r, lora_alpha): pass lora_config=, "
                                        f"adapter_config.json as a dict or its text{where}") from None
         raise
-    if kind != "adapter" and hf_config is None and os.path.isdir(out) and \
-            not os.path.exists(os.path.join(out, "config.json")):
-        warnings.warn(f"{os.fspath(out)}: no config.json written (pass hf_config=, config.json as a dict or its "
-                      "text): transformers cannot load the folder without one", MissingConfigWarning, stacklevel=2)
+    if kind != "adapter" and hf_config is None:
+        _warn_without_config(os.fspath(out))
     return result
+
+
+def _warn_without_config(out: str) -> None:
+    # Only where the folder is seen: with gather_to, the other processes have none to look at.
+    if os.path.isdir(out) and not os.path.exists(os.path.join(out, "config.json")):
+        warnings.warn(f"{out}: no config.json written (pass hf_config=, config.json as a dict or its text): "
+                      "transformers cannot load the folder without one", MissingConfigWarning, stacklevel=3)
 
 
 def import_model(
