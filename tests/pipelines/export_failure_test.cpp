@@ -101,7 +101,7 @@ TEST_F(ExportFailureTest, AFailedReplaceKeepsTheFolderThatWasThere) {
   }
   ExportOptions refused;
   EXPECT_TRUE(testing::throws_error([&] { run_export(2, *tensor_map_preset("levanter-llama"), refused); },
-                                    ErrorCode::kInvalidArgument, {(dir_ / "out").string()}));
+                                    ErrorCode::kAlreadyExists, {(dir_ / "out").string()}));
   std::atomic<bool> failed = false;
   testing::run_ranks(2, [&](Transport& transport) {
     ExportOptions options;

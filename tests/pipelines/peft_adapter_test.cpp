@@ -158,7 +158,7 @@ TEST(PeftAdapterFolder, WritesTheWeightsAndTheConfig) {
   EXPECT_EQ(read, a);
   EXPECT_EQ(testing::read_text(folder / "adapter_config.json"), lora_config_json(config));
   EXPECT_TRUE(throws_error([&] { write_peft_adapter(folder, config, specs, produce, false); },
-                           ErrorCode::kInvalidArgument, {"adapter"}));
+                           ErrorCode::kAlreadyExists, {"adapter"}));
   EXPECT_NO_THROW(write_peft_adapter(folder, config, specs, produce, true));
 }
 
