@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -432,8 +432,8 @@ def _as_requested(name: str, array: _array.ShardedArray, shape: tuple[int, ...],
     return _array.ShardedArray.from_shards(shape, dtype, array.sharding, shards, array.topology, array.process)
 
 
-def export(tree: Any, out: str | os.PathLike, map: str, kind: str = "model", dtype: Any = None,
-           transport: _core.Transport | None = None, **options: Any) -> _pipelines.ExportResult:
+def export(tree: Any, out: str | os.PathLike, map: str, kind: Literal["model", "adapter", "merged"] = "model",
+           dtype: Any = None, transport: _core.Transport | None = None, **options: Any) -> _pipelines.ExportResult:
     """Exports a pytree of jax.Arrays (a model in a training framework's layout) to Hugging
     Face files through the tensor map `map`, as ``reshard.export``, without gathering.
 
@@ -527,8 +527,10 @@ def _load_onto_shardings(hf_dir: str | os.PathLike, map: str, shardings: Any, al
     names, treedef, targets, topo = _collective(transport, prepare)
     first_mesh = targets[0].mesh if targets else _core.Mesh([0], ("device",))
     name_rules = [(_glob_exact(n), t.spec) for n, t in zip(names, targets) if t.mesh == first_mesh]
+    # strict: a target's spec is for exactly its tensor, so one that does not fit its rank is
+    # the caller's mistake, not a rule to fall through to replication.
     imported = _pipelines.import_model(hf_dir, map, first_mesh, topo, rules=name_rules, dtype=dtype, sizes=sizes,
-                                       transport=transport)
+                                       transport=transport, strict=True)
     missing = [n for n in names if n not in imported]
     if missing:  # the same on every process: the folder and the map are
         from .errors import MissingTensorError
