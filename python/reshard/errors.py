@@ -214,6 +214,12 @@ class ChecksumMismatchError(FormatError):
     code = "checksum_mismatch"
 
 
+class InvalidConfigError(FormatError):
+    """A model or adapter config file (config.json, adapter_config.json) that is malformed."""
+
+    code = "invalid_config"
+
+
 def _classes_by_code() -> dict[str, type[ReshardError]]:
     classes: dict[str, type[ReshardError]] = {}
     pending: list[type] = [ReshardError]

@@ -37,6 +37,7 @@ std::string_view error_code_name(ErrorCode code) {
     case ErrorCode::kMisalignedSlice: return "misaligned_slice";
     case ErrorCode::kInvalidManifest: return "invalid_manifest";
     case ErrorCode::kChecksumMismatch: return "checksum_mismatch";
+    case ErrorCode::kInvalidConfig: return "invalid_config";
   }
   return "unknown";
 }

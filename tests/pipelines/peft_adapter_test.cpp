@@ -40,6 +40,7 @@ constexpr std::string_view kExampleJson = R"j({
   "fan_in_fan_out": false,
   "inference_mode": true,
   "lora_alpha": 16,
+  "lora_bias": false,
   "lora_dropout": 0.05,
   "modules_to_save": null,
   "peft_type": "LORA",
@@ -52,6 +53,7 @@ constexpr std::string_view kExampleJson = R"j({
     "v_proj"
   ],
   "task_type": "CAUSAL_LM",
+  "use_dora": false,
   "use_rslora": false
 })j";
 
@@ -75,13 +77,17 @@ TEST(LoraConfig, ReadsBackWhatItWrites) {
 }
 
 TEST(LoraConfig, RefusesOtherAdaptersAndBadFields) {
-  EXPECT_TRUE(throws_error([] { parse_lora_config(R"({"peft_type": "IA3"})", "cfg.json"); }, ErrorCode::kParse,
+  EXPECT_TRUE(throws_error([] { parse_lora_config(R"({"peft_type": "IA3"})", "cfg.json"); }, ErrorCode::kUnsupported,
+                           {"cfg.json", "peft_type 'IA3'"}));
+  EXPECT_TRUE(throws_error([] { parse_lora_config(R"({"r": 8})", "cfg.json"); }, ErrorCode::kInvalidConfig,
                            {"cfg.json", "peft_type"}));
+  EXPECT_TRUE(throws_error([] { parse_lora_config(R"({"peft_type": "LORA", "modules_to_save": "lm_head"})", "c"); },
+                           ErrorCode::kInvalidConfig, {"modules_to_save"}));
   EXPECT_TRUE(throws_error([] { parse_lora_config(R"({"peft_type": "LORA", "r": "8"})", "cfg.json"); },
-                           ErrorCode::kParse, {"'r'"}));
+                           ErrorCode::kInvalidConfig, {"'r'"}));
   EXPECT_TRUE(throws_error([] { parse_lora_config(R"({"peft_type": "LORA", "rank_pattern": {"q": 1.5}})", "c"); },
-                           ErrorCode::kParse, {"rank_pattern"}));
-  EXPECT_TRUE(throws_error([] { parse_lora_config("[", "c"); }, ErrorCode::kParse, {"JSON"}));
+                           ErrorCode::kInvalidConfig, {"rank_pattern"}));
+  EXPECT_TRUE(throws_error([] { parse_lora_config("[", "c"); }, ErrorCode::kInvalidConfig, {"JSON"}));
 }
 
 TEST(LoraConfig, PatternsMatchTheEndOfTheModuleNameFirstKeyFirst) {
@@ -104,7 +110,7 @@ TEST(LoraConfig, PatternsMatchTheEndOfTheModuleNameFirstKeyFirst) {
   config.use_rslora = true;
   EXPECT_EQ(module_lora(config, "model.layers.0.mlp.up_proj").scaling, static_cast<float>(16.0 / std::sqrt(8.0)));
   config.rank_pattern = {{"(", 1}};
-  EXPECT_TRUE(throws_error([&] { module_lora(config, "m"); }, ErrorCode::kParse, {"'('"}));
+  EXPECT_TRUE(throws_error([&] { module_lora(config, "m"); }, ErrorCode::kInvalidConfig, {"rank_pattern", "'('"}));
 }
 
 TEST(PeftAdapterKeys, ParseAndName) {
