@@ -136,8 +136,9 @@ void plan_model(ExportPlan& plan, const ExportOptions& options, const ExportConf
     plan.tensors.push_back(std::move(out));
   }
   plan.hf_config = options.hf_config_json ? options.hf_config_json : fallback.hf_config;
+  plan.generation_config = fallback.generation_config;
   if (plan.hf_config && options.dtype) {
-    plan.hf_config = with_torch_dtype(*plan.hf_config, *options.dtype,
+    plan.hf_config = with_config_dtype(*plan.hf_config, *options.dtype,
                                       fmt::format("{} (metadata '{}')", fallback.label, kHfConfigMetadataKey));
   }
 }
