@@ -6,6 +6,7 @@ framework's layout and Hugging Face files through a tensor map."""
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -50,7 +51,11 @@ def convert(
     A checkpoint's tensors are laid out on `mesh` by `rules` (a rules file's
     text, or (glob, PartitionSpec) pairs; the first match wins, replicated if
     none) or by `best_effort` sharding over that axis. The output appears only
-    when complete; an existing one is replaced only with `replace`.
+    when complete; an existing one is replaced only with `replace`. A folder
+    made from a folder carries its non-weight files (config.json, its dtype keys
+    following `dtype`, generation_config.json, tokenizer files); one made from a
+    checkpoint gets the configs the checkpoint keeps. A folder output with no
+    config.json to carry gives a ``UserWarning``.
     """
     dst = os.fspath(dst)
     output = output or _output_of(dst, mesh)
@@ -58,8 +63,11 @@ def convert(
         topology = _core.Topology.uniform(max(mesh.device_ids) + 1, 1 if transport is None else transport.size)
     if rules is not None and not isinstance(rules, str):
         rules = [(pattern, spec) for pattern, spec in rules]
-    return _core._convert(os.fspath(src), dst, output, None if dtype is None else dtype_name(dtype), max_shard_size,
-                          replace, mesh, topology, rules, best_effort, transport)
+    result = _core._convert(os.fspath(src), dst, output, None if dtype is None else dtype_name(dtype),
+                            max_shard_size, replace, mesh, topology, rules, best_effort, transport)
+    for message in result.warnings:
+        warnings.warn(message, UserWarning, stacklevel=2)
+    return result
 
 
 def merge_lora(
@@ -72,13 +80,22 @@ def merge_lora(
     chunk_bytes: int = 8 << 20,
 ) -> MergeLoraSummary:
     """Merges the PEFT LoRA `adapter` folder into `base` (a Hugging Face folder or a .safetensors file), as
-    ``reshard merge-lora``: the folder `out`, with config.json and generation_config.json copied.
+    ``reshard merge-lora`` and PEFT's ``merge_and_unload``: the folder `out`, with the base folder's
+    non-weight files (config.json, generation_config.json, tokenizer files) carried beside the weights.
 
-    Every adapter key must name a module of the base (MissingTensorError naming
-    it otherwise); at most `chunk_bytes` of a weight is read and merged at a time.
+    Plain LoRA, rsLoRA, rank/alpha patterns, fan_in_fan_out, DoRA, LoRA on
+    embeddings, ``lora_bias`` and ``modules_to_save`` are merged as PEFT
+    defines them. Every adapter key must name a module of the base
+    (MissingTensorError naming it otherwise); other adapter types and keys or
+    configs PEFT would not merge raise UnsupportedError naming them. A base
+    without config.json merges with a ``UserWarning`` (transformers cannot load
+    the result). At most `chunk_bytes` of a weight is read and merged at a time.
     """
-    return _core._merge_lora(os.fspath(base), os.fspath(adapter), os.fspath(out),
-                             None if dtype is None else dtype_name(dtype), max_shard_size, replace, chunk_bytes)
+    summary = _core._merge_lora(os.fspath(base), os.fspath(adapter), os.fspath(out),
+                                None if dtype is None else dtype_name(dtype), max_shard_size, replace, chunk_bytes)
+    for message in summary.warnings:
+        warnings.warn(message, UserWarning, stacklevel=2)
+    return summary
 
 
 def export(
