@@ -1,17 +1,13 @@
 #include "reshard/pipelines/merge_lora.h"
 
 #include <algorithm>
-#include <map>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 
 #include "carried_files.h"
 #include "merge_lora_plan.h"
 #include "merge_lora_produce.h"
 #include "small_file.h"
-#include "reshard/formats/atomic_file.h"
 #include "reshard/formats/hf_folder.h"
 #include "reshard/formats/hf_folder_plan.h"
 #include "reshard/formats/hf_folder_writer.h"
@@ -20,7 +16,6 @@
 #include "reshard/formats/tensor_stream.h"
 #include "reshard/layout/checked.h"
 #include "reshard/layout/error.h"
-#include "reshard/pipelines/lora_merge.h"
 #include "reshard/pipelines/peft_adapter.h"
 
 namespace reshard {
@@ -34,7 +29,7 @@ using detail::MergePlan;
 
 // What transformers needs beside the weights, which a base without it cannot give.
 std::vector<std::string> missing_config_warnings(const fs::path& base, const std::vector<std::string>& carried) {
-  if (std::find(carried.begin(), carried.end(), "config.json") != carried.end()) return {};
+  if (std::find(carried.begin(), carried.end(), detail::kConfigFileName) != carried.end()) return {};
   return {fmt::format("{} has no config.json, so the merged folder has none either: transformers' from_pretrained "
                       "cannot load it until one is put beside the weights",
                       base.string())};
