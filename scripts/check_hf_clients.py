@@ -19,9 +19,17 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shutil
 import subprocess
 import sys
+import warnings
+
+# The table is the output: no progress bars, and the libraries' advice about
+# training setups (tied embeddings, sharded saves) is not this check's concern.
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("TQDM_DISABLE", "1")
+warnings.filterwarnings("ignore", module="(peft|transformers)(\\.|$)")
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -114,9 +122,10 @@ def term_scales(peft_model) -> dict[str, torch.Tensor]:
         s = module.scaling["default"]
         w = module.get_base_layer().weight.detach().double()
         if embedding:
-            a, b = module.lora_embedding_A["default"].double(), module.lora_embedding_B["default"].double()
+            a, b = module.lora_embedding_A["default"], module.lora_embedding_B["default"]
         else:
-            a, b = module.lora_A["default"].weight.double(), module.lora_B["default"].weight.double()
+            a, b = module.lora_A["default"].weight, module.lora_B["default"].weight
+        a, b = a.detach().double(), b.detach().double()
         transposed = embedding or module.fan_in_fan_out
         terms = (b.abs() @ a.abs()) * s
         delta = (b @ a) * s
