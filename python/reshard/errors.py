@@ -215,7 +215,7 @@ class ChecksumMismatchError(FormatError):
 
 
 class InvalidConfigError(FormatError):
-    """A model or adapter config file (config.json, adapter_config.json) that is malformed."""
+    """An input file of settings (config.json, adapter_config.json, a map or rules file) that is malformed."""
 
     code = "invalid_config"
 

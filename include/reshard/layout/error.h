@@ -43,7 +43,7 @@ enum class ErrorCode {
   kMisalignedSlice,   // a sub-byte tensor whose bits do not fill whole bytes (the reference's kind)
   kInvalidManifest,   // a checkpoint manifest that is malformed, inconsistent or of an unknown version
   kChecksumMismatch,  // stored bytes whose checksum differs from the one recorded for them
-  kInvalidConfig,     // a model or adapter config file (config.json, adapter_config.json) that is malformed
+  kInvalidConfig,     // an input file of settings (config.json, adapter_config.json, a map or rules file) that is malformed
 };
 
 // A short, stable, snake_case name for a code ("indivisible", "unknown_axis").
