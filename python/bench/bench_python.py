@@ -11,6 +11,11 @@
 3. Python call overhead on a small array: reshard.jax.device_put and
    reshard.reshard of a 64-element array beside jax.device_put, and
    NamedSharding.devices_indices_map beside JAX's.
+Under mpirun it is one multi-process JAX job instead (4 CPU devices per process;
+bench_job.py says what it measures, and how):
+
+  mpirun -np 4 .venv/bin/python python/bench/bench_python.py [--put-mib 256] [--ckpt-mib 256]
+
 Times are the best of --repeat runs; ratios (baseline time / reshard time, so
 above 1 means reshard is faster) are what to compare on a loaded machine.
 The smaller sizes are for a quick check (python/tests/test_bench.py runs it so).
@@ -21,8 +26,13 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
-import time
 
+import reshard.mpi  # before JAX: it says whether mpirun started this process
+
+# Under mpirun: one JAX job over jax.distributed, 4 devices per process.
+UNDER_MPI = reshard.mpi.launched_by_mpi()
+if UNDER_MPI:
+    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
@@ -33,17 +43,9 @@ from jax.sharding import Mesh as JaxMesh, NamedSharding as JaxSharding, Partitio
 
 import reshard  # noqa: E402
 import reshard.jax  # noqa: E402
+from timing import best  # noqa: E402
 
 ORDER_A, ORDER_B = [0, 4, 1, 5, 2, 6, 3, 7], list(range(8))
-
-
-def best(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def gib_s(mib: float, seconds: float) -> str:
@@ -136,7 +138,15 @@ def main() -> None:
     parser.add_argument("--put-mib", type=int, default=256, help="size of the array moved between device orders")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--calls", type=int, default=2000, help="calls per overhead measurement")
+    parser.add_argument("--ckpt-mib", type=int, default=256, help="size of the pytree checkpointed (under mpirun)")
     args = parser.parse_args()
+    if UNDER_MPI:
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        jax.distributed.initialize()  # finds Open MPI's processes by itself
+        import bench_job  # beside this script
+
+        bench_job.main(args.put_mib, args.ckpt_mib, args.repeat)
+        return
     if len(jax.devices()) < 8:
         raise SystemExit(f"needs 8 JAX devices, XLA_FLAGS gave {len(jax.devices())}")
     bench_read(args.read_mib, args.repeat)

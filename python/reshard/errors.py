@@ -220,6 +220,22 @@ class InvalidConfigError(FormatError):
     code = "invalid_config"
 
 
+class NotOrbaxCheckpointError(FormatError):
+    """A folder that is not an Orbax PyTree checkpoint (no or malformed _METADATA), for reshard.orbax."""
+
+
+class IncompleteCheckpointError(FormatError):
+    """A checkpoint whose save never committed (Orbax: no commit_success.txt, or a .orbax-checkpoint-tmp name)."""
+
+
+class UnsupportedDtypeError(UnsupportedError):
+    """A stored element type reshard has no dtype for (reshard.orbax names the tensor)."""
+
+
+class UnsupportedDriverError(UnsupportedError):
+    """A stored array format reshard.orbax does not read (zarr and zarr3, in folders or OCDBT, only)."""
+
+
 def _classes_by_code() -> dict[str, type[ReshardError]]:
     classes: dict[str, type[ReshardError]] = {}
     pending: list[type] = [ReshardError]

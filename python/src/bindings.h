@@ -26,6 +26,10 @@ void bind_box(nb::module_& m);
 void bind_mesh(nb::module_& m);
 void bind_partition_spec(nb::module_& m);
 void bind_named_sharding(nb::module_& m);
+// NamedSharding.picture (layout_picture.cpp): draw_sharding with each argument
+// type-checked, so that a wrong one is an InvalidArgumentError naming it.
+nb::object sharding_picture(const NamedSharding& sharding, nb::handle global_shape, nb::handle labels,
+                            nb::handle dtype, nb::handle platform, nb::handle color, nb::handle width);
 void bind_plan(nb::module_& m);
 void bind_formats(nb::module_& m);
 void bind_hf_folder(nb::module_& m);

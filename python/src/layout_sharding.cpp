@@ -110,6 +110,19 @@ void bind_named_sharding(nb::module_& m) {
            "{device id: replica id}: how many earlier devices (mesh order) hold the same slice.")
       .def("num_chunks", [](const NamedSharding& s, size_t rank) { return shape_to_python(s.num_chunks(rank)); },
            nb::arg("rank"), nb::sig("def num_chunks(self, rank: int) -> tuple[int, ...]"), "Chunks per dimension for an array of rank `rank`.")
+      // Every argument may be None (or anything else) here, so that its check names it.
+      .def("picture", &sharding_picture, nb::arg("global_shape").none(), nb::arg("labels").none() = nb::none(),
+           nb::kw_only(), nb::arg("dtype").none() = nb::none(), nb::arg("platform").none() = "CPU",
+           nb::arg("color").none() = false, nb::arg("width").none() = 80,
+           nb::sig("def picture(self, global_shape: collections.abc.Sequence[int], labels: collections.abc.Sequence[int | str] | None = None, *, dtype: str | None = None, platform: str = 'CPU', color: bool = False, width: int = 80) -> str | None"),
+           "A text picture of which devices hold which block, as jax.debug.visualize_array_sharding\n"
+           "draws it (ranks 1 and 2). Other ranks draw the split dimensions only, under a caption that\n"
+           "names the shape, `dtype` and every dimension; more than two split dimensions give a grid\n"
+           "of the last two per slice of the others. `labels[i]` names device i (e.g. JAX's device ids\n"
+           "in a multi-process job; default: the ids); `platform` is the word before a block's labels;\n"
+           "`color` adds ANSI backgrounds; `width` (1 to 1000) is the columns to fill. None for an empty\n"
+           "array or one with more than 32 blocks a side or 16 grids. Raises InvalidArgumentError\n"
+           "naming the argument, or the sharding's error for a shape it cannot lay out.")
       .def_prop_ro("is_fully_replicated", &NamedSharding::is_fully_replicated, "Whether every device holds the whole array.")
       .def("is_fully_addressable", &NamedSharding::is_fully_addressable, nb::arg("topology"), nb::arg("process"),
            "Whether `process` owns every device of the mesh.")

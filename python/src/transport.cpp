@@ -25,6 +25,25 @@ void check_transport_fits(const Transport& transport, const Topology& topology) 
   }
 }
 
+namespace {
+
+nb::list all_gather_bytes(Transport& transport, nb::bytes local) {
+  const std::span<const std::byte> mine(static_cast<const std::byte*>(static_cast<const void*>(local.c_str())),
+                                        local.size());
+  std::vector<std::vector<std::byte>> gathered;
+  {
+    nb::gil_scoped_release released;
+    gathered = transport.all_gather(mine);
+  }
+  nb::list out;
+  for (const auto& bytes : gathered) {
+    out.append(nb::bytes(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  }
+  return out;
+}
+
+}  // namespace
+
 void bind_transport(nb::module_& m) {
   nb::class_<Transport>(m, "Transport",
                         "Moves bytes between the processes of a job (an MPI transport, or one rank of an\n"
@@ -37,6 +56,10 @@ void bind_transport(nb::module_& m) {
                    "Payload bytes this process has received so far.")
       .def("barrier", &Transport::barrier, nb::call_guard<nb::gil_scoped_release>(),
            "Returns once every process has entered it.")
+      .def("all_gather", &all_gather_bytes, nb::arg("local"),
+           "Collective: every process's `local` bytes, as a list indexed by rank (small\n"
+           "metadata only: how processes agree before an operation; a silent peer fails it\n"
+           "after the timeout).")
       .def_prop_rw("timeout", [](const Transport& t) { return static_cast<double>(t.timeout().count()) / 1000.0; },
                    [](Transport& t, double seconds) {
                      t.set_timeout(std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0)));

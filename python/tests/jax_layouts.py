@@ -36,21 +36,40 @@ class Layout:
         return NamedSharding(Mesh(grid, self.axis_names), PartitionSpec(*self.spec), memory_kind=self.memory_kind)
 
 
-def random_axis_sizes(rng: random.Random) -> tuple[int, ...]:
-    """1 to 4 axes (some of size 1) whose product is at most 64."""
+def random_axis_sizes(rng: random.Random, num_devices: int = NUM_DEVICES) -> tuple[int, ...]:
+    """1 to 4 axes (some of size 1) whose product is at most `num_devices`."""
     sizes: list[int] = []
     for _ in range(rng.randint(1, 4)):
-        room = NUM_DEVICES // int(np.prod(sizes, dtype=np.int64))
+        room = num_devices // int(np.prod(sizes, dtype=np.int64))
         sizes.append(rng.choice([s for s in (1, 2, 3, 4, 8, 16) if s <= room]))
     return tuple(sizes)
 
 
-def random_layout(rng: random.Random) -> Layout:
-    sizes = random_axis_sizes(rng)
+def factored_axis_sizes(rng: random.Random, count: int) -> tuple[int, ...]:
+    """1 to 4 axes (some of size 1) whose product is exactly `count`."""
+    factors, rest, p = [], count, 2
+    while rest > 1:
+        while rest % p == 0:
+            factors.append(p)
+            rest //= p
+        p += 1
+    sizes = [1] * rng.randint(1, 4)
+    for f in factors:
+        sizes[rng.randrange(len(sizes))] *= f
+    return tuple(sizes)
+
+
+def random_layout(rng: random.Random, num_devices: int = NUM_DEVICES, on: list[int] | None = None) -> Layout:
+    """A random mesh over some of devices 0..num_devices-1 (or exactly the devices `on`) in
+    a random order, with a random spec and shape."""
+    sizes = random_axis_sizes(rng, num_devices) if on is None else factored_axis_sizes(rng, len(on))
     names = tuple(rng.sample(AXIS_NAMES, len(sizes)))
     count = int(np.prod(sizes))
     # A random device set in a random order (sometimes 0..n-1 in order).
-    devices = list(range(count)) if rng.random() < 0.2 else rng.sample(range(NUM_DEVICES), count)
+    if on is not None:
+        devices = rng.sample(on, len(on))
+    else:
+        devices = list(range(count)) if rng.random() < 0.2 else rng.sample(range(num_devices), count)
     rank = rng.randint(0, 4)
     entries: list[list[str]] = [[] for _ in range(rank)]
     if rank:

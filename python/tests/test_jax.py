@@ -21,6 +21,7 @@ from test_array import is_nan, random_values
 from test_plan import same_shape_pair
 
 DTYPES = (np.float32, np.int8, np.int64, ml_dtypes.bfloat16, np.bool_, np.uint16)
+JP = jax.sharding.PartitionSpec
 SEED_ORDERS = (
     [0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15],
     [0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15],
@@ -206,3 +207,65 @@ def test_transports_must_be_jaxs_processes(rng, devices):
     assert len(raised) == 2 and all(r is not None and "jax.distributed" in r for r in raised), raised
     with pytest.raises(errors.UnsupportedError, match="transport 2"):
         rjax.to_host(x, transport=group.transport(0))
+
+
+def test_restore_checks_the_requested_shape_and_casts_the_dtype(tmp_path, devices):
+    """A ShapeDtypeStruct target is held to, as Orbax does: another shape is refused naming
+    the tensor, a lossless dtype is cast to, a lossy one refused unless casting= allows it."""
+    values = np.arange(64 * 32).reshape(64, 32).astype(ml_dtypes.bfloat16)
+    saved = jax.device_put(values, seed_sharding(devices, SEED_ORDERS[0], JP("data", "model")))
+    rjax.save(tmp_path / "ckpt", {"w": saved})
+    target = seed_sharding(devices, SEED_ORDERS[1], JP("model"))
+    with pytest.raises(errors.InvalidArgumentError, match=r"shardings\['w'\] asks for shape \(64, 36\).*\(64, 32\)"):
+        rjax.restore(tmp_path / "ckpt", {"w": jax.ShapeDtypeStruct((64, 36), values.dtype, sharding=target)})
+    wider = rjax.restore(tmp_path / "ckpt", {"w": jax.ShapeDtypeStruct((64, 32), np.float32, sharding=target)})["w"]
+    assert wider.dtype == np.float32 and wider.sharding == target
+    np.testing.assert_array_equal(np.asarray(wider), values.astype(np.float32))
+    half = jax.ShapeDtypeStruct((64, 32), np.float16, sharding=target)
+    with pytest.raises(errors.InvalidArgumentError, match="asks for float16.*bfloat16: not a 'safe' cast.*'unsafe'"):
+        rjax.restore(tmp_path / "ckpt", {"w": half})
+    narrower = rjax.restore(tmp_path / "ckpt", {"w": half}, casting="unsafe")["w"]
+    np.testing.assert_array_equal(np.asarray(narrower), values.astype(np.float16))
+    with pytest.raises(errors.InvalidArgumentError, match="casting='sideways'"):
+        rjax.restore(tmp_path / "ckpt", {"w": target}, casting="sideways")
+
+
+def test_restore_lays_partition_specs_on_a_mesh(tmp_path, devices):
+    values = np.arange(16 * 8, dtype=np.float32).reshape(16, 8)
+    rjax.save(tmp_path / "ckpt", {"w": jax.device_put(values, seed_sharding(devices, SEED_ORDERS[0], JP("data")))})
+    mesh = seed_sharding(devices, SEED_ORDERS[1], JP()).mesh
+    restored = rjax.restore(tmp_path / "ckpt", {"w": JP(None, "model")}, mesh=mesh)["w"]
+    assert restored.sharding == jax.sharding.NamedSharding(mesh, JP(None, "model"))
+    np.testing.assert_array_equal(np.asarray(restored), values)
+    with pytest.raises(errors.InvalidArgumentError, match=r"shardings\['w'\] is a PartitionSpec.*mesh="):
+        rjax.restore(tmp_path / "ckpt", {"w": JP(None, "model")})
+    with pytest.raises(errors.InvalidArgumentError, match=r"shardings\['w'\] is a ShapeDtypeStruct without a sharding"):
+        rjax.restore(tmp_path / "ckpt", {"w": jax.ShapeDtypeStruct((16, 8), np.float32)})
+
+
+def test_device_put_takes_what_jax_device_put_takes(devices):
+    """A jax.Device, a SingleDeviceSharding and reshard's own NamedSharding as targets, each
+    result with the target's sharding as jax.device_put gives it; donate= deletes the
+    source, and the result stays intact when its bytes did not move."""
+    values = np.arange(16 * 8, dtype=np.float32).reshape(16, 8)
+    sharding = seed_sharding(devices, SEED_ORDERS[0], JP("data", "model"))
+    x = jax.device_put(values, sharding)
+    for target in (devices[5], jax.sharding.SingleDeviceSharding(devices[7])):
+        ours, theirs = rjax.device_put(x, target), jax.device_put(x, target)
+        assert ours.sharding == theirs.sharding
+        np.testing.assert_array_equal(np.asarray(ours), values)
+    mine = reshard.NamedSharding(reshard.Mesh(np.arange(16).reshape(2, 8), ("a", "b")), P("b"))
+    ours = rjax.device_put(x, mine)
+    assert ours.sharding == rjax.from_reshard(mine)
+    np.testing.assert_array_equal(np.asarray(ours), values)
+    for target in (sharding, seed_sharding(devices, SEED_ORDERS[1], JP("model"))):  # in place, and moved
+        donor = jax.device_put(values, sharding)
+        moved = rjax.device_put({"w": donor}, target, donate=True)["w"]
+        assert donor.is_deleted()
+        jax.device_put(np.zeros_like(values), sharding).block_until_ready()  # reuse of the freed memory
+        np.testing.assert_array_equal(np.asarray(moved), values)
+    kept = jax.device_put(values, sharding)
+    rjax.device_put({"a": kept, "b": x}, sharding, donate={"a": False, "b": False})
+    assert not kept.is_deleted()
+    with pytest.raises(errors.InvalidArgumentError, match="a target must be a jax Sharding"):
+        rjax.device_put(x, "cpu")

@@ -45,9 +45,10 @@ def test_every_public_item_has_a_docstring():
 
     import reshard.jax
     import reshard.mpi
+    import reshard.orbax
 
     modules = [reshard, reshard.errors, reshard.safetensors, reshard.array, reshard.jax, reshard.checkpoint,
-               reshard.pipelines, reshard.mpi]
+               reshard.pipelines, reshard.mpi, reshard.orbax]
     missing = []
     for module in modules:
         names = getattr(module, "__all__", [n for n in vars(module) if not n.startswith("_")])

@@ -9,7 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/demo_reference.h"
-#include "cli/sharding_picture.h"
+#include "reshard/layout/sharding_picture.h"
 #include "reshard/pipelines/checkpoint_restore.h"
 #include "reshard/pipelines/checkpoint_save.h"
 #include "reshard/pipelines/export_model.h"

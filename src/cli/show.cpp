@@ -13,16 +13,17 @@
 #include "cli/commands.h"
 #include "cli/job.h"
 #include "cli/layout_options.h"
-#include "cli/sharding_picture.h"
 #include "reshard/layout/error.h"
+#include "reshard/layout/sharding_picture.h"
 
 namespace reshard::cli {
 namespace {
 
 constexpr const char* kHelp =
-    "Show which device holds which slice of an array: a picture of the blocks (1-D and 2-D\n"
-    "shapes, as jax.debug.visualize_array_sharding draws them; coloured on a terminal), then\n"
-    "a table of device, process, slice and replica id. --json prints the same as JSON.\n"
+    "Show which device holds which slice of an array: a picture of the blocks (as\n"
+    "jax.debug.visualize_array_sharding draws 1-D and 2-D shapes; for other ranks the split\n"
+    "dimensions, with a caption naming the whole ones; coloured on a terminal), then a table\n"
+    "of device, process, slice and replica id. --json prints the same as JSON.\n"
     "\n"
     "Examples:\n"
     "  reshard show --mesh data=4,model=4 --devices 0,4,8,12,1,5,9,13,2,6,10,14,3,7,11,15 \\\n"
@@ -99,11 +100,6 @@ std::string shape_text(const Shape& shape) {
 }
 
 std::string why_no_picture(const Shape& shape, const std::vector<Box>& boxes) {
-  if (shape.empty()) return "(a scalar: no picture, only the table)";
-  if (shape.size() > 2) {
-    return fmt::format("(no picture for a rank-{} array: only 1-D and 2-D shapes are drawn; see the table)",
-                       shape.size());
-  }
   if (Box::whole(shape).empty()) return "(the array is empty: nothing to draw)";
   return fmt::format("(too many blocks to draw across {} devices; see the table)", boxes.size());
 }

@@ -226,12 +226,24 @@ TEST(Show, ReplicatedArrayIsOneBlockWithEveryDevice) {
   EXPECT_EQ(top_border_widths(r.out).size(), 1u);
 }
 
-TEST(Show, HigherRanksGetTheTableOnly) {
-  const CommandResult r = run_reshard({"show", "--mesh", "x=2", "--spec", "None,None,x", "--shape", "2,2,4"});
+// The seed's [32, 8, 4096] array: its two split dimensions drawn as a grid,
+// the whole one named in the caption; then the table as for any rank.
+TEST(Show, HigherRanksDrawTheirSplitDimensions) {
+  const CommandResult r =
+      run_reshard({"show", "--mesh", "data=2,model=4", "--spec", "None,data,model", "--shape", "32,8,4096"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out.find("┌"), std::string::npos);
-  EXPECT_NE(r.out.find("rank-3"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("[0:2, 0:2, 2:4]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n[32, 8, 4096]: dim 0 (32) whole; rows: dim 1 split 2, columns: dim 2 split 4\n┌"),
+            std::string::npos) << r.out;
+  EXPECT_EQ(top_border_widths(r.out).size(), 4u) << r.out;
+  EXPECT_LT(r.out.find("CPU 3"), r.out.find("├"));  // devices 0-3 on the first row, 4-7 on the second
+  EXPECT_GT(r.out.find("CPU 4"), r.out.find("├"));
+  EXPECT_NE(r.out.find("[0:32, 4:8, 3072:4096]"), std::string::npos) << r.out;
+  const CommandResult grids =
+      run_reshard({"show", "--mesh", "x=2,y=2,z=2", "--spec", "x,y,None,z", "--shape", "4,4,3,8"});
+  ASSERT_EQ(grids.exit_code, 0) << grids.err;
+  EXPECT_NE(grids.out.find("dim 2 (3) whole; grids: dim 0 split 2; rows: dim 1 split 2, columns: dim 3 split 2\n"
+                           "dim 0 [0:2]\n┌"), std::string::npos) << grids.out;
+  EXPECT_NE(grids.out.find("dim 0 [2:4]\n┌"), std::string::npos) << grids.out;
 }
 
 TEST(Show, ScalarsWork) {
@@ -241,6 +253,10 @@ TEST(Show, ScalarsWork) {
   EXPECT_TRUE(j.at("fully_replicated").get<bool>());
   EXPECT_EQ(j.at("devices")[1].at("replica"), 1);
   EXPECT_EQ(j.at("devices")[1].at("index"), Json::array());
+  const CommandResult r = run_reshard({"show", "--mesh", "x=2", "--spec", "P()", "--shape", ""});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("[]: a scalar\n┌"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("CPU 0,1"), std::string::npos) << r.out;
 }
 
 TEST(Show, ColourOnlyOnATerminal) {

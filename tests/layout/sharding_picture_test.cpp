@@ -1,93 +1,32 @@
-#include "cli/sharding_picture.h"
+// draw_sharding on 1-D and 2-D arrays, drawn as jax.debug.visualize_array_sharding
+// draws them (other ranks: sharding_picture_ranks_test.cpp).
+#include "reshard/layout/sharding_picture.h"
 
 #include <random>
-#include <cctype>
-#include <string>
 #include <set>
+#include <string>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
-#include "reshard/layout/sharding.h"
+#include "layout/support/draw_layout.h"
+#include "layout/support/picture_text.h"
 #include "support/seed.h"
 
-namespace reshard::cli {
+namespace reshard::testing {
 namespace {
 
-struct Drawn {
-  std::optional<std::string> text;
-  std::vector<Box> boxes;
-  std::vector<DeviceId> devices;
-};
-
-Drawn draw(std::vector<MeshAxis> axes, std::string_view spec, const Shape& shape, bool uneven = false,
-           PictureStyle style = {}) {
-  const NamedSharding s(Mesh::with_default_order(std::move(axes)), PartitionSpec::parse(spec), MemoryKind::kDevice,
-                        uneven);
-  Drawn d;
-  d.boxes = s.index_domains(shape);
-  d.devices = s.mesh().devices();
-  d.text = draw_sharding(shape, d.boxes, d.devices, style);
-  return d;
-}
-
-// The text without its ANSI colour codes ("\x1b[...m").
-std::string without_colour(const std::string& text) {
-  std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text.compare(i, 2, "\x1b[") == 0) {
-      i = text.find('m', i);
-      if (i == std::string::npos) break;
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
-}
-
-// Every run of decimal digits in `text`, as numbers.
-std::vector<int64_t> numbers_in(const std::string& text) {
-  std::vector<int64_t> out;
-  for (size_t i = 0; i < text.size();) {
-    if (!std::isdigit(static_cast<unsigned char>(text[i]))) {
-      ++i;
-      continue;
-    }
-    size_t end = i;
-    while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
-    out.push_back(std::stoll(text.substr(i, end - i)));
-    i = end;
-  }
-  return out;
-}
-
-// The picture's lines with colour codes removed, each as a count of columns
-// (box-drawing characters are three bytes but one column).
 std::vector<size_t> line_widths(const std::string& text) {
-  const std::string plain = without_colour(text);
-  std::vector<size_t> widths(1, 0);
-  for (size_t i = 0; i < plain.size(); ++i) {
-    if (plain[i] == '\n') {
-      widths.push_back(0);
-    } else if ((static_cast<unsigned char>(plain[i]) & 0xc0) != 0x80) {
-      ++widths.back();  // count the lead byte of each UTF-8 character only
-    }
-  }
-  widths.pop_back();  // after the final newline
-  return widths;
+  std::vector<size_t> out;
+  for (const std::string& line : lines_of(text)) out.push_back(columns(line));
+  return out;
 }
 
-// Every device id written in the picture's labels.
-std::multiset<DeviceId> labelled_devices(const std::string& text) {
-  const std::vector<int64_t> ids = numbers_in(without_colour(text));
-  return {ids.begin(), ids.end()};
-}
-
-TEST(ShardingPicture, OnlyRanksOneAndTwoNonEmpty) {
-  EXPECT_FALSE(draw({{"x", 2}}, "", {}).text.has_value());
-  EXPECT_FALSE(draw({{"x", 2}}, "x", {2, 2, 2}).text.has_value());
+TEST(ShardingPicture, EmptyArraysHaveNoPicture) {
   EXPECT_FALSE(draw({{"x", 2}}, "x", {0}).text.has_value());
   EXPECT_FALSE(draw({{"x", 2}}, "x", {4, 0}).text.has_value());
+  EXPECT_FALSE(draw({{"x", 2}}, "x", {2, 0, 2}).text.has_value());
   EXPECT_TRUE(draw({{"x", 2}}, "x", {4}).text.has_value());
 }
 
@@ -124,14 +63,29 @@ TEST(ShardingPicture, LongLabelsWrapInsideTheirBlock) {
   ASSERT_TRUE(d.text);
   const std::vector<size_t> widths = line_widths(*d.text);
   for (size_t w : widths) EXPECT_EQ(w, widths.front()) << *d.text;
-  std::multiset<DeviceId> want(d.devices.begin(), d.devices.end());
-  EXPECT_EQ(labelled_devices(*d.text), want) << *d.text;
+  std::multiset<int64_t> want(d.devices.begin(), d.devices.end());
+  EXPECT_EQ(labelled_numbers(*d.text), want) << *d.text;
+}
+
+// Ranks 1 and 2 stay JAX's picture: no caption, and the ids as labels unless
+// told otherwise, so labels equal to the ids change nothing.
+TEST(ShardingPicture, RanksOneAndTwoHaveNoCaption) {
+  const Drawn one = draw({{"x", 4}}, "x", {8});
+  const Drawn two = draw({{"x", 2}, {"y", 2}}, "None,y", {8, 4});
+  EXPECT_EQ(one.text->rfind("┌", 0), 0u) << *one.text;
+  EXPECT_EQ(two.text->rfind("┌", 0), 0u) << *two.text;
+  // Dimension 0 of the 2-D array is whole and still drawn as JAX draws it: one row.
+  EXPECT_EQ(count_of(*two.text, "├"), 0u);
+  EXPECT_EQ(count_of(*two.text, "CPU"), 2u);
+  const PictureStyle ids{.labels = {"0", "1", "2", "3"}};
+  EXPECT_EQ(draw_sharding({8}, one.boxes, one.devices, ids), one.text);
+  EXPECT_EQ(draw_sharding({8, 4}, two.boxes, two.devices, ids), two.text);
 }
 
 // Random 1-D and 2-D layouts: a rectangular picture that names every device
 // holding a non-empty slice exactly once, with one block per distinct slice.
 TEST(ShardingPicture, RandomLayoutsDrawEveryHolderOnce) {
-  std::mt19937_64 rng = testing::seeded_rng();
+  std::mt19937_64 rng = seeded_rng();
   for (int trial = 0; trial < 200; ++trial) {
     const int64_t x = 1 + static_cast<int64_t>(rng() % 6), y = 1 + static_cast<int64_t>(rng() % 5);
     const size_t rank = 1 + rng() % 2;
@@ -145,19 +99,17 @@ TEST(ShardingPicture, RandomLayoutsDrawEveryHolderOnce) {
     ASSERT_TRUE(d.text.has_value());
     const std::vector<size_t> widths = line_widths(*d.text);
     for (size_t w : widths) ASSERT_EQ(w, widths.front()) << *d.text;
-    std::multiset<DeviceId> holders;
+    std::multiset<int64_t> holders;
     std::set<std::pair<std::vector<int64_t>, Shape>> distinct;
     for (size_t i = 0; i < d.boxes.size(); ++i) {
       if (d.boxes[i].empty()) continue;
       holders.insert(d.devices[i]);
       distinct.insert({d.boxes[i].origin(), d.boxes[i].shape()});
     }
-    ASSERT_EQ(labelled_devices(*d.text), holders) << *d.text;
-    size_t blocks = 0;
-    for (size_t at = d.text->find("CPU"); at != std::string::npos; at = d.text->find("CPU", at + 1)) ++blocks;
-    ASSERT_EQ(blocks, distinct.size()) << *d.text;
+    ASSERT_EQ(labelled_numbers(*d.text), holders) << *d.text;
+    ASSERT_EQ(count_of(*d.text, "CPU"), distinct.size()) << *d.text;
   }
 }
 
 }  // namespace
-}  // namespace reshard::cli
+}  // namespace reshard::testing

@@ -1,0 +1,247 @@
+"""Orbax checkpoints into reshard: restore, export and convert without the training mesh.
+
+    import reshard, reshard.orbax
+    t = reshard.mpi.transport()                 # or None in one process
+    mesh = reshard.Mesh(range(8), ("x",))
+    arrays = reshard.orbax.restore("ckpt/1000/default", mesh, best_effort="x", transport=t)
+    reshard.orbax.export("ckpt/1000/default", "hf", "levanter-llama", transport=t)
+
+Reads an Orbax PyTree checkpoint (what ``ocp.StandardCheckpointer``,
+``ocp.PyTreeCheckpointer`` and a ``CheckpointManager``'s step folders write:
+zarr or zarr3 arrays, in folders or in an OCDBT database, compressed or not)
+through TensorStore, the library Orbax writes with. Each process opens the
+arrays it needs and reads only the boxes its devices hold (a box shared by
+several of its devices once), into ShardedArrays on any layout and any number
+of processes. Tree paths become tensor names as ``reshard.jax.save`` names
+them (keys joined by dots: ``params.layers.0.w``), so the tensor maps of
+``reshard.export`` (``levanter-llama``) apply.
+
+`path` is an item folder (the one holding ``_METADATA``), or a step folder
+with one item (``default``) or with `item` naming one. A folder that is not
+Orbax's is a NotOrbaxCheckpointError, a save that never committed an
+IncompleteCheckpointError, a dtype or array format reshard lacks an
+UnsupportedDtypeError / UnsupportedDriverError, a name the tree lacks a
+MissingTensorError. ``python -m reshard.orbax --help`` is the command line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+try:
+    import tensorstore  # noqa: F401 - the reading modules below need it
+except ImportError as e:  # pragma: no cover - exercised only without tensorstore
+    raise ImportError("reshard.orbax needs tensorstore (pip install tensorstore); the rest of reshard works "
+                      "without it") from e
+
+from . import _agree, _core
+from . import _orbax_layout as _layout
+from . import _orbax_read as _read
+from . import _orbax_targets as _targets
+from . import checkpoint as _checkpoint
+from . import pipelines as _pipelines
+from ._orbax_read import RestoreStats
+from .array import ShardedArray
+from .errors import InvalidArgumentError, UnsupportedError
+
+__all__ = ["Inspection", "RestoreStats", "TensorInfo", "convert", "export", "inspect", "restore"]
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorInfo:
+    """One leaf of an Orbax checkpoint. Arrays have a shape, dtype, chunk shape and codec; other
+    leaves (strings) only their value type."""
+
+    name: str
+    keys: tuple[str, ...]
+    value_type: str
+    shape: tuple[int, ...] | None = None
+    dtype: str | None = None
+    chunks: tuple[int, ...] | None = None
+    codec: Any = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Inspection:
+    """What ``inspect`` finds: the item folder, its array format and each leaf."""
+
+    path: str
+    driver: str
+    use_ocdbt: bool
+    tensors: dict[str, TensorInfo]
+
+    @property
+    def format(self) -> str:
+        """The array format in words: "zarr3 in OCDBT", "zarr folders"."""
+        return f"{self.driver}{' in OCDBT' if self.use_ocdbt else ' folders'}"
+
+    def __str__(self) -> str:
+        lines = [f"{self.path}: Orbax PyTree, {len(self.tensors)} leaves, {self.format}"]
+        for t in self.tensors.values():
+            if t.shape is None:
+                lines.append(f"  {t.name}  ({t.value_type}, not an array)")
+            else:
+                lines.append(f"  {t.name}  {t.dtype} {list(t.shape)} chunks {list(t.chunks or ())}  {t.codec}")
+        return "\n".join(lines)
+
+
+def _item(path: Any, item: str | None) -> _layout.Item:
+    return _layout.read_item(_layout.locate(path, item))
+
+
+def inspect(path: str | os.PathLike, item: str | None = None) -> Inspection:
+    """Every leaf of the checkpoint at `path`: tree path, shape, dtype, chunking and codec (metadata only)."""
+    it = _item(path, item)
+    arrays = [leaf for leaf in it.leaves if leaf.is_array]
+    stores = dict(zip((x.name for x in arrays), _read.open_arrays(it, arrays, _read.context())))
+    tensors = {}
+    for leaf in it.leaves:
+        store = stores.get(leaf.name)
+        if store is None:
+            tensors[leaf.name] = TensorInfo(leaf.name, leaf.keys, leaf.value_type)
+            continue
+        chunk = store.chunk_layout.read_chunk.shape
+        tensors[leaf.name] = TensorInfo(leaf.name, leaf.keys, leaf.value_type, tuple(store.shape),
+                                        store.dtype.name, tuple(chunk) if chunk is not None else (),
+                                        store.schema.codec.to_json())
+    return Inspection(str(it.folder), it.driver, it.use_ocdbt, tensors)
+
+
+def restore(path: str | os.PathLike, shardings: Any, transport: _core.Transport | None = None, *,
+            rules: Sequence[tuple[str, Any]] | None = None, best_effort: str | None = None,
+            topology: _core.Topology | None = None, item: str | None = None, with_stats: bool = False) -> Any:
+    """The arrays of the Orbax checkpoint at `path`, each laid out as `shardings` says.
+
+    `shardings` is one of:
+    - a reshard ``Mesh``: every array of the tree (``inspect`` lists the leaves
+      that are not arrays, such as strings, which are left out), laid out on it by `rules`
+      ((glob, PartitionSpec) pairs, the first match wins), then for names no
+      rule matches by `best_effort` (shard the last dimension that axis
+      divides), replicated otherwise;
+      returns {tensor name: ShardedArray};
+    - reshard ``NamedSharding``s: a dict (flat by dotted names, or nested) /
+      list / tuple of them naming any subset of the tree (returns the same
+      nesting of ShardedArrays), or one for every array (returns {name: ShardedArray});
+    - JAX: a pytree whose leaves are jax shardings or carry one
+      (``jax.ShapeDtypeStruct``, a jax.Array), named by tree path as
+      ``reshard.jax.save`` names them; returns that pytree of jax.Arrays.
+    `topology` (reshard's forms) defaults to the mesh's devices spread evenly
+    over the transport's processes. Each process reads only what its devices
+    hold; `with_stats` adds this process's RestoreStats. No data moves between
+    processes (each reads the shared files), so `transport` only says which
+    process this is.
+    """
+    it = _item(path, item)
+    process, _ = _targets.job(transport)
+    if isinstance(shardings, _core.Mesh):
+        mesh = shardings
+        names = [leaf.name for leaf in it.leaves if leaf.is_array]
+        topology = topology or _targets.default_topology([_core.NamedSharding(mesh, _core.PartitionSpec())], transport)
+        arrays, stats = _read.read(it, names, lambda n, shape: _targets.by_rules(n, shape, mesh, rules, best_effort),
+                                   topology, process)
+        return (arrays, stats) if with_stats else arrays
+    if rules is not None or best_effort is not None:
+        raise InvalidArgumentError("rules and best_effort lay out a Mesh; shardings is not one")
+    if _targets.is_sharding(shardings):
+        names = [leaf.name for leaf in it.leaves if leaf.is_array]
+        targets = [shardings] * len(names)
+        topology = topology or _targets.default_topology(targets, transport)
+        arrays, stats = _read.read(it, names, targets, topology, process)
+        return (arrays, stats) if with_stats else arrays
+    if _targets.has_shardings(shardings):
+        flat: dict[str, _core.NamedSharding] = {}
+        shape = _targets.flatten(shardings, "", flat)
+        topology = topology or _targets.default_topology(list(flat.values()), transport)
+        arrays, stats = _read.read(it, list(flat), list(flat.values()), topology, process)
+        restored = _targets.rebuild(shape, "", arrays)
+        return (restored, stats) if with_stats else restored
+    restored, stats = _restore_jax(it, shardings, transport)
+    return (restored, stats) if with_stats else restored
+
+
+def _restore_jax(it: _layout.Item, shardings: Any, transport: _core.Transport | None) -> tuple[Any, RestoreStats]:
+    try:
+        import jax
+
+        from . import jax as rjax
+    except ImportError as e:
+        raise InvalidArgumentError("shardings: neither reshard shardings, a reshard Mesh, nor (JAX is not "
+                                   "installed) JAX shardings") from e
+
+    def is_target(x: Any) -> bool:
+        return isinstance(x, jax.sharding.Sharding) or isinstance(getattr(x, "sharding", None), jax.sharding.Sharding)
+
+    pairs, treedef = jax.tree_util.tree_flatten_with_path(shardings, is_leaf=is_target)
+    if not pairs or not all(is_target(leaf) for _, leaf in pairs):
+        raise InvalidArgumentError("shardings: a reshard Mesh, reshard NamedShardings, or a pytree of jax "
+                                   "shardings / ShapeDtypeStructs")
+    process, size = _targets.job(transport)
+    if jax.process_count() != size or jax.process_index() != process:
+        raise UnsupportedError(f"JAX runs {jax.process_count()} process(es), the transport {size}: restoring "
+                               "into jax.Arrays across processes needs one multi-process JAX job whose process "
+                               "indices are the transport's ranks")
+    names = [".".join(_targets.key_name(k) for k in path) or "_" for path, _ in pairs]
+    leaves = [leaf for _, leaf in pairs]
+    targets = [rjax.to_reshard(x if isinstance(x, jax.sharding.Sharding) else x.sharding) for x in leaves]
+    expect = {n: x for n, x in zip(names, leaves) if not isinstance(x, jax.sharding.Sharding)}
+    arrays, stats = _read.read(it, names, targets, rjax.topology(), process, expect)
+    return jax.tree_util.tree_unflatten(treedef, [rjax.to_jax_array(arrays[n]) for n in names]), stats
+
+
+def _job_layout(transport: _core.Transport | None, mesh: _core.Mesh | None, topology: _core.Topology | None
+                ) -> tuple[_core.Mesh, _core.Topology]:
+    if mesh is not None:
+        return mesh, topology
+    size = _targets.job(transport)[1]
+    return _core.Mesh(list(range(size)), ("process",)), topology or _core.Topology.uniform(size, size)
+
+
+def _spread(path: Any, transport: _core.Transport | None, mesh: _core.Mesh | None, rules: Any,
+            best_effort: str | None, topology: _core.Topology | None, item: str | None) -> dict[str, ShardedArray]:
+    """Every array of the checkpoint spread over the job: by default one device per process, each
+    array's last dimension the process count divides split over them (replicated if none)."""
+    if mesh is None and rules is None and best_effort is None:
+        best_effort = "process"
+    mesh, topology = _job_layout(transport, mesh, topology)
+    return restore(path, mesh, transport, rules=rules, best_effort=best_effort, topology=topology, item=item)
+
+
+def export(path: str | os.PathLike, out: str | os.PathLike, map: str, kind: str = "model", dtype: Any = None,
+           transport: _core.Transport | None = None, *, mesh: _core.Mesh | None = None,
+           rules: Sequence[tuple[str, Any]] | None = None, best_effort: str | None = None,
+           topology: _core.Topology | None = None, item: str | None = None,
+           **options: Any) -> _pipelines.ExportResult:
+    """Exports the Orbax checkpoint at `path` to Hugging Face files through the tensor map `map`,
+    as ``reshard.jax.export`` does a pytree: `kind` "model", "adapter" or "merged"; `options` are
+    ``reshard.export``'s (max_shard_size, base, gather_to, replace, hf_config, lora_config).
+
+    Collective over `transport`: every process reads its share of the
+    checkpoint (by default each array split over the processes, see
+    ``restore`` for `mesh`, `rules` and `best_effort`) and writes what it
+    holds; nothing is gathered.
+    """
+    # The reading is each process's own: agree on it, so that one process's failed read
+    # fails every process at once instead of leaving them in the export until the timeout.
+    arrays = _agree.agreed(transport, lambda: _spread(path, transport, mesh, rules, best_effort, topology, item))
+    return _pipelines.export(arrays, out, map, kind=kind, dtype=dtype, transport=transport, **options)
+
+
+def convert(path: str | os.PathLike, out: str | os.PathLike, transport: _core.Transport | None = None, *,
+            mesh: _core.Mesh | None = None, rules: Sequence[tuple[str, Any]] | None = None,
+            best_effort: str | None = None, topology: _core.Topology | None = None, item: str | None = None,
+            metadata: Mapping[str, str] | None = None, replace: bool = False) -> _checkpoint.SaveStats:
+    """Saves the Orbax checkpoint at `path` as the reshard checkpoint `out` (``reshard.restore_checkpoint``
+    then restores it onto any layout). Laid out as ``export`` lays it; collective over `transport`."""
+    arrays = _agree.agreed(transport, lambda: _spread(path, transport, mesh, rules, best_effort, topology, item))
+    return _checkpoint.save(out, arrays, metadata, replace, transport)
+
+
+if __name__ == "__main__":
+    import sys
+
+    from ._orbax_cli import main
+
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""reshard.jax inside real multi-process JAX jobs: mpirun starts 2 or 4 Python processes,
+each calls jax.distributed.initialize() (4 CPU devices, ids p*2048..) and reshard.mpi,
+and they run jax_job.py's phases together; checkpoints pass between jobs of 1, 2 and 4
+processes."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import jax
+import numpy as np
+import pytest
+
+import reshard.jax as rjax
+import reshard.mpi
+from conftest import SEED
+from jax_job import flat, model_shardings, model_values, nest
+
+pytestmark = pytest.mark.skipif(not reshard.mpi.available() or shutil.which("mpirun") is None,
+                                reason="reshard built without MPI, or no mpirun")
+
+SCRIPT = pathlib.Path(__file__).with_name("jax_job.py")
+
+
+def launch(ranks: int, folder: pathlib.Path, *phases: str) -> str:
+    """Runs jax_job.py's `phases` in a job of `ranks` processes; its output, once every rank passed each."""
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    for inherited in ("XLA_FLAGS", "JAX_PLATFORMS", "JAX_ENABLE_X64"):  # the job sets its own
+        env.pop(inherited, None)
+    done = subprocess.run(["mpirun", "-np", str(ranks), "--oversubscribe", sys.executable, str(SCRIPT), str(folder),
+                           str(SEED), *phases], capture_output=True, text=True, errors="replace", timeout=600,
+                          env=env)
+    report = f"RESHARD_SEED={SEED}\n{done.stdout}\n{done.stderr[-4000:]}"
+    assert done.returncode == 0, report
+    for phase in phases:
+        # The processes share one pipe: a line may run into the next process's.
+        passed = sorted(int(r) for r in re.findall(rf"rank (\d+) ok {re.escape(phase)}(?=rank |\s|$)", done.stdout))
+        assert passed == list(range(ranks)), f"phase {phase}: passed on ranks {passed}\n{report}"
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> pathlib.Path:
+    return tmp_path_factory.mktemp("jax-job")
+
+
+@pytest.fixture(scope="module")
+def two_process_job(folder) -> str:
+    return launch(2, folder, "layouts:100", "save")
+
+
+@pytest.fixture(scope="module")
+def four_process_job(folder, two_process_job) -> str:
+    return launch(4, folder, "layouts:100", "restore:2", "save")
+
+
+def pairs_checked(output: str) -> int:
+    counts = {int(r): (int(n), int(j), int(o))
+              for r, n, j, o in re.findall(r"rank (\d+) pairs (\d+) jax (\d+) numpy-only (\d+)", output)}
+    assert len(set(counts.values())) == 1, counts  # every process checked the same pairs
+    pairs, with_jax, numpy_only = next(iter(counts.values()))
+    assert with_jax + numpy_only == pairs and with_jax and numpy_only
+    return pairs
+
+
+def test_two_processes_move_random_layouts_save_and_fail_together(two_process_job):
+    assert pairs_checked(two_process_job) == 100
+
+
+def test_four_processes_move_random_layouts_and_restore_what_two_saved(four_process_job):
+    assert pairs_checked(four_process_job) == 100
+
+
+def test_two_processes_restore_what_four_saved(folder, four_process_job):
+    launch(2, folder, "restore:4")
+
+
+@pytest.mark.parametrize("saved_by", [2, 4])
+def test_one_process_restores_what_a_job_saved(folder, four_process_job, saved_by):
+    values = model_values(SEED)
+    devices = jax.devices()[:8]
+    for name, order in ((f"ckpt-{saved_by}", [7, 6, 5, 4, 3, 2, 1, 0]), (f"ckpt-{saved_by}-async", list(range(8)))):
+        shardings = model_shardings(devices, order, 2, 1)
+        restored = flat(rjax.restore(folder / name, nest(shardings)))
+        for key, want in values.items():
+            assert restored[key].sharding == shardings[key]
+            assert np.asarray(restored[key]).tobytes() == want.tobytes(), f"{name} {key}"
