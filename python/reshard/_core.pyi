@@ -873,6 +873,14 @@ class ConvertResult:
     def bytes(self) -> int:
         """Tensor bytes of the output."""
 
+    @property
+    def carried(self) -> list[str]:
+        """A folder output: the non-weight files written beside the weights."""
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the output lacks that its users will miss."""
+
     def __repr__(self) -> str: ...
 
 class MergeLoraSummary:
@@ -895,8 +903,18 @@ class MergeLoraSummary:
         """Tensor bytes written."""
 
     @property
+    def replaced(self) -> int:
+        """
+        Tensors taken whole from the adapter (modules_to_save, saved base layers).
+        """
+
+    @property
     def copied(self) -> list[str]:
-        """Config files copied beside the weights."""
+        """The base folder's non-weight files carried beside the weights."""
+
+    @property
+    def warnings(self) -> list[str]:
+        """What the output lacks that its users will miss."""
 
     def __repr__(self) -> str: ...
 

@@ -239,6 +239,12 @@ class MissingConfigWarning(ReshardWarning):
     """A Hugging Face folder was written without a config.json (none was given, and none was in the checkpoint)."""
 
 
+class InvalidConfigError(FormatError):
+    """An input file of settings (config.json, adapter_config.json, a map or rules file) that is malformed."""
+
+    code = "invalid_config"
+
+
 class NotOrbaxCheckpointError(FormatError):
     """A folder that is not an Orbax PyTree checkpoint (no or malformed _METADATA), for reshard.orbax."""
 

@@ -70,8 +70,12 @@ def convert(
     text, or (glob, PartitionSpec) pairs; the first match wins, replicated if
     none; a rule whose spec is longer than a tensor's rank passes to the next,
     unless `strict`, which makes it a RankError) or by `best_effort` sharding
-    over that axis. The output appears only
-    when complete; an existing one is replaced only with `replace`.
+    over that axis. The output appears only when complete; an existing one is
+    replaced only with `replace`. A folder made from a folder carries its
+    non-weight files (config.json, its dtype keys following `dtype`,
+    generation_config.json, tokenizer files); one made from a checkpoint gets
+    the configs the checkpoint keeps. A folder output with no config.json to
+    carry gives a ``UserWarning``.
     """
     dst = os.fspath(dst)
     output = output or _output_of(dst, mesh)
@@ -79,9 +83,12 @@ def convert(
         topology = _core.Topology.uniform(max(mesh.device_ids) + 1, 1 if transport is None else transport.size)
     if rules is not None and not isinstance(rules, str):
         rules = list(rules)  # each (pattern, spec) pair is checked, by index, in the extension
-    return _core._convert(os.fspath(src), dst, output, None if dtype is None else dtype_name(dtype),
-                          _byte_size(max_shard_size, "max_shard_size"), replace, mesh, topology, rules, best_effort,
-                          strict, transport)
+    result = _core._convert(os.fspath(src), dst, output, None if dtype is None else dtype_name(dtype),
+                            _byte_size(max_shard_size, "max_shard_size"), replace, mesh, topology, rules, best_effort,
+                            strict, transport)
+    for message in result.warnings:
+        warnings.warn(message, UserWarning, stacklevel=2)
+    return result
 
 
 def merge_lora(
@@ -94,14 +101,23 @@ def merge_lora(
     chunk_bytes: int = 8 << 20,
 ) -> MergeLoraSummary:
     """Merges the PEFT LoRA `adapter` folder into `base` (a Hugging Face folder or a .safetensors file), as
-    ``reshard merge-lora``: the folder `out`, with config.json and generation_config.json copied.
+    ``reshard merge-lora`` and PEFT's ``merge_and_unload``: the folder `out`, with the base folder's
+    non-weight files (config.json, generation_config.json, tokenizer files) carried beside the weights.
 
-    Every adapter key must name a module of the base (MissingTensorError naming
-    it otherwise); at most `chunk_bytes` of a weight is read and merged at a time.
+    Plain LoRA, rsLoRA, rank/alpha patterns, fan_in_fan_out, DoRA, LoRA on
+    embeddings, ``lora_bias`` and ``modules_to_save`` are merged as PEFT
+    defines them. Every adapter key must name a module of the base
+    (MissingTensorError naming it otherwise); other adapter types and keys or
+    configs PEFT would not merge raise UnsupportedError naming them. A base
+    without config.json merges with a ``UserWarning`` (transformers cannot load
+    the result). At most `chunk_bytes` of a weight is read and merged at a time.
     """
-    return _core._merge_lora(os.fspath(base), os.fspath(adapter), os.fspath(out),
-                             None if dtype is None else dtype_name(dtype), _byte_size(max_shard_size, "max_shard_size"),
-                             replace, chunk_bytes)
+    summary = _core._merge_lora(os.fspath(base), os.fspath(adapter), os.fspath(out),
+                                None if dtype is None else dtype_name(dtype),
+                                _byte_size(max_shard_size, "max_shard_size"), replace, chunk_bytes)
+    for message in summary.warnings:
+        warnings.warn(message, UserWarning, stacklevel=2)
+    return summary
 
 
 ExportKind = Literal["model", "adapter", "merged"]

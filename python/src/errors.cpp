@@ -10,7 +10,7 @@
 namespace reshard::python {
 namespace {
 
-constexpr size_t kNumCodes = static_cast<size_t>(ErrorCode::kAlreadyExists) + 1;  // the last code
+constexpr size_t kNumCodes = static_cast<size_t>(ErrorCode::kInvalidConfig) + 1;  // the last code
 
 // Borrowed forever once registered: exception classes live as long as the
 // interpreter, and a static nb::object would be released after it is gone.

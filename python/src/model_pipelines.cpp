@@ -103,6 +103,8 @@ void bind_pipelines(nb::module_& m) {
       .def_ro("files", &ConvertResult::files, "Files written (data files for a checkpoint).")
       .def_ro("tensors", &ConvertResult::tensors, "Tensors written.")
       .def_ro("bytes", &ConvertResult::bytes, "Tensor bytes of the output.")
+      .def_ro("carried", &ConvertResult::carried, "A folder output: the non-weight files written beside the weights.")
+      .def_ro("warnings", &ConvertResult::warnings, "What the output lacks that its users will miss.")
       .def("__repr__", [](const ConvertResult& r) {
         return "ConvertResult(files=" + std::to_string(r.files) + ", tensors=" + std::to_string(r.tensors) +
                ", bytes=" + std::to_string(r.bytes) + ")";
@@ -112,7 +114,10 @@ void bind_pipelines(nb::module_& m) {
       .def_ro("merged", &MergeLoraSummary::merged, "Weights a LoRA delta was added to.")
       .def_ro("files", &MergeLoraSummary::files, "Weight files written.")
       .def_ro("bytes", &MergeLoraSummary::bytes, "Tensor bytes written.")
-      .def_ro("copied", &MergeLoraSummary::copied, "Config files copied beside the weights.")
+      .def_ro("replaced", &MergeLoraSummary::replaced,
+              "Tensors taken whole from the adapter (modules_to_save, saved base layers).")
+      .def_ro("copied", &MergeLoraSummary::copied, "The base folder's non-weight files carried beside the weights.")
+      .def_ro("warnings", &MergeLoraSummary::warnings, "What the output lacks that its users will miss.")
       .def("__repr__", [](const MergeLoraSummary& s) {
         return "MergeLoraSummary(tensors=" + std::to_string(s.tensors) + ", merged=" + std::to_string(s.merged) +
                ", files=" + std::to_string(s.files) + ", bytes=" + std::to_string(s.bytes) + ")";

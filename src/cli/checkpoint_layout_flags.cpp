@@ -61,7 +61,13 @@ CheckpointLayout checkpoint_layout_from_flags(const CheckpointLayoutFlags& flags
     layout.best_effort_axis = flags.best_effort;
   } else {
     const std::string text = read_rules_file(flags.rules);
-    layout.rules = parse_layout_rules(text, flags.rules);
+    try {
+      layout.rules = parse_layout_rules(text, flags.rules);
+    } catch (const Error& e) {
+      // A malformed rules file is bad input (exit 1), not a usage error.
+      if (e.code() == ErrorCode::kParse) throw Error(ErrorCode::kInvalidConfig, fmt::format("--rules {}", e.what()));
+      throw;
+    }
   }
   return layout;
 }

@@ -11,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/checkpoint_layout_flags.h"
 #include "cli/commands.h"
@@ -84,9 +85,14 @@ void convert(const ConvertFlags& flags) {
   const ConvertResult result = convert_model(flags.src, flags.dst, options, transport);
   if (progress) progress->finish();
   if (world.rank != 0) return;
-  std::cout << fmt::format("wrote {}: {} ({} file{}, {} tensors, {} bytes of tensor data)\n", flags.dst,
+  for (const std::string& warning : result.warnings) {
+    const std::string line = "warning: " + warning + "\n";
+    std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
+  }
+  std::cout << fmt::format("wrote {}: {} ({} file{}, {} tensors, {} bytes of tensor data{}{})\n", flags.dst,
                            output_name(options.output), result.files, result.files == 1 ? "" : "s", result.tensors,
-                           result.bytes);
+                           result.bytes, result.carried.empty() ? "" : ", with ",
+                           fmt::format("{}", fmt::join(result.carried, ", ")));
 }
 
 constexpr const char* kHelp =
@@ -97,6 +103,10 @@ constexpr const char* kHelp =
     "of them; CKPT -> CKPT2 with a new --mesh is the offline 'resume on another cluster' step. The output\n"
     "appears only when complete; an existing DST is refused unless --force. Under mpirun the processes\n"
     "share the reading and the writing (each reads only what it writes, or its devices need) and one commits.\n"
+    "A folder written from a folder carries its other small files (config.json, whose dtype keys follow\n"
+    "--dtype, generation_config.json, the tokenizer's files, ...); one written from a checkpoint gets\n"
+    "config.json and generation_config.json from the checkpoint (kept there when it was made from a\n"
+    "folder). Without a config.json to carry (a single .safetensors SRC), a warning says so on stderr.\n"
     "A rules file maps tensor names to specs, one rule per line, the first match winning and tensors that\n"
     "match none replicated:\n"
     "    # PATTERN (shell glob)    SPEC (as --spec; _ for replicated)\n"

@@ -99,11 +99,13 @@ void run_export(const ExportFlags& flags) {
 
 std::string help_text() {
   return "Export a reshard checkpoint in a training framework's layout (stacked layers, separate head axes)\n"
-         "to a Hugging Face model folder (weights split at --max-shard-size, index, config.json from the\n"
-         "checkpoint's 'reshard.hf_config' metadata), or with --adapter-only to a PEFT adapter folder\n"
+         "to a Hugging Face model folder (weights split at --max-shard-size, index, config.json and\n"
+         "generation_config.json from the checkpoint's 'reshard.hf_config' and 'reshard.generation_config'\n"
+         "metadata, which import keeps there), or with --adapter-only to a PEFT adapter folder\n"
          "(adapter_model.safetensors, adapter_config.json from 'reshard.lora_config', target_modules from\n"
          "the keys), or with --merge-lora to a model with every LoRA delta merged (W += B @ A * scaling, in\n"
-         "f32, rounded back). The map renames, unstacks, merges axes, transposes and casts, inside the copies\n"
+         "f32, rounded back; plain LoRA only: a config with use_dora, lora_bias or modules_to_save, or a map\n"
+         "output of another adapter kind, is refused: merge those with merge-lora). The map renames, unstacks, merges axes, transposes and casts, inside the copies\n"
          "that move the bytes. Every map error (a tensor no rule takes, a shape that does not factor, two\n"
          "outputs with one name) and every adapter key naming no module of the base is reported before\n"
          "anything is written. Under mpirun every process reads only the checkpoint bytes of its share of\n"

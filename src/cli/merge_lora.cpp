@@ -53,9 +53,14 @@ void merge_lora(const MergeLoraCliOptions& cli) {
   options.progress = [&progress](uint64_t bytes) { progress.advance(bytes); };
   const MergeLoraSummary summary = merge_lora_folder(cli.base, cli.adapter, cli.out, options);
   progress.finish();
-  std::cout << fmt::format("wrote {}: Hugging Face folder ({} file{}, {} tensors, {} merged with the adapter, {} bytes "
-                           "of tensor data{}{})\n",
+  for (const std::string& warning : summary.warnings) {
+    const std::string line = "warning: " + warning + "\n";
+    std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
+  }
+  std::cout << fmt::format("wrote {}: Hugging Face folder ({} file{}, {} tensors, {} merged with the adapter{}, {} "
+                           "bytes of tensor data{}{})\n",
                            cli.out, summary.files, summary.files == 1 ? "" : "s", summary.tensors, summary.merged,
+                           summary.replaced == 0 ? "" : fmt::format(", {} taken from it whole", summary.replaced),
                            summary.bytes, summary.copied.empty() ? "" : ", copied ",
                            fmt::format("{}", fmt::join(summary.copied, ", ")));
 }
@@ -65,14 +70,21 @@ void merge_lora(const MergeLoraCliOptions& cli) {
 void add_merge_lora_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "merge-lora",
-      "Merge a PEFT LoRA adapter into its base model: W += (B @ A) * scaling for every adapted weight\n"
-      "(scaling = lora_alpha / r, or lora_alpha / sqrt(r) with use_rslora; rank_pattern and alpha_pattern\n"
-      "override r and alpha per module; fan_in_fan_out transposes the delta), computed in f32 and rounded\n"
-      "back to the weight's dtype (round to nearest even). Every adapter key must name a module of the\n"
-      "base model (a wrong prefix is an error naming the key, where PEFT would silently ignore it).\n"
+      "Merge a PEFT LoRA adapter into its base model as PEFT's merge_and_unload does: W += (B @ A) * scaling\n"
+      "for every adapted weight (scaling = lora_alpha / r, or lora_alpha / sqrt(r) with use_rslora;\n"
+      "rank_pattern and alpha_pattern override r and alpha per module; fan_in_fan_out transposes the delta),\n"
+      "computed in f32 and rounded once to the weight's dtype (round to nearest even). Also: DoRA (use_dora:\n"
+      "each output row, or column with fan_in_fan_out, of W + dW times lora_magnitude_vector / its norm),\n"
+      "LoRA on embeddings (lora_embedding_A/B), lora_B's bias (lora_bias: added to the layer's bias times\n"
+      "scaling), and modules_to_save (the adapter's whole copies replace the base's tensors). Every adapter\n"
+      "key must name a module of the base model (a wrong prefix is an error naming the key, where PEFT would\n"
+      "silently ignore it); other adapter types, a key of no kind PEFT writes and a config that does not\n"
+      "match the keys (use_dora without magnitudes, ...) are refused by name, exit 1, nothing written.\n"
       "Tensors are merged one block of rows at a time, so memory stays far below the model's size.\n"
       "OUT is written as convert writes a folder (split at --max-shard-size, with an index when split),\n"
-      "with config.json and generation_config.json copied from BASE, and appears only when complete.\n"
+      "with BASE's other small files carried (config.json, generation_config.json, the tokenizer's files),\n"
+      "and appears only when complete. A BASE without config.json merges with a warning: transformers\n"
+      "cannot load the result until one is added.\n"
       "Examples:\n"
       "  reshard merge-lora llama-7b/ my-adapter/ llama-7b-merged/\n"
       "  reshard merge-lora llama-7b/ my-adapter/ merged/ --dtype bf16 --max-shard-size 2GB --force");
@@ -87,7 +99,7 @@ void add_merge_lora_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--dtype", options->dtype,
                   "Cast F32/F16/BF16 tensors to f32, f16 or bf16 after merging (round to nearest even); config.json's "
-                  "torch_dtype follows. Integer, bool and other tensors are copied unchanged");
+                  "dtype and torch_dtype follow. Integer, bool and other tensors are copied unchanged");
   cmd->add_flag("--force", options->force,
                 "Replace an existing OUT's weight files (model*.safetensors and the index); other files stay");
   cmd->callback([options] { merge_lora(*options); });

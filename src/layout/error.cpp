@@ -38,6 +38,7 @@ std::string_view error_code_name(ErrorCode code) {
     case ErrorCode::kInvalidManifest: return "invalid_manifest";
     case ErrorCode::kChecksumMismatch: return "checksum_mismatch";
     case ErrorCode::kAlreadyExists: return "already_exists";
+    case ErrorCode::kInvalidConfig: return "invalid_config";
   }
   return "unknown";
 }

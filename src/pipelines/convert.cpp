@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "agreement.h"
+#include "carried_files.h"
 #include "checkpoint_stream.h"
 #include "reshard/execute/sharded_array.h"
 #include "reshard/formats/atomic_file.h"
@@ -22,7 +23,10 @@
 #include "reshard/layout/error.h"
 #include "reshard/layout/float_convert.h"
 #include "reshard/pipelines/checkpoint_save.h"
+#include "reshard/pipelines/export_model.h"
 #include "reshard/pipelines/save_plan.h"
+#include "hf_config_dtype.h"
+#include "small_file.h"
 #include "tensor_source.h"
 
 namespace reshard {
@@ -31,6 +35,8 @@ namespace {
 namespace fs = std::filesystem;
 namespace detail = pipelines_detail;
 using detail::TensorSource;
+using detail::kConfigFileName;
+using detail::kGenerationConfigFileName;
 
 // The output keeps the source's metadata, with "format": "pt" put first
 // when it has none: transformers refuses a file whose metadata lacks it.
@@ -92,6 +98,65 @@ std::vector<Piece> assign_pieces(const TensorSource& source, int processes) {
   return pieces;
 }
 
+// ---- the files that travel with the weights ----
+
+// The checkpoint metadata keys that hold a model folder's config files, and their file names.
+constexpr std::pair<std::string_view, std::string_view> kConfigKeys[] = {
+    {kHfConfigMetadataKey, kConfigFileName}, {kGenerationConfigMetadataKey, kGenerationConfigFileName}};
+
+bool is_config_key(const std::string& key) {
+  return std::any_of(std::begin(kConfigKeys), std::end(kConfigKeys), [&](const auto& k) { return key == k.first; });
+}
+
+// A folder's weight files get the source's metadata, less the config texts a
+// checkpoint keeps there: those become files of their own.
+std::optional<safetensors::Metadata> without_configs(std::optional<safetensors::Metadata> metadata) {
+  if (!metadata) return metadata;
+  std::erase_if(*metadata, [](const auto& entry) { return is_config_key(entry.first); });
+  return metadata;
+}
+
+std::optional<std::string> metadata_text(const std::optional<safetensors::Metadata>& metadata, std::string_view key) {
+  if (!metadata) return std::nullopt;
+  for (const auto& [k, v] : *metadata) {
+    if (k == key) return v;
+  }
+  return std::nullopt;
+}
+
+// config.json and generation_config.json from a checkpoint's metadata, into `staging`.
+std::vector<std::string> write_configs_from_metadata(const std::optional<safetensors::Metadata>& metadata,
+                                                     const fs::path& staging, std::optional<DType> dtype,
+                                                     const fs::path& src) {
+  std::vector<std::string> written;
+  for (const auto& [key, name] : kConfigKeys) {
+    std::optional<std::string> text = metadata_text(metadata, key);
+    if (!text) continue;
+    if (name == kConfigFileName && dtype) {
+      text = detail::with_config_dtype(*text, *dtype, fmt::format("{} (metadata '{}')", src.string(), key));
+    }
+    write_file_atomically(staging / name, *text);
+    written.emplace_back(name);
+  }
+  return written;
+}
+
+// Whether the folder made from `source` will have a config.json, and if not, why not.
+std::vector<std::string> config_warnings(const TensorSource& source, const fs::path& src) {
+  std::error_code ec;
+  if (source.is_single_safetensors_file()) {
+    return {fmt::format("{} is a single .safetensors file: the folder gets no config.json or generation_config.json "
+                        "(transformers' from_pretrained needs a config.json beside the weights)",
+                        src.string())};
+  }
+  if (source.is_checkpoint() ? !metadata_text(source.metadata(), kHfConfigMetadataKey).has_value()
+                             : !fs::is_regular_file(src / kConfigFileName, ec)) {
+    return {fmt::format("{} has no config.json{}: the folder gets none (transformers' from_pretrained needs one)",
+                        src.string(), source.is_checkpoint() ? " in its metadata" : "")};
+  }
+  return {};
+}
+
 // ---- file and folder outputs ----
 
 struct PlannedFile {
@@ -101,12 +166,16 @@ struct PlannedFile {
 
 class FileOutput {
  public:
-  FileOutput(const fs::path& dst, const ConvertOptions& options, const TensorSource& source, Transport& transport)
-      : dst_(dst), options_(options), source_(source), transport_(transport) {
+  FileOutput(const fs::path& src, const fs::path& dst, const ConvertOptions& options, const TensorSource& source,
+             Transport& transport)
+      : src_(src), dst_(dst), options_(options), source_(source), transport_(transport) {
     specs_ = output_specs(source, options.dtype);
     const bool rewrite = options.output == ConvertOutput::kSafetensorsFile && source.is_single_safetensors_file();
+    const bool folder = options.output != ConvertOutput::kSafetensorsFile;
     const std::optional<safetensors::Metadata> metadata =
-        rewrite ? source.metadata() : std::optional(with_pt_format(source.metadata()));
+        rewrite ? source.metadata()
+                : std::optional(with_pt_format(folder ? without_configs(source.metadata()) : source.metadata()));
+    if (folder) warnings_ = config_warnings(source, src);
     if (options.output == ConvertOutput::kSafetensorsFile) {
       files_.push_back({dst, safetensors::FileLayout::plan(specs_, metadata)});
     } else {
@@ -137,7 +206,7 @@ class FileOutput {
     if (rank == 0) detail::run_step(failure, [&] { commit(); });
     reports = detail::exchange_reports(transport_, {failure.message, {}});
     detail::require_all_succeeded(reports, rank, what, failure.error);
-    return {files_.size(), specs_.size(), total_bytes(specs_), 0};
+    return {files_.size(), specs_.size(), total_bytes(specs_), 0, carried_, warnings_};
   }
 
  private:
@@ -194,7 +263,10 @@ class FileOutput {
     if (folder_plan_->index()) {
       write_file_atomically(staged_->staging_path() / kHfIndexFileName, hf_index_json(*folder_plan_->index()));
     }
-    std::vector<std::string> order;
+    carried_ = source_.is_checkpoint()
+                   ? write_configs_from_metadata(source_.metadata(), staged_->staging_path(), options_.dtype, src_)
+                   : detail::carry_model_files(src_, staged_->staging_path(), options_.dtype);
+    std::vector<std::string> order = carried_;
     for (const PlannedFile& file : files_) order.push_back(file.name.string());
     if (folder_plan_->index()) order.emplace_back(kHfIndexFileName);  // last: it makes the folder look complete
     std::vector<std::string> stale;
@@ -202,6 +274,7 @@ class FileOutput {
     staged_->commit(stale, order);
   }
 
+  fs::path src_;
   fs::path dst_;
   const ConvertOptions& options_;
   const TensorSource& source_;
@@ -212,6 +285,8 @@ class FileOutput {
   std::unordered_map<std::string, size_t> file_of_tensor_;
   std::optional<StagedFolder> staged_;
   std::vector<safetensors::PositionalWriter> writers_;
+  std::vector<std::string> carried_;
+  std::vector<std::string> warnings_;
 };
 
 // ---- checkpoint output ----
@@ -245,10 +320,22 @@ void read_piece(const TensorSource& source, const PlannedChunk& chunk, const Box
   }
 }
 
+// A checkpoint made from a folder keeps its config files in its metadata, for
+// the folders made from it later (convert, export).
+void add_folder_configs(std::optional<safetensors::Metadata>& metadata, const fs::path& src) {
+  std::error_code ec;
+  if (!fs::is_directory(src, ec)) return;
+  for (const auto& [key, name] : kConfigKeys) {
+    if (!fs::is_regular_file(src / name, ec) || metadata_text(metadata, key)) continue;
+    if (!metadata) metadata.emplace();
+    metadata->emplace_back(std::string(key), detail::read_small_file(src / name));
+  }
+}
+
 // Streams the source into the checkpoint: each process reads the chunks of
 // the new layout that it writes, piece by piece, under the staging budget.
-ConvertResult convert_to_checkpoint(const TensorSource& source, const fs::path& dst, const ConvertOptions& options,
-                                    Transport& transport) {
+ConvertResult convert_to_checkpoint(const TensorSource& source, const fs::path& src, const fs::path& dst,
+                                    const ConvertOptions& options, Transport& transport) {
   if (!options.layout) throw Error(ErrorCode::kInvalidArgument, "a checkpoint output needs a layout (--mesh)");
   std::vector<SaveTensor> tensors;
   detail::Failure failure;
@@ -257,6 +344,7 @@ ConvertResult convert_to_checkpoint(const TensorSource& source, const fs::path& 
   detail::require_all_succeeded(reports, transport.rank(), fmt::format("converting to {}", dst.string()), failure.error);
   SaveOptions save;
   save.metadata = source.metadata();
+  if (!source.is_checkpoint()) add_folder_configs(save.metadata, src);
   save.replace = options.replace;
   save.staging_bytes = options.staging_bytes;
   const SaveStats stats = detail::save_checkpoint_streamed(
@@ -266,7 +354,7 @@ ConvertResult convert_to_checkpoint(const TensorSource& source, const fs::path& 
       });
   const std::vector<safetensors::TensorSpec> specs = output_specs(source, options.dtype);
   return {checkpoint::Reader::open(dst).manifest().files.size(), specs.size(), total_bytes(specs),
-          stats.peak_staged_bytes};
+          stats.peak_staged_bytes, {}, {}};
 }
 
 }  // namespace
@@ -279,8 +367,8 @@ ConvertResult convert_model(const fs::path& src, const fs::path& dst, const Conv
   const auto reports = detail::exchange_reports(transport, {failure.message, {}});
   if (failure) std::rethrow_exception(failure.error);
   detail::require_all_succeeded(reports, transport.rank(), fmt::format("reading {}", src.string()), nullptr);
-  if (options.output == ConvertOutput::kCheckpoint) return convert_to_checkpoint(*source, dst, options, transport);
-  return FileOutput(dst, options, *source, transport).run();
+  if (options.output == ConvertOutput::kCheckpoint) return convert_to_checkpoint(*source, src, dst, options, transport);
+  return FileOutput(src, dst, options, *source, transport).run();
 }
 
 }  // namespace reshard

@@ -87,7 +87,8 @@ ExportResult export_checkpoint(const fs::path& checkpoint, const fs::path& out, 
     const auto& metadata = input->reader().manifest().metadata;
     const detail::ExportConfigs configs{metadata_value(metadata, kHfConfigMetadataKey),
                                         metadata_value(metadata, kLoraConfigMetadataKey),
-                                        fmt::format("checkpoint {}", checkpoint.string())};
+                                        fmt::format("checkpoint {}", checkpoint.string()),
+                                        metadata_value(metadata, kGenerationConfigMetadataKey)};
     plan = detail::plan_export(input->specs(), map, options, configs);
     blocks = detail::cut_blocks(plan, options.block_bytes, transport.size(), [](int, const auto&) { return true; });
   });
@@ -110,7 +111,7 @@ ExportResult export_arrays(std::span<const NamedArray> arrays, const fs::path& o
   std::vector<std::vector<std::pair<size_t, int>>> bring;
   agreed_step(transport, "exporting arrays", [&] {
     input.emplace(arrays, transport.rank());
-    plan = detail::plan_export(input->specs(), map, options, {std::nullopt, std::nullopt, "the arrays"});
+    plan = detail::plan_export(input->specs(), map, options, {std::nullopt, std::nullopt, "the arrays", std::nullopt});
     blocks = detail::cut_blocks(plan, options.block_bytes, transport.size(), [&](int process, const auto& block) {
       return readable(plan, *input, process, block);
     });

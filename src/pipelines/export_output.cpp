@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "carried_files.h"
 #include "reshard/formats/atomic_file.h"
 #include "reshard/formats/hf_folder.h"
 #include "reshard/formats/hf_folder_writer.h"
@@ -13,8 +14,6 @@ namespace reshard::pipelines_detail {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr std::string_view kConfigFileName = "config.json";
 
 }  // namespace
 
@@ -64,6 +63,10 @@ void ExportOutput::commit() {
     if (plan_.hf_config) {
       write_file_atomically(staging / kConfigFileName, *plan_.hf_config);
       order.emplace_back(kConfigFileName);
+    }
+    if (plan_.generation_config) {
+      write_file_atomically(staging / kGenerationConfigFileName, *plan_.generation_config);
+      order.emplace_back(kGenerationConfigFileName);
     }
     for (const auto& file : files_) order.push_back(file.first);
     if (folder_plan_->index()) {

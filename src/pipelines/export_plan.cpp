@@ -28,6 +28,34 @@ std::vector<std::string> lora_keys(const ResolvedMap& resolved) {
   return keys;
 }
 
+// Export writes and merges the plain LoRA factors; any other adapter tensor
+// (DoRA magnitudes, lora_B biases, embedding factors, modules_to_save copies)
+// would be written as a model tensor or dropped, so it is refused by name.
+void refuse_other_peft_outputs(const ResolvedMap& resolved) {
+  for (const ResolvedTensor& tensor : resolved.outputs) {
+    if (tensor.out.name.starts_with(kPeftKeyPrefix) && !is_lora_output(tensor)) {
+      throw Error(ErrorCode::kUnsupported,
+                  fmt::format("the map gives '{}': export handles lora_A/lora_B.weight only (no DoRA magnitudes, "
+                              "lora_B biases, embedding factors or whole tensors); merge such an adapter with "
+                              "merge-lora",
+                              tensor.out.name));
+    }
+  }
+}
+
+// A config whose variant export cannot honour, refused by its field.
+void refuse_variants(const LoraConfig& config, std::string_view label) {
+  for (const auto& [on, field] : {std::pair{config.use_dora, "use_dora"}, std::pair{config.lora_bias, "lora_bias"},
+                                  std::pair{!config.modules_to_save.empty(), "modules_to_save"}}) {
+    if (on) {
+      throw Error(ErrorCode::kUnsupported,
+                  fmt::format("{}: '{}' is set, which export does not support (merge such an adapter with "
+                              "merge-lora)",
+                              label, field));
+    }
+  }
+}
+
 // The LoRA config: the options' own, else the checkpoint's metadata key.
 std::optional<LoraConfig> lora_config_of(const ExportOptions& options, const ExportConfigs& fallback) {
   if (options.lora_config) return options.lora_config;
@@ -43,6 +71,7 @@ LoraConfig require_lora_config(const ExportOptions& options, const ExportConfigs
                 fmt::format("no LoRA config ({} needs r and lora_alpha): {} has no metadata '{}'", why,
                             fallback.label, kLoraConfigMetadataKey));
   }
+  refuse_variants(*config, fmt::format("the LoRA config of {}", fallback.label));
   return *config;
 }
 
@@ -117,6 +146,7 @@ std::map<std::string, ExportMerge> pair_factors(const ResolvedMap& resolved, con
 
 void plan_model(ExportPlan& plan, const ExportOptions& options, const ExportConfigs& fallback) {
   const bool merging = options.kind == ExportKind::kMergedModel;
+  refuse_other_peft_outputs(plan.resolved);
   const std::vector<std::string> keys = lora_keys(plan.resolved);
   std::map<std::string, ExportMerge> modules;
   if (merging && !keys.empty()) {
@@ -136,13 +166,15 @@ void plan_model(ExportPlan& plan, const ExportOptions& options, const ExportConf
     plan.tensors.push_back(std::move(out));
   }
   plan.hf_config = options.hf_config_json ? options.hf_config_json : fallback.hf_config;
+  plan.generation_config = fallback.generation_config;
   if (plan.hf_config && options.dtype) {
-    plan.hf_config = with_torch_dtype(*plan.hf_config, *options.dtype,
+    plan.hf_config = with_config_dtype(*plan.hf_config, *options.dtype,
                                       fmt::format("{} (metadata '{}')", fallback.label, kHfConfigMetadataKey));
   }
 }
 
 void plan_adapter(ExportPlan& plan, const ExportOptions& options, const ExportConfigs& fallback) {
+  refuse_other_peft_outputs(plan.resolved);
   const std::vector<std::string> keys = lora_keys(plan.resolved);
   if (keys.empty()) {
     throw Error(ErrorCode::kMissingTensor,

@@ -38,6 +38,7 @@ struct ExportPlan {
   ResolvedMap resolved;
   std::vector<ExportTensor> tensors;     // in the order they are planned into files
   std::optional<std::string> hf_config;  // config.json to write (kModel, kMergedModel)
+  std::optional<std::string> generation_config;  // generation_config.json to write (kModel, kMergedModel)
   std::optional<LoraConfig> lora;        // adapter_config.json to write (kAdapterOnly)
   size_t merged = 0;
 
@@ -49,7 +50,8 @@ struct ExportPlan {
 struct ExportConfigs {
   std::optional<std::string> hf_config;
   std::optional<std::string> lora_config;
-  std::string label;  // where they come from, for messages
+  std::string label;
+  std::optional<std::string> generation_config;  // where they come from, for messages
 };
 
 // Plans the export of `sources` through `map`. Errors name the tensor, rule

@@ -42,6 +42,9 @@ safetensors::Metadata configs_as_metadata(const detail::ImportSource& source) {
   safetensors::Metadata metadata;
   if (source.config_json()) metadata.emplace_back(kHfConfigMetadataKey, *source.config_json());
   if (source.adapter_config_json()) metadata.emplace_back(kLoraConfigMetadataKey, *source.adapter_config_json());
+  if (source.generation_config_json()) {
+    metadata.emplace_back(kGenerationConfigMetadataKey, *source.generation_config_json());
+  }
   return metadata;
 }
 

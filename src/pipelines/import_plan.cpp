@@ -24,7 +24,7 @@ void add_layer_count(std::string_view config_json, AxisSizes& sizes) {
   if (!json.is_object() || !json.contains("num_hidden_layers")) return;
   const auto& layers = json["num_hidden_layers"];
   if (!layers.is_number_integer() || layers.get<int64_t>() <= 0) {
-    throw Error(ErrorCode::kParse, "config.json: 'num_hidden_layers' must be a positive integer");
+    throw Error(ErrorCode::kInvalidConfig, "config.json: 'num_hidden_layers' must be a positive integer");
   }
   sizes["layer"] = layers.get<int64_t>();
 }

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "carried_files.h"
 #include "reshard/formats/hf_folder.h"
 #include "reshard/formats/model_files.h"
 #include "reshard/layout/error.h"
@@ -13,8 +14,6 @@ namespace reshard::pipelines_detail {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr std::string_view kConfigFileName = "config.json";
 
 bool is_file(const fs::path& path) {
   std::error_code ec;
@@ -48,6 +47,7 @@ ImportSource ImportSource::open(const fs::path& path) {
       names.emplace_back(kPeftAdapterFileName);
     }
     source.config_json_ = read_config(path / kConfigFileName);
+    source.generation_config_json_ = read_config(path / kGenerationConfigFileName);
     source.adapter_config_json_ = read_config(path / kPeftConfigFileName);
   }
   source.catalog_ = TensorCatalog(std::move(files), std::move(names));

@@ -32,6 +32,7 @@ class ImportSource {
   bool adapter_only() const { return adapter_only_; }
   const std::optional<std::string>& config_json() const { return config_json_; }
   const std::optional<std::string>& adapter_config_json() const { return adapter_config_json_; }
+  const std::optional<std::string>& generation_config_json() const { return generation_config_json_; }
 
  private:
   TensorCatalog catalog_;
@@ -39,6 +40,7 @@ class ImportSource {
   bool adapter_only_ = false;
   std::optional<std::string> config_json_;
   std::optional<std::string> adapter_config_json_;
+  std::optional<std::string> generation_config_json_;
 };
 
 }  // namespace reshard::pipelines_detail

@@ -1,5 +1,6 @@
 #include "reshard/pipelines/lora_config.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -14,7 +15,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 [[noreturn]] void bad(std::string_view label, std::string_view field, std::string_view why) {
-  throw Error(ErrorCode::kParse, fmt::format("{}: '{}' {}", label, field, why));
+  throw Error(ErrorCode::kInvalidConfig, fmt::format("{}: '{}' {}", label, field, why));
 }
 
 // A number as Python wrote it: integers stay integers (lora_alpha: 16).
@@ -45,6 +46,18 @@ std::optional<std::string> string_field(const Json& json, const char* key, std::
   return json[key].get<std::string>();
 }
 
+// null or absent: none; a list of strings, as PEFT's modules_to_save.
+std::vector<std::string> string_list_field(const Json& json, const char* key, std::string_view label) {
+  std::vector<std::string> values;
+  if (!json.contains(key) || json[key].is_null()) return values;
+  const Json& list = json[key];
+  if (!list.is_array() || !std::all_of(list.begin(), list.end(), [](const Json& v) { return v.is_string(); })) {
+    bad(label, key, "must be a list of strings or null");
+  }
+  for (const Json& value : list) values.push_back(value.get<std::string>());
+  return values;
+}
+
 template <typename T>
 std::vector<std::pair<std::string, T>> pattern_field(const Json& json, const char* key, std::string_view label) {
   std::vector<std::pair<std::string, T>> patterns;
@@ -64,10 +77,16 @@ bool matches_end(const std::string& key, std::string_view module) {
   return regex_full_match("(.*\\.)?(" + key + ")", module);
 }
 
+// A key that is not a regex is the config file's fault (exit 1), not a usage error.
 template <typename T>
-std::optional<T> first_match(const std::vector<std::pair<std::string, T>>& patterns, std::string_view module) {
+std::optional<T> first_match(const std::vector<std::pair<std::string, T>>& patterns, std::string_view module,
+                             std::string_view field) {
   for (const auto& [key, value] : patterns) {
-    if (matches_end(key, module)) return value;
+    try {
+      if (matches_end(key, module)) return value;
+    } catch (const Error& e) {
+      throw Error(ErrorCode::kInvalidConfig, fmt::format("adapter config: {} key '{}': {}", field, key, e.what()));
+    }
   }
   return std::nullopt;
 }
@@ -79,11 +98,15 @@ LoraConfig parse_lora_config(std::string_view text, std::string_view label) {
   try {
     json = Json::parse(text);
   } catch (const Json::exception& e) {
-    throw Error(ErrorCode::kParse, fmt::format("{}: not valid JSON: {}", label, e.what()));
+    throw Error(ErrorCode::kInvalidConfig, fmt::format("{}: not valid JSON: {}", label, e.what()));
   }
-  if (!json.is_object()) throw Error(ErrorCode::kParse, fmt::format("{}: must be a JSON object", label));
-  if (!json.contains("peft_type") || json["peft_type"] != "LORA") {
-    bad(label, "peft_type", "must be \"LORA\" (other adapter types are not supported)");
+  if (!json.is_object()) throw Error(ErrorCode::kInvalidConfig, fmt::format("{}: must be a JSON object", label));
+  if (!json.contains("peft_type") || !json["peft_type"].is_string()) bad(label, "peft_type", "must be a string");
+  if (const std::string type = json["peft_type"].get<std::string>(); type != "LORA") {
+    // A well-formed file of an adapter kind reshard does not merge: unsupported, not malformed.
+    throw Error(ErrorCode::kUnsupported,
+                fmt::format("{}: peft_type '{}' is not supported (reshard merges and exports LORA adapters only)",
+                            label, type));
   }
   LoraConfig config;
   if (json.contains("r")) {
@@ -108,6 +131,9 @@ LoraConfig parse_lora_config(std::string_view text, std::string_view label) {
   }
   config.rank_pattern = pattern_field<int64_t>(json, "rank_pattern", label);
   config.alpha_pattern = pattern_field<double>(json, "alpha_pattern", label);
+  config.use_dora = bool_field(json, "use_dora", false, label);
+  config.lora_bias = bool_field(json, "lora_bias", false, label);
+  config.modules_to_save = string_list_field(json, "modules_to_save", label);
   for (const auto& [key, rank] : config.rank_pattern) {
     if (rank <= 0) bad(label, "rank_pattern", fmt::format("entry '{}' must be positive", key));
   }
@@ -129,13 +155,16 @@ std::string lora_config_json(const LoraConfig& config) {
   json["inference_mode"] = true;
   json["lora_alpha"] = python_number(config.lora_alpha);
   json["lora_dropout"] = config.lora_dropout;
-  json["modules_to_save"] = nullptr;
+  json["lora_bias"] = config.lora_bias;
+  json["modules_to_save"] = config.modules_to_save.empty() ? nlohmann::json(nullptr)
+                                                           : nlohmann::json(config.modules_to_save);
   json["peft_type"] = "LORA";
   json["r"] = config.r;
   json["rank_pattern"] = rank_pattern;
   json["target_modules"] = config.target_modules_regex ? nlohmann::json(*config.target_modules_regex)
                                                        : nlohmann::json(modules);
   json["task_type"] = config.task_type ? nlohmann::json(*config.task_type) : nlohmann::json(nullptr);
+  json["use_dora"] = config.use_dora;
   json["use_rslora"] = config.use_rslora;
   // indent=2 and ensure_ascii, as json.dumps; PEFT adds no newline at the end.
   return json.dump(2, ' ', true);
@@ -143,8 +172,8 @@ std::string lora_config_json(const LoraConfig& config) {
 
 ModuleLora module_lora(const LoraConfig& config, std::string_view module) {
   ModuleLora lora;
-  lora.r = first_match(config.rank_pattern, module).value_or(config.r);
-  lora.alpha = first_match(config.alpha_pattern, module).value_or(config.lora_alpha);
+  lora.r = first_match(config.rank_pattern, module, "rank_pattern").value_or(config.r);
+  lora.alpha = first_match(config.alpha_pattern, module, "alpha_pattern").value_or(config.lora_alpha);
   const double scaling = config.use_rslora ? lora.alpha / std::sqrt(static_cast<double>(lora.r))
                                            : lora.alpha / static_cast<double>(lora.r);
   lora.scaling = static_cast<float>(scaling);

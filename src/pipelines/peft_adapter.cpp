@@ -53,19 +53,24 @@ void check_adapter_keys(std::span<const std::string> keys, const std::function<b
                   fmt::format("adapter key '{}' is not a LoRA key ('{}<module>.lora_A.weight' or '.lora_B.weight')",
                               key, kPeftKeyPrefix));
     }
-    if (base_has(parsed->module + ".weight")) continue;
-    std::string hint;
-    for (const std::string& candidate : near_misses(parsed->module)) {
-      if (base_has(candidate + ".weight")) {
-        hint = fmt::format(" (the base has '{}': is the key's module path prefix wrong?)", candidate);
-        break;
-      }
-    }
-    throw Error(ErrorCode::kMissingTensor,
-                fmt::format("adapter key '{}' names module '{}', which {} does not have (no tensor '{}.weight'); "
-                            "PEFT would silently ignore it{}",
-                            key, parsed->module, base_label, parsed->module, hint));
+    check_adapter_module(key, parsed->module, base_has, base_label);
   }
+}
+
+void check_adapter_module(std::string_view key, std::string_view module,
+                          const std::function<bool(std::string_view)>& base_has, std::string_view base_label) {
+  if (base_has(std::string(module) + ".weight")) return;
+  std::string hint;
+  for (const std::string& candidate : near_misses(module)) {
+    if (base_has(candidate + ".weight")) {
+      hint = fmt::format(" (the base has '{}': is the key's module path prefix wrong?)", candidate);
+      break;
+    }
+  }
+  throw Error(ErrorCode::kMissingTensor,
+              fmt::format("adapter key '{}' names module '{}', which {} does not have (no tensor '{}.weight'); "
+                          "PEFT would silently ignore it{}",
+                          key, module, base_label, module, hint));
 }
 
 std::vector<std::string> target_modules_of(std::span<const std::string> keys) {

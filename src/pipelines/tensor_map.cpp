@@ -213,7 +213,14 @@ TensorMap load_tensor_map(std::string_view file_or_preset) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("unknown preset '{}'; presets: {} (or a map file's path)", file_or_preset, names));
   }
-  return parse_tensor_map(read_text_file(path), path.string());
+  const std::string text = read_text_file(path);
+  try {
+    return parse_tensor_map(text, path.string());
+  } catch (const Error& e) {
+    // A malformed map file is bad input (exit 1), not a usage error.
+    if (e.code() == ErrorCode::kParse) throw Error(ErrorCode::kInvalidConfig, e.what());
+    throw;
+  }
 }
 
 AxisSizes llama_axis_sizes_from_config(std::string_view config_json, std::string_view label) {
@@ -221,12 +228,12 @@ AxisSizes llama_axis_sizes_from_config(std::string_view config_json, std::string
   try {
     json = Json::parse(config_json);
   } catch (const Json::exception& e) {
-    bad(label, fmt::format("not valid JSON: {}", e.what()));
+    throw Error(ErrorCode::kInvalidConfig, fmt::format("{}: not valid JSON: {}", label, e.what()));
   }
   const auto field = [&](const char* key) -> std::optional<int64_t> {
     if (!json.is_object() || !json.contains(key) || json[key].is_null()) return std::nullopt;
     if (!json[key].is_number_integer() || json[key].get<int64_t>() <= 0) {
-      bad(label, fmt::format("'{}' must be a positive integer", key));
+      throw Error(ErrorCode::kInvalidConfig, fmt::format("{}: '{}' must be a positive integer", label, key));
     }
     return json[key].get<int64_t>();
   };

@@ -125,6 +125,19 @@ TEST(ConvertCheckpoint, VerifyNamesTheTensorAndChunkOfDamage) {
   EXPECT_NE(missing.err.find("missing"), std::string::npos) << missing.err;
 }
 
+// A rules file that does not parse is bad input (exit 1), not a usage error.
+TEST(ConvertCheckpoint, AMalformedRulesFileExitsOne) {
+  auto rng = testing::seeded_rng();
+  TempFolder dir;
+  write_model(dir / "src.safetensors", rng);
+  testing::write_bytes(dir / "rules.txt", "*.weight\n");
+  const auto result = run_reshard({"convert", (dir / "src.safetensors").string(), (dir / "ck").string(), "--mesh",
+                                   "x=2", "--rules", (dir / "rules.txt").string()});
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_NE(result.err.find("rules.txt: line 1"), std::string::npos) << result.err;
+  EXPECT_FALSE(fs::exists(dir / "ck"));
+}
+
 TEST(ConvertCheckpoint, UsageErrorsExitTwo) {
   auto rng = testing::seeded_rng();
   TempFolder dir;

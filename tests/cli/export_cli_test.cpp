@@ -106,6 +106,17 @@ TEST_F(ExportCli, ErrorsNameWhatIsAtFaultAndWriteNothing) {
   EXPECT_EQ(testing::read_bytes(dir_ / "out" / "notes.txt"), "mine");
 }
 
+// A map file that is not a map is bad input (exit 1), named, with nothing written.
+TEST_F(ExportCli, AMalformedMapFileExitsOne) {
+  make_checkpoint(true);
+  testing::write_bytes(dir_ / "map.json", R"({"rules": [{"from": "a", "to": "b", "rearrange": "x x -> x"}]})");
+  const auto result = run_reshard({"export", ckpt(), out(), "--map", (dir_ / "map.json").string()});
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  EXPECT_TRUE(result.err.starts_with("error: ")) << result.err;
+  EXPECT_NE(result.err.find("map.json"), std::string::npos) << result.err;
+  EXPECT_FALSE(fs::exists(dir_ / "out"));
+}
+
 TEST_F(ExportCli, UsageErrorsExitWithTwo) {
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {"export", "c", "o", "--map", "levanter-llama", "--adapter-only", "--merge-lora"},

@@ -118,7 +118,14 @@ TEST(ImportCommand, ErrorsNameTheFileTensorAndRule) {
   fails(import({hf, ck, "--map", (dir / "nosuch.json").string(), "--mesh", "x=2", "--best-effort", "x"}), 1,
         {"nosuch.json"});
   testing::write_bytes(dir / "bad.json", "{\"rules\": [{\"from\": \"a\"}]}");
-  fails(import({hf, ck, "--map", (dir / "bad.json").string(), "--mesh", "x=2", "--best-effort", "x"}), 2, {"bad.json"});
+  // A malformed map file, or config.json, is bad input (1), not a usage error (2).
+  fails(import({hf, ck, "--map", (dir / "bad.json").string(), "--mesh", "x=2", "--best-effort", "x"}), 1, {"bad.json"});
+  const std::string config = testing::read_bytes(dir / "hf" / "config.json");
+  testing::write_bytes(dir / "hf" / "config.json", R"({"num_hidden_layers": "two"})");
+  fails(import({hf, ck, "--map", "levanter-llama", "--mesh", "x=2", "--best-effort", "x"}), 1,
+        {"config.json", "num_hidden_layers"});
+  testing::write_bytes(dir / "hf" / "config.json", config);
+  EXPECT_FALSE(fs::exists(dir / "ck"));
   fails(import({hf, ck, "--map", "levanter-llama"}), 2, {"--mesh"});
   fails(import({hf, ck, "--map", "levanter-llama", "--mesh", "x=2"}), 2, {"--rules", "--best-effort"});
   fails(import({hf, ck, "--map", "levanter-llama", "--mesh", "x=2", "--best-effort", "y"}), 2, {"y"});

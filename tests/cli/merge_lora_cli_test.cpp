@@ -142,6 +142,43 @@ TEST(MergeLoraCommand, ErrorsNameTheKeyAndLeaveNothingBehind) {
   EXPECT_EQ(missing.exit_code, 2);
 }
 
+// Whatever is wrong in an input file is exit 1 (the operation failed), never 2
+// (kept for usage errors), with the file and the field or key named.
+TEST(MergeLoraCommand, BadAdapterFilesExitOneNamingTheFaultAndWriteNothing) {
+  auto rng = testing::seeded_rng();
+  TempFolder dir;
+  write_model(dir / "base", dir / "adapter", 2, 4, 4, 2, rng);
+  const std::string good_config = testing::read_bytes(dir / "adapter" / "adapter_config.json");
+  const struct {
+    std::string config;
+    std::vector<std::string> named;
+  } cases[] = {
+      {"{ not json", {"adapter_config.json", "not valid JSON"}},
+      {"[1, 2]", {"adapter_config.json", "JSON object"}},
+      {R"({"peft_type": "IA3", "target_modules": ["up_proj"]})", {"adapter_config.json", "peft_type 'IA3'"}},
+      {R"({"peft_type": "LORA", "r": "two"})", {"adapter_config.json", "'r'"}},
+      {R"({"peft_type": "LORA", "r": 2, "rank_pattern": {"(": 2}})", {"rank_pattern", "'('"}},
+      {R"({"peft_type": "LORA", "r": 2, "use_dora": true})", {"use_dora", "lora_magnitude_vector"}},
+      {R"({"peft_type": "LORA", "r": 2, "modules_to_save": 7})", {"modules_to_save"}},
+  };
+  for (const auto& c : cases) {
+    testing::write_bytes(dir / "adapter" / "adapter_config.json", c.config);
+    const auto result = run_reshard({"merge-lora", (dir / "base").string(), (dir / "adapter").string(),
+                                     (dir / "merged").string()});
+    EXPECT_EQ(result.exit_code, 1) << c.config << ": " << result.err;
+    EXPECT_TRUE(result.err.starts_with("error: ")) << result.err;
+    for (const std::string& part : c.named) EXPECT_NE(result.err.find(part), std::string::npos) << result.err;
+    EXPECT_FALSE(fs::exists(dir / "merged")) << c.config;
+  }
+  testing::write_bytes(dir / "adapter" / "adapter_config.json", good_config);
+  testing::write_bytes(dir / "base" / "config.json", "{ broken");
+  const auto bad_base = run_reshard({"merge-lora", (dir / "base").string(), (dir / "adapter").string(),
+                                     (dir / "merged").string(), "--dtype", "bf16"});
+  EXPECT_EQ(bad_base.exit_code, 1) << bad_base.err;
+  EXPECT_NE(bad_base.err.find("config.json"), std::string::npos) << bad_base.err;
+  EXPECT_FALSE(fs::exists(dir / "merged"));
+}
+
 TEST(MergeLoraCommand, RefusesAnExistingOutputUnlessForced) {
   auto rng = testing::seeded_rng();
   TempFolder dir;

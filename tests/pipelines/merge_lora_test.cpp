@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "layout/support/expect_error.h"
 #include "pipelines/support/lora_test_files.h"
@@ -108,7 +109,8 @@ TEST_P(MergeLoraFolder, MergesAdaptedWeightsAndCopiesTheRest) {
                       "model.layers.0.self_attn.q_proj.weight": "model-00001-of-00002.safetensors",
                       "model.layers.1.self_attn.v_proj.weight": "model-00002-of-00002.safetensors",
                       "model.norm.weight": "model-00002-of-00002.safetensors"}})");
-  testing::write_text(dir.path() / "base" / "config.json", "{\"torch_dtype\": \"float32\"}");
+  testing::write_text(dir.path() / "base" / "config.json",
+                      "{\"dtype\": \"float32\", \"text_config\": {\"dtype\": \"float32\"}, \"torch_dtype\": \"float32\"}");
 
   // q with r = 4 (the config's), v with r = 2 (rank_pattern) and alpha 6 (alpha_pattern).
   const std::vector<Named> adapter = {random_named(adapter_key(q0, AdapterKey::Factor::kA), DType::kF32, {4, 8}, rng),
@@ -139,7 +141,8 @@ TEST_P(MergeLoraFolder, MergesAdaptedWeightsAndCopiesTheRest) {
             dense(base[2], adapter[2], adapter[3], static_cast<float>(6.0 / std::sqrt(2.0))));
   EXPECT_EQ(read_tensor(merged, "model.embed_tokens.weight"), bytes_of(base[0]));
   EXPECT_EQ(read_tensor(merged, "model.norm.weight"), bytes_of(base[3]));
-  EXPECT_EQ(testing::read_text(dir.path() / "merged" / "config.json"), "{\"torch_dtype\": \"float32\"}");
+  EXPECT_EQ(testing::read_text(dir.path() / "merged" / "config.json"),
+            testing::read_text(dir.path() / "base" / "config.json"));
 
   // With a cast, the merged value rounded to W's dtype is then cast; config.json follows.
   options.dtype = DType::kBF16;
@@ -158,8 +161,11 @@ TEST_P(MergeLoraFolder, MergesAdaptedWeightsAndCopiesTheRest) {
   }
   q_merged.spec.dtype = DType::kBF16;
   EXPECT_EQ(read_tensor(cast, q0 + ".weight"), bytes_of(q_merged));
-  EXPECT_NE(testing::read_text(dir.path() / "bf16" / "config.json").find("\"torch_dtype\": \"bfloat16\""),
-            std::string::npos);
+  // Every dtype key follows the cast: transformers 5 reads "dtype", older releases "torch_dtype".
+  const nlohmann::json cast_config = nlohmann::json::parse(testing::read_text(dir.path() / "bf16" / "config.json"));
+  EXPECT_EQ(cast_config["dtype"], "bfloat16");
+  EXPECT_EQ(cast_config["torch_dtype"], "bfloat16");
+  EXPECT_EQ(cast_config["text_config"]["dtype"], "bfloat16");
 }
 
 INSTANTIATE_TEST_SUITE_P(Bases, MergeLoraFolder, ::testing::Values(DType::kF32, DType::kBF16),

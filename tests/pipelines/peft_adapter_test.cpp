@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "layout/support/expect_error.h"
+#include "pipelines/peft_keys.h"
 #include "reshard/formats/hf_folder.h"
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/lora_config.h"
@@ -40,6 +41,7 @@ constexpr std::string_view kExampleJson = R"j({
   "fan_in_fan_out": false,
   "inference_mode": true,
   "lora_alpha": 16,
+  "lora_bias": false,
   "lora_dropout": 0.05,
   "modules_to_save": null,
   "peft_type": "LORA",
@@ -52,6 +54,7 @@ constexpr std::string_view kExampleJson = R"j({
     "v_proj"
   ],
   "task_type": "CAUSAL_LM",
+  "use_dora": false,
   "use_rslora": false
 })j";
 
@@ -75,13 +78,17 @@ TEST(LoraConfig, ReadsBackWhatItWrites) {
 }
 
 TEST(LoraConfig, RefusesOtherAdaptersAndBadFields) {
-  EXPECT_TRUE(throws_error([] { parse_lora_config(R"({"peft_type": "IA3"})", "cfg.json"); }, ErrorCode::kParse,
+  EXPECT_TRUE(throws_error([] { parse_lora_config(R"({"peft_type": "IA3"})", "cfg.json"); }, ErrorCode::kUnsupported,
+                           {"cfg.json", "peft_type 'IA3'"}));
+  EXPECT_TRUE(throws_error([] { parse_lora_config(R"({"r": 8})", "cfg.json"); }, ErrorCode::kInvalidConfig,
                            {"cfg.json", "peft_type"}));
+  EXPECT_TRUE(throws_error([] { parse_lora_config(R"({"peft_type": "LORA", "modules_to_save": "lm_head"})", "c"); },
+                           ErrorCode::kInvalidConfig, {"modules_to_save"}));
   EXPECT_TRUE(throws_error([] { parse_lora_config(R"({"peft_type": "LORA", "r": "8"})", "cfg.json"); },
-                           ErrorCode::kParse, {"'r'"}));
+                           ErrorCode::kInvalidConfig, {"'r'"}));
   EXPECT_TRUE(throws_error([] { parse_lora_config(R"({"peft_type": "LORA", "rank_pattern": {"q": 1.5}})", "c"); },
-                           ErrorCode::kParse, {"rank_pattern"}));
-  EXPECT_TRUE(throws_error([] { parse_lora_config("[", "c"); }, ErrorCode::kParse, {"JSON"}));
+                           ErrorCode::kInvalidConfig, {"rank_pattern"}));
+  EXPECT_TRUE(throws_error([] { parse_lora_config("[", "c"); }, ErrorCode::kInvalidConfig, {"JSON"}));
 }
 
 TEST(LoraConfig, PatternsMatchTheEndOfTheModuleNameFirstKeyFirst) {
@@ -104,7 +111,7 @@ TEST(LoraConfig, PatternsMatchTheEndOfTheModuleNameFirstKeyFirst) {
   config.use_rslora = true;
   EXPECT_EQ(module_lora(config, "model.layers.0.mlp.up_proj").scaling, static_cast<float>(16.0 / std::sqrt(8.0)));
   config.rank_pattern = {{"(", 1}};
-  EXPECT_TRUE(throws_error([&] { module_lora(config, "m"); }, ErrorCode::kParse, {"'('"}));
+  EXPECT_TRUE(throws_error([&] { module_lora(config, "m"); }, ErrorCode::kInvalidConfig, {"rank_pattern", "'('"}));
 }
 
 TEST(PeftAdapterKeys, ParseAndName) {
@@ -118,6 +125,49 @@ TEST(PeftAdapterKeys, ParseAndName) {
   const std::vector<std::string> keys = {"base_model.model.a.v_proj.lora_A.weight",
                                          "base_model.model.b.q_proj.lora_B.weight"};
   EXPECT_EQ(target_modules_of(keys), (std::vector<std::string>{"q_proj", "v_proj"}));
+}
+
+// Every name PEFT's save_pretrained gives a LoRA adapter's tensors (the adapter
+// name removed), and the base tensor a whole copy replaces.
+TEST(PeftAdapterKeys, EveryKindPeftSaves) {
+  using pipelines_detail::PeftKey;
+  using pipelines_detail::parse_peft_key;
+  const std::string q = "model.layers.0.self_attn.q_proj";
+  const struct {
+    std::string rest;
+    PeftKey::Kind kind;
+    std::string module;
+    bool embedding;
+  } factors[] = {{q + ".lora_A.weight", PeftKey::Kind::kA, q, false},
+                 {q + ".lora_B.weight", PeftKey::Kind::kB, q, false},
+                 {q + ".lora_B.bias", PeftKey::Kind::kBBias, q, false},
+                 {q + ".lora_magnitude_vector", PeftKey::Kind::kMagnitude, q, false},
+                 {"model.embed_tokens.lora_embedding_A", PeftKey::Kind::kA, "model.embed_tokens", true},
+                 {"model.embed_tokens.lora_embedding_B", PeftKey::Kind::kB, "model.embed_tokens", true}};
+  for (const auto& f : factors) {
+    const std::optional<PeftKey> key = parse_peft_key("base_model.model." + f.rest);
+    ASSERT_TRUE(key) << f.rest;
+    EXPECT_EQ(key->kind, f.kind) << f.rest;
+    EXPECT_EQ(key->module, f.module) << f.rest;
+    EXPECT_EQ(key->embedding, f.embedding) << f.rest;
+  }
+  const struct {
+    std::string rest, tensor, module;
+    bool base_layer;
+  } wholes[] = {{"lm_head.weight", "lm_head.weight", "lm_head", false},
+                {"score.modules_to_save.default.weight", "score.weight", "score", false},
+                {"model.embed_tokens.base_layer.weight", "model.embed_tokens.weight", "model.embed_tokens", true},
+                {q + ".lora_E", q + ".lora_E", q, false}};
+  for (const auto& w : wholes) {
+    const std::optional<PeftKey> key = parse_peft_key("base_model.model." + w.rest);
+    ASSERT_TRUE(key) << w.rest;
+    EXPECT_EQ(key->kind, PeftKey::Kind::kWhole) << w.rest;
+    EXPECT_EQ(key->tensor, w.tensor) << w.rest;
+    EXPECT_EQ(key->module, w.module) << w.rest;
+    EXPECT_EQ(key->base_layer, w.base_layer) << w.rest;
+  }
+  EXPECT_FALSE(parse_peft_key("model.layers.0.self_attn.q_proj.lora_A.weight"));
+  EXPECT_FALSE(parse_peft_key("base_model.model."));
 }
 
 TEST(PeftAdapterKeys, AKeyNamingNoBaseModuleIsAnErrorNamingIt) {

@@ -44,6 +44,7 @@ enum class ErrorCode {
   kInvalidManifest,   // a checkpoint manifest that is malformed, inconsistent or of an unknown version
   kChecksumMismatch,  // stored bytes whose checksum differs from the one recorded for them
   kAlreadyExists,     // the output is there and the caller did not ask to replace it (each front end says how)
+  kInvalidConfig,     // an input file of settings (config.json, adapter_config.json, a map or rules file) that is malformed
 };
 
 // A short, stable, snake_case name for a code ("indivisible", "unknown_axis").

@@ -42,13 +42,24 @@ struct ConvertResult {
   size_t tensors = 0;
   uint64_t bytes = 0;    // tensor bytes of the output
   uint64_t peak_staged_bytes = 0;  // a checkpoint output: most bytes this process held staged at once
+  // A folder output: the non-weight files written beside the weights (on process 0).
+  std::vector<std::string> carried;
+  // What the output lacks that its users will miss (a folder without config.json).
+  std::vector<std::string> warnings;
 };
 
 // Collective over `transport`. Reads `src` (a .safetensors file, a Hugging
 // Face folder or a checkpoint, told apart by what is there) and writes `dst`
 // as `options.output` says. A file written from a file keeps the source's
 // metadata exactly (so a rewrite is byte-identical); folders and files made
-// from checkpoints get "format": "pt" when the source has no format. Each
+// from checkpoints get "format": "pt" when the source has no format. A
+// folder made from a folder carries its non-weight files (config.json with
+// its dtype keys following options.dtype, generation_config.json, the
+// tokenizer's files, ...); one made from a checkpoint gets config.json and
+// generation_config.json from the checkpoint's metadata (kHfConfigMetadataKey,
+// kGenerationConfigMetadataKey), which a checkpoint made from a folder takes
+// from the folder's files; a folder output with no config.json to carry gets a
+// warning in the result. Each
 // process reads only the parts it writes (for a checkpoint output, the
 // chunks of the new layout it writes, streamed through
 // `options.staging_bytes` of memory); the output appears only when complete, and a

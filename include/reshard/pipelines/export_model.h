@@ -27,6 +27,9 @@ namespace reshard {
 // patterns: what a merge scales by and what --adapter-only writes).
 inline constexpr std::string_view kHfConfigMetadataKey = "reshard.hf_config";
 inline constexpr std::string_view kLoraConfigMetadataKey = "reshard.lora_config";
+// generation_config.json, carried from the folder a checkpoint was made from
+// to the folders made from it.
+inline constexpr std::string_view kGenerationConfigMetadataKey = "reshard.generation_config";
 
 enum class ExportKind {
   kModel,        // the map's non-LoRA outputs as a Hugging Face model folder

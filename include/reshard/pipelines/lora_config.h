@@ -24,11 +24,15 @@ struct LoraConfig {
   // Per-module overrides, in the order they are tried (the file's order).
   std::vector<std::pair<std::string, int64_t>> rank_pattern;
   std::vector<std::pair<std::string, double>> alpha_pattern;
+  bool use_dora = false;   // DoRA: each module also has a magnitude vector
+  bool lora_bias = false;  // lora_B has a bias, added to the base layer's
+  std::vector<std::string> modules_to_save;  // modules the adapter holds whole copies of
 };
 
-// Parses adapter_config.json. Error(kParse) naming `label` and the field when
-// it is not JSON, peft_type is not "LORA", or a field has the wrong type.
-// Unknown fields are ignored, as PEFT ignores them.
+// Parses adapter_config.json. Error(kInvalidConfig) naming `label` and the
+// field when it is not JSON or a field has the wrong type; Error(kUnsupported)
+// naming the type when peft_type is not "LORA". Unknown fields are ignored, as
+// PEFT ignores them.
 LoraConfig parse_lora_config(std::string_view json, std::string_view label);
 
 // The file as PEFT's save_pretrained writes it: json.dumps(config, indent=2,
@@ -45,7 +49,7 @@ struct ModuleLora {
 // PEFT's choice for module `module` ("model.layers.0.self_attn.q_proj"): the
 // first rank_pattern (alpha_pattern) key that matches the end of the name
 // (the regex `(.*\.)?(KEY)$` from the start, as peft's get_pattern_key) gives
-// r (alpha); else the config's. Error(kParse) for a key that is not a regex.
+// r (alpha); else the config's. Error(kInvalidConfig) for a key that is not a regex.
 ModuleLora module_lora(const LoraConfig& config, std::string_view module);
 
 }  // namespace reshard

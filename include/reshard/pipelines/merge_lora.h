@@ -27,23 +27,30 @@ struct MergeLoraOptions {
 struct MergeLoraSummary {
   size_t tensors = 0;        // in the output
   size_t merged = 0;         // weights a LoRA delta was added to
+  size_t replaced = 0;       // tensors taken whole from the adapter (modules_to_save, saved base layers)
   size_t files = 0;          // weight files written
   uint64_t bytes = 0;        // tensor bytes written
-  std::vector<std::string> copied;  // config files copied beside the weights
+  std::vector<std::string> copied;    // the base folder's non-weight files carried beside the weights
+  std::vector<std::string> warnings;  // what the output lacks that its users will miss (no config.json)
 };
-
-// The config files copied from the base folder: config.json and
-// generation_config.json. With a dtype, config.json's torch_dtype is updated.
-inline constexpr const char* kMergeLoraCopiedFiles[] = {"config.json", "generation_config.json"};
 
 // Merges `adapter` (a PEFT LoRA adapter folder) into `base` (a Hugging Face
 // folder, or one .safetensors file), writing the folder `out` as `reshard
-// convert` does (split at max_shard_size, appearing only when complete). Every
-// adapter key is checked against the base first (Error kMissingTensor naming
-// it), and every A/B pair against its weight and the config's rank (Error
-// kInvalidArgument naming the module), before anything is written. Base
-// tensors are read with pread in blocks, so memory stays at a few blocks plus
-// each module's A and B, whatever the model's size.
+// convert` does (split at max_shard_size, appearing only when complete), as
+// PEFT's merge_and_unload defines the result: plain LoRA, rsLoRA and the
+// rank/alpha patterns, fan_in_fan_out, DoRA (use_dora: the magnitude vector
+// over the norm of W + dW per output feature), LoRA on embeddings
+// (lora_embedding_A/B), lora_B's bias (lora_bias), and whole tensors the
+// adapter holds (modules_to_save copies, saved base layers), which replace the
+// base's. The base folder's non-weight files (config.json with its dtype keys
+// following options.dtype, generation_config.json, the tokenizer's files, ...)
+// are carried; a base without config.json gives a warning in the summary.
+// Every adapter key is checked against the base and the config first (Error
+// kMissingTensor naming the key or module, kUnsupported for a kind PEFT does
+// not write or the config does not enable, kInvalidArgument for a shape that
+// does not fit), before anything is written. Base tensors are read with pread
+// in blocks, so memory stays at a few blocks plus each module's factors,
+// whatever the model's size.
 MergeLoraSummary merge_lora_folder(const std::filesystem::path& base, const std::filesystem::path& adapter,
                                    const std::filesystem::path& out, const MergeLoraOptions& options = {});
 

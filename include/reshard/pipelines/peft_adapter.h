@@ -43,6 +43,11 @@ std::string adapter_key(std::string_view module, AdapterKey::Factor factor);
 void check_adapter_keys(std::span<const std::string> keys, const std::function<bool(std::string_view)>& base_has,
                         std::string_view base_label);
 
+// The check above for one key: `base_has("<module>.weight")`, else
+// Error(kMissingTensor) naming the key, the module, `base_label` and the hint.
+void check_adapter_module(std::string_view key, std::string_view module,
+                          const std::function<bool(std::string_view)>& base_has, std::string_view base_label);
+
 // The sorted distinct last parts of the adapted modules ("q_proj", "v_proj"):
 // the config's target_modules.
 std::vector<std::string> target_modules_of(std::span<const std::string> keys);

@@ -65,7 +65,8 @@ std::optional<TensorMap> tensor_map_preset(std::string_view name);
 std::vector<std::string> tensor_map_preset_names();
 
 // A preset's name or a map file's path (--map FILE|PRESET): presets win.
-// Error(kIo) when the file cannot be read.
+// Error(kIo) when the file cannot be read, Error(kInvalidConfig) when it is
+// not a map (parse_tensor_map's message).
 TensorMap load_tensor_map(std::string_view file_or_preset);
 
 // A short description of the map-file format and the presets, for the --help
@@ -74,7 +75,7 @@ std::string tensor_map_help();
 
 // The preset's axis sizes that a Hugging Face config.json gives (heads,
 // kv_heads, q_per_group, head_dim, embed, mlp, vocab), needed to split merged
-// axes on import. Error(kParse) naming `label` when a field is malformed.
+// axes on import. Error(kInvalidConfig) naming `label` when a field is malformed.
 AxisSizes llama_axis_sizes_from_config(std::string_view config_json, std::string_view label);
 
 }  // namespace reshard
