@@ -291,7 +291,7 @@ TEST(Planner, NamesTheLayoutThatDoesNotFit) {
   EXPECT_TRUE(throws_error([&] { make_plan(key_of({6}, sharding("x=2", {}, "x"), sharding("y=4", {}, "y"), job)); },
                            ErrorCode::kIndivisible, {"target layout"}));
   EXPECT_TRUE(throws_error([&] { make_plan(key_of({4}, sharding("x=2", {}, "x"), sharding("y=2", {3, 7}, "y"), job)); },
-                           ErrorCode::kUnknownDevice, {"target layout", "device 7"}));
+                           ErrorCode::kUnknownDevice, {"target layout", "devices the topology lacks: 7"}));
   EXPECT_TRUE(throws_error([&] { make_plan(key_of({4}, sharding("x=2", {}, "None,x"), sharding("y=2", {}, "y"), job)); },
                            ErrorCode::kRank, {"source layout"}));
 }
