@@ -87,7 +87,7 @@ def convert(
                             _byte_size(max_shard_size, "max_shard_size"), replace, mesh, topology, rules, best_effort,
                             strict, transport)
     for message in result.warnings:
-        warnings.warn(message, UserWarning, stacklevel=2)
+        warnings.warn(message, MissingConfigWarning, stacklevel=2)
     return result
 
 
@@ -116,7 +116,7 @@ def merge_lora(
                                 None if dtype is None else dtype_name(dtype),
                                 _byte_size(max_shard_size, "max_shard_size"), replace, chunk_bytes)
     for message in summary.warnings:
-        warnings.warn(message, UserWarning, stacklevel=2)
+        warnings.warn(message, MissingConfigWarning, stacklevel=2)
     return summary
 
 
