@@ -29,6 +29,13 @@ DEVICES_PER_PROCESS = 4
 TPU_ORDER = [0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15]
 
 
+def say(text: str) -> None:
+    """One line in one write: the processes share mpirun's pipe, and print's separate write
+    of the newline lets another process's output in between."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
 def model_values(seed: int) -> dict[str, np.ndarray]:
     """The checkpointed pytree's values, the same in every process and in the test."""
     import ml_dtypes
@@ -206,7 +213,7 @@ class Job:
                                f"{where}: bytes differ from jax.device_put's")
                 done += 1
         self.check(compared > 0 and refused > 0, f"{compared} pairs JAX did, {refused} it refused: both must occur")
-        print(f"rank {self.rank} pairs {done} jax {compared} numpy-only {refused}", flush=True)
+        say(f"rank {self.rank} pairs {done} jax {compared} numpy-only {refused}")
 
     def jax_device_put(self, x, target):
         """jax.device_put(x, target) where JAX 0.10.2 moves arrays across processes: the same
@@ -335,7 +342,7 @@ class Job:
         self.check(f"CPU {self.devices[-1].id}" in pictures or f",{self.devices[-1].id}" in pictures,
                    f"the report's pictures name no JAX id:\n{report}")
         if self.rank == 0:
-            print(report, flush=True)
+            say(report)
 
     # -- checkpoints -----------------------------------------------------------
 
@@ -378,9 +385,9 @@ def main() -> int:
         for phase in phases:
             name, _, arg = phase.partition(":")
             getattr(job, name)(*([int(arg)] if arg else []))
-            print(f"rank {job.rank} ok {phase}", flush=True)
+            say(f"rank {job.rank} ok {phase}")
     except Exception:  # noqa: BLE001 - reported, then the process fails
-        print(f"rank {job.rank} FAILED (RESHARD_SEED={seed})\n{traceback.format_exc()}", flush=True)
+        say(f"rank {job.rank} FAILED (RESHARD_SEED={seed})\n{traceback.format_exc()}")
         return 1
     return 0
 

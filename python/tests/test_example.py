@@ -5,28 +5,16 @@ adapter and merged folders, file for file and byte for byte."""
 
 from __future__ import annotations
 
-import os
 import pathlib
-import shutil
-import subprocess
-import sys
 
-import pytest
-
-import reshard.mpi
+from mpi_launch import needs_mpirun, run
 
 SCRIPT = pathlib.Path(__file__).parents[2] / "examples" / "levanter_lora_job.py"
 FOLDERS = ("adapter", "merged")
 
 
 def run_example(out: pathlib.Path, processes: int) -> str:
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    for inherited in ("XLA_FLAGS", "JAX_PLATFORMS", "JAX_ENABLE_X64"):  # the example sets its own
-        env.pop(inherited, None)
-    command = [sys.executable, str(SCRIPT), "--out", str(out)]
-    if processes > 1:
-        command = ["mpirun", "-np", str(processes), "--oversubscribe", *command]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    done = run(SCRIPT, "--out", str(out), ranks=processes if processes > 1 else 0)
     assert done.returncode == 0, f"{processes} process(es):\n{done.stdout}\n{done.stderr[-4000:]}"
     return done.stdout
 
@@ -35,8 +23,7 @@ def files(folder: pathlib.Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
 
 
-@pytest.mark.skipif(not reshard.mpi.available() or shutil.which("mpirun") is None,
-                    reason="reshard built without MPI, or no mpirun")
+@needs_mpirun
 def test_the_example_job_exports_what_one_process_exports(tmp_path):
     job = run_example(tmp_path / "job", 4)
     alone = run_example(tmp_path / "alone", 1)

@@ -5,41 +5,30 @@ processes."""
 
 from __future__ import annotations
 
-import os
 import pathlib
 import re
-import shutil
-import subprocess
-import sys
 
 import jax
 import numpy as np
 import pytest
 
 import reshard.jax as rjax
-import reshard.mpi
 from conftest import SEED
 from jax_job import flat, model_shardings, model_values, nest
+from mpi_launch import needs_mpirun, ranks_that_said, run
 
-pytestmark = pytest.mark.skipif(not reshard.mpi.available() or shutil.which("mpirun") is None,
-                                reason="reshard built without MPI, or no mpirun")
+pytestmark = needs_mpirun
 
 SCRIPT = pathlib.Path(__file__).with_name("jax_job.py")
 
 
 def launch(ranks: int, folder: pathlib.Path, *phases: str) -> str:
     """Runs jax_job.py's `phases` in a job of `ranks` processes; its output, once every rank passed each."""
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    for inherited in ("XLA_FLAGS", "JAX_PLATFORMS", "JAX_ENABLE_X64"):  # the job sets its own
-        env.pop(inherited, None)
-    done = subprocess.run(["mpirun", "-np", str(ranks), "--oversubscribe", sys.executable, str(SCRIPT), str(folder),
-                           str(SEED), *phases], capture_output=True, text=True, errors="replace", timeout=600,
-                          env=env)
+    done = run(SCRIPT, str(folder), str(SEED), *phases, ranks=ranks, timeout=600)
     report = f"RESHARD_SEED={SEED}\n{done.stdout}\n{done.stderr[-4000:]}"
     assert done.returncode == 0, report
     for phase in phases:
-        # The processes share one pipe: a line may run into the next process's.
-        passed = sorted(int(r) for r in re.findall(rf"rank (\d+) ok {re.escape(phase)}(?=rank |\s|$)", done.stdout))
+        passed = ranks_that_said(done.stdout, f"ok {phase}")
         assert passed == list(range(ranks)), f"phase {phase}: passed on ranks {passed}\n{report}"
     return done.stdout
 

@@ -6,28 +6,21 @@ from __future__ import annotations
 import os
 import pathlib
 import re
-import shutil
-import subprocess
-import sys
 
 import pytest
 
 import reshard.mpi
 from conftest import SEED
+from mpi_launch import needs_mpirun, ranks_that_said, run
 
-pytestmark = pytest.mark.skipif(not reshard.mpi.available() or shutil.which("mpirun") is None,
-                                reason="reshard built without MPI, or no mpirun")
+pytestmark = needs_mpirun
 
 
 @pytest.mark.parametrize("ranks", [2, 4])
 def test_python_processes_reshard_save_and_restore_together(tmp_path, ranks):
-    script = pathlib.Path(__file__).with_name("mpi_job.py")
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    env.pop("XLA_FLAGS", None)
-    done = subprocess.run(["mpirun", "-np", str(ranks), "--oversubscribe", sys.executable, str(script), str(tmp_path),
-                           str(SEED)], capture_output=True, text=True, timeout=300, env=env)
+    done = run(pathlib.Path(__file__).with_name("mpi_job.py"), str(tmp_path), str(SEED), ranks=ranks)
     assert done.returncode == 0, f"RESHARD_SEED={SEED}\n{done.stdout}\n{done.stderr}"
-    assert sorted(re.findall(r"rank (\d+) ok", done.stdout)) == [str(r) for r in range(ranks)], done.stdout
+    assert ranks_that_said(done.stdout, "ok") == list(range(ranks)), done.stdout
     # Together the ranks wrote each byte of the model once.
     written = sum(int(w) for w in re.findall(r"wrote (\d+) B", done.stdout))
     assert written == 32 * 16 * 4 + 16 * 8 * 2 + 16 * 8 + 4

@@ -9,10 +9,6 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import re
-import shutil
-import subprocess
-import sys
 
 import jax
 import numpy as np
@@ -22,9 +18,9 @@ from jax.sharding import NamedSharding, PartitionSpec as P
 
 import orbax_cases
 import reshard.jax as rjax
-import reshard.mpi
 import reshard.orbax as ro
 from conftest import SEED
+from mpi_launch import needs_mpirun, ranks_that_said, run
 
 KINDS = ("model", "merged", "adapter")
 
@@ -83,15 +79,10 @@ def test_export_of_an_orbax_lora_model_is_reshard_jax_exports(job):
         same_files(folder / "orbax" / kind, pathlib.Path(cases["exports"][kind]))
 
 
-@pytest.mark.skipif(not reshard.mpi.available() or shutil.which("mpirun") is None,
-                    reason="reshard built without MPI, or no mpirun")
+@needs_mpirun
 @pytest.mark.parametrize("ranks", [1, 2, 4])
 def test_processes_restore_and_export_orbax_checkpoints_together(job, ranks):
     folder, _ = job
-    script = pathlib.Path(__file__).with_name("orbax_mpi_job.py")
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    env.pop("XLA_FLAGS", None)
-    done = subprocess.run(["mpirun", "-np", str(ranks), "--oversubscribe", sys.executable, str(script), str(folder),
-                           str(SEED)], capture_output=True, text=True, timeout=300, env=env)
+    done = run(pathlib.Path(__file__).with_name("orbax_mpi_job.py"), str(folder), str(SEED), ranks=ranks)
     assert done.returncode == 0, f"RESHARD_SEED={SEED}\n{done.stdout}\n{done.stderr}"
-    assert sorted(re.findall(r"rank (\d+) ok", done.stdout)) == [str(r) for r in range(ranks)], done.stdout
+    assert ranks_that_said(done.stdout, "ok") == list(range(ranks)), done.stdout
