@@ -5,7 +5,8 @@ JAX is optional: ``import reshard`` works without it; this module needs it.
 JAX's device ids may be any numbers (0..3, 2048..2051 in a multi-process job):
 reshard numbers the job's devices densely, device d being the d-th smallest
 JAX id, and converts both ways in every call, so what users pass and get back
-are JAX's devices; each device's ``process_index`` gives the topology. ``save`` / ``restore`` write and read reshard checkpoints
+are JAX's devices; each device's ``process_index`` gives the topology.
+``save`` / ``restore`` write and read reshard checkpoints
 of whole pytrees (names from the tree paths), and ``check`` lists the arrays
 whose sharding ``jit`` on a mesh would refuse, with the plan that fixes each.
 ``export`` writes a pytree as Hugging Face files through a tensor map and
@@ -163,13 +164,16 @@ def to_jax_array(array: _array.ShardedArray, devices: Any = None, sharding: Any 
     """The ``jax.Array`` of a ShardedArray (``jax.make_array_from_single_device_arrays``), with
     `sharding` (a jax Sharding of the same layout, a SingleDeviceSharding say) or by default
     the NamedSharding ``from_reshard`` gives."""
-    ids = _ids(devices)
     sharding = from_reshard(array.sharding, devices) if sharding is None else sharding
+    return _assembled(array, sharding, [s.data for s in array.shards], _ids(devices))
+
+
+def _assembled(array: _array.ShardedArray, sharding: Any, data: list[np.ndarray], ids: DeviceIds) -> Any:
+    """The jax.Array of `array`'s layout whose shards hold `data` (one per shard of `array`)."""
     kind = array.sharding.memory_kind
-    shards = array.shards
     # One batched device_put for all shards: per-shard calls cost most of a small array's time.
-    pieces = jax.device_put([s.data for s in shards],
-                            [_JaxSingleDeviceSharding(ids.device(s.device), memory_kind=kind) for s in shards])
+    pieces = jax.device_put(data, [_JaxSingleDeviceSharding(ids.device(s.device), memory_kind=kind)
+                                   for s in array.shards])
     # dtype: a process may hold no shard of an array on a subset of the job's devices.
     return jax.make_array_from_single_device_arrays(array.shape, sharding, pieces, dtype=array.dtype)
 
@@ -208,7 +212,8 @@ def device_put(tree: Any, shardings: Any, transport: _core.Transport | None = No
     arrays once the results exist, as jax.device_put's. Collective over `transport` (a
     multi-process JAX job, see the module's note)."""
 
-    def prepare() -> tuple[Any, list[Any], list[_array.ShardedArray], list[int], list[Any], list[bool]]:
+    def prepare() -> tuple[Any, list[Any], list[_array.ShardedArray], list[int], list[Any],
+                           list[_core.NamedSharding], list[bool]]:
         leaves, treedef = jax.tree_util.tree_flatten(tree)
         targets = _targets(shardings, tree)
         donated = _donated(donate, tree)
@@ -221,10 +226,10 @@ def device_put(tree: Any, shardings: Any, transport: _core.Transport | None = No
                 moving.append(i)
             else:  # whole on every process: each copies out its shards, nothing moves
                 arrays.append(_array.from_host(np.asarray(leaf), target, topo, transport))
-        return treedef, leaves, arrays, moving, targets, donated
+        return treedef, leaves, arrays, moving, targets, ours, donated
 
-    treedef, leaves, arrays, moving, targets, donated = _collective(transport, prepare)
-    moved = _array.reshard([arrays[i] for i in moving], [to_reshard(targets[i]) for i in moving], transport)
+    treedef, leaves, arrays, moving, targets, ours, donated = _collective(transport, prepare)
+    moved = _array.reshard([arrays[i] for i in moving], [ours[i] for i in moving], transport)
     for i, m in zip(moving, moved):
         arrays[i] = m
     results = [_fresh_jax_array(a, t) if d else to_jax_array(a, sharding=t)
@@ -248,11 +253,7 @@ def _donated(donate: Any, tree: Any) -> list[bool]:
 def _fresh_jax_array(array: _array.ShardedArray, sharding: Any) -> Any:
     """to_jax_array over copies of the shards: a donated source is deleted afterwards, and a
     result must not share its memory (a move that changes nothing returns its source)."""
-    ids = _ids()
-    pieces = jax.device_put([np.array(s.data) for s in array.shards],
-                            [_JaxSingleDeviceSharding(ids.device(s.device), memory_kind=array.sharding.memory_kind)
-                             for s in array.shards])
-    return jax.make_array_from_single_device_arrays(array.shape, sharding, pieces, dtype=array.dtype)
+    return _assembled(array, sharding, [np.array(s.data) for s in array.shards], _ids())
 
 
 def to_host(tree: Any, transport: _core.Transport | None = None, root: int | None = None) -> Any:
