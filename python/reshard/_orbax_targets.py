@@ -84,8 +84,3 @@ def default_topology(shardings: Sequence[_core.NamedSharding], transport: _core.
     return _core.Topology.uniform(devices, size)
 
 
-def key_name(key: Any) -> str:
-    for attr in ("key", "idx", "name"):  # DictKey, SequenceKey, GetAttrKey: the names reshard.jax.save gives
-        if hasattr(key, attr):
-            return str(getattr(key, attr))
-    return str(key)

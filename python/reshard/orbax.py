@@ -45,7 +45,7 @@ from . import checkpoint as _checkpoint
 from . import pipelines as _pipelines
 from ._orbax_read import RestoreStats
 from .array import ShardedArray
-from .errors import InvalidArgumentError, UnsupportedError
+from .errors import InvalidArgumentError
 
 __all__ = ["Inspection", "RestoreStats", "TensorInfo", "convert", "export", "inspect", "restore"]
 
@@ -171,23 +171,16 @@ def _restore_jax(it: _layout.Item, shardings: Any, transport: _core.Transport | 
         raise InvalidArgumentError("shardings: neither reshard shardings, a reshard Mesh, nor (JAX is not "
                                    "installed) JAX shardings") from e
 
-    def is_target(x: Any) -> bool:
-        return isinstance(x, jax.sharding.Sharding) or isinstance(getattr(x, "sharding", None), jax.sharding.Sharding)
-
-    pairs, treedef = jax.tree_util.tree_flatten_with_path(shardings, is_leaf=is_target)
-    if not pairs or not all(is_target(leaf) for _, leaf in pairs):
+    # Named as reshard.jax names a tree (keys joined by dots), and on JAX's job as it checks it.
+    names, leaves, treedef = rjax._named_leaves(shardings, is_leaf=rjax._is_target)
+    if not leaves or not all(rjax._is_target(leaf) for leaf in leaves):
         raise InvalidArgumentError("shardings: a reshard Mesh, reshard NamedShardings, or a pytree of jax "
                                    "shardings / ShapeDtypeStructs")
-    process, size = _targets.job(transport)
-    if jax.process_count() != size or jax.process_index() != process:
-        raise UnsupportedError(f"JAX runs {jax.process_count()} process(es), the transport {size}: restoring "
-                               "into jax.Arrays across processes needs one multi-process JAX job whose process "
-                               "indices are the transport's ranks")
-    names = [".".join(_targets.key_name(k) for k in path) or "_" for path, _ in pairs]
-    leaves = [leaf for _, leaf in pairs]
-    targets = [rjax.to_reshard(x if isinstance(x, jax.sharding.Sharding) else x.sharding) for x in leaves]
+    topology = rjax._job_topology(transport)
+    process, _ = _targets.job(transport)
+    targets = [rjax.to_reshard(rjax._sharding_of(x)) for x in leaves]
     expect = {n: x for n, x in zip(names, leaves) if not isinstance(x, jax.sharding.Sharding)}
-    arrays, stats = _read.read(it, names, targets, rjax.topology(), process, expect)
+    arrays, stats = _read.read(it, names, targets, topology, process, expect)
     return jax.tree_util.tree_unflatten(treedef, [rjax.to_jax_array(arrays[n]) for n in names]), stats
 
 
