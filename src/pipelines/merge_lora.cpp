@@ -35,6 +35,20 @@ std::vector<std::string> missing_config_warnings(const fs::path& base, const std
                       base.string())};
 }
 
+std::vector<safetensors::TensorSpec> specs_of(const TensorCatalog& catalog) {
+  std::vector<safetensors::TensorSpec> specs;
+  for (const TensorCatalog::Entry& entry : catalog.tensors()) specs.push_back({entry.info->name, entry.info->dtype, entry.info->shape});
+  return specs;
+}
+
+detail::BaseTensors tensors_of(const TensorCatalog& catalog) {
+  return [&catalog](std::string_view name) -> std::optional<safetensors::TensorSpec> {
+    const TensorCatalog::Entry* entry = catalog.find(name);
+    if (entry == nullptr) return std::nullopt;
+    return safetensors::TensorSpec{entry->info->name, entry->info->dtype, entry->info->shape};
+  };
+}
+
 HfFolder open_adapter(const fs::path& adapter) {
   if (HfFolder::detect(adapter) != HfFolderKind::kPeftAdapter) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -55,8 +69,8 @@ MergeLoraSummary merge_lora_folder(const fs::path& base_path, const fs::path& ad
   const HfFolder adapter = open_adapter(adapter_path);
   const fs::path config_path = adapter_path / kPeftConfigFileName;
   const LoraConfig config = parse_lora_config(pipelines_detail::read_small_file(config_path), config_path.string());
-  const MergePlan plan_of_merge =
-      detail::plan_merge(base.catalog, adapter.catalog, config, fmt::format("the base model {}", base_path.string()));
+  const MergePlan plan_of_merge = detail::plan_merge(specs_of(adapter.catalog), tensors_of(base.catalog), config,
+                                                     fmt::format("the base model {}", base_path.string()));
 
   std::vector<safetensors::TensorSpec> specs;
   MergeLoraSummary summary;
@@ -80,7 +94,8 @@ MergeLoraSummary merge_lora_folder(const fs::path& base_path, const fs::path& ad
     const auto replaced = plan_of_merge.replaced.find(tensor.name);
     const bool from_adapter = replaced != plan_of_merge.replaced.end();
     const TensorCatalog& catalog = from_adapter ? adapter.catalog : base.catalog;
-    const TensorCatalog::Entry& entry = from_adapter ? *replaced->second : *base.catalog.find(tensor.name);
+    const TensorCatalog::Entry& entry =
+        from_adapter ? adapter.catalog.tensors()[replaced->second] : *base.catalog.find(tensor.name);
     if (const auto module = plan_of_merge.modules.find(tensor.name); module != plan_of_merge.modules.end()) {
       detail::produce_merged_weight(catalog, entry, adapter.catalog, module->second, tensor.dtype,
                                     options.chunk_bytes, counted);

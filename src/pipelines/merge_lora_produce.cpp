@@ -1,9 +1,9 @@
 #include "merge_lora_produce.h"
 
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
+#include "merge_math.h"
 #include "reshard/formats/safetensors_layout.h"
 #include "reshard/layout/float_convert.h"
 #include "reshard/pipelines/lora_merge.h"
@@ -32,20 +32,6 @@ std::vector<float> read_f32(const TensorCatalog& catalog, const Entry& entry) {
   return values;
 }
 
-// f32 values rounded to `w_dtype` (W's precision), then written as `out_dtype`.
-void round_and_cast(const std::vector<float>& values, DType w_dtype, DType out_dtype, std::vector<std::byte>& out) {
-  const auto count = static_cast<uint64_t>(values.size());
-  const std::span<const std::byte> f32 = std::as_bytes(std::span(values));
-  out.resize(values.size() * width_of(out_dtype));
-  if (w_dtype == DType::kF32 || w_dtype == out_dtype) {
-    convert_floats(DType::kF32, f32, out_dtype, out, count);
-    return;
-  }
-  std::vector<std::byte> rounded(values.size() * width_of(w_dtype));
-  convert_floats(DType::kF32, f32, w_dtype, rounded, count);
-  convert_floats(w_dtype, rounded, out_dtype, out, count);
-}
-
 // Reads W block by block and hands each block's unrounded f32 W + ΔW to `use`.
 class MergedBlocks {
  public:
@@ -64,7 +50,7 @@ class MergedBlocks {
   template <typename Use>
   void for_each(const Use& use) const {
     std::vector<std::byte> raw;
-    std::vector<float> w, merged;
+    std::vector<float> w, merged;  // merged: handed to `use`, which may scale it in place
     for (int64_t row = 0; row < rows_; row += block_) {
       const int64_t count = std::min(block_, rows_ - row);
       const auto n = static_cast<size_t>(count * cols_);
@@ -87,50 +73,34 @@ class MergedBlocks {
   size_t row_bytes_ = 0;
 };
 
-// DoRA's magnitude[o] / ||W + ΔW||_o per output feature o, as PEFT's merge
-// computes it (the norm from the unrounded f32 sums, as f32; an f32 division).
+// DoRA's scale per output feature, from a first pass over the blocks.
 std::vector<float> dora_factors(const MergedBlocks& blocks, const std::vector<float>& magnitude, bool fan_in_fan_out) {
   std::vector<double> squares(magnitude.size(), 0.0);
-  const auto cols = static_cast<size_t>(blocks.cols());
-  blocks.for_each([&](int64_t row, int64_t count, const std::vector<float>& merged) {
-    for (size_t i = 0; i < static_cast<size_t>(count); ++i) {
-      for (size_t j = 0; j < cols; ++j) {
-        const double v = merged[i * cols + j];
-        squares[fan_in_fan_out ? j : static_cast<size_t>(row) + i] += v * v;
-      }
-    }
+  blocks.for_each([&](int64_t row, int64_t count, std::vector<float>& merged) {
+    add_squares({merged, row, count, blocks.cols()}, fan_in_fan_out, squares);
   });
-  std::vector<float> factors(magnitude.size());
-  for (size_t o = 0; o < factors.size(); ++o) factors[o] = magnitude[o] / static_cast<float>(std::sqrt(squares[o]));
-  return factors;
+  return dora_scales(magnitude, squares);
 }
 
 }  // namespace
 
 void produce_merged_weight(const TensorCatalog& w_catalog, const Entry& w, const TensorCatalog& adapter,
                            const MergeModule& module, DType out_dtype, size_t chunk_bytes, const ByteSink& sink) {
-  const std::vector<std::byte> a = read_whole(adapter, *module.a), b = read_whole(adapter, *module.b);
-  const LoraDelta delta{LoraFactor::in_memory(module.a->info->dtype, shape_of(*module.a->info), a),
-                        LoraFactor::in_memory(module.b->info->dtype, shape_of(*module.b->info), b), module.scaling,
+  const Entry& a_entry = adapter.tensors()[module.a];
+  const Entry& b_entry = adapter.tensors()[module.b];
+  const std::vector<std::byte> a = read_whole(adapter, a_entry), b = read_whole(adapter, b_entry);
+  const LoraDelta delta{LoraFactor::in_memory(a_entry.info->dtype, shape_of(*a_entry.info), a),
+                        LoraFactor::in_memory(b_entry.info->dtype, shape_of(*b_entry.info), b), module.scaling,
                         module.fan_in_fan_out};
   const MergedBlocks blocks(w_catalog, w, delta, chunk_bytes);
-  std::vector<float> factors;
-  if (module.magnitude != nullptr) factors = dora_factors(blocks, read_f32(adapter, *module.magnitude), module.fan_in_fan_out);
-  const auto cols = static_cast<size_t>(blocks.cols());
-  std::vector<float> scaled;
+  std::vector<float> scales;
+  if (module.magnitude) {
+    scales = dora_factors(blocks, read_f32(adapter, adapter.tensors()[*module.magnitude]), module.fan_in_fan_out);
+  }
   std::vector<std::byte> out;
-  blocks.for_each([&](int64_t row, int64_t count, const std::vector<float>& merged) {
-    if (factors.empty()) {
-      round_and_cast(merged, w.info->dtype, out_dtype, out);
-    } else {
-      scaled.resize(merged.size());
-      for (size_t i = 0; i < static_cast<size_t>(count); ++i) {
-        for (size_t j = 0; j < cols; ++j) {
-          scaled[i * cols + j] = factors[module.fan_in_fan_out ? j : static_cast<size_t>(row) + i] * merged[i * cols + j];
-        }
-      }
-      round_and_cast(scaled, w.info->dtype, out_dtype, out);
-    }
+  blocks.for_each([&](int64_t row, int64_t count, std::vector<float>& merged) {
+    if (!scales.empty()) apply_scales({merged, row, count, blocks.cols()}, module.fan_in_fan_out, scales);
+    round_and_cast(merged, w.info->dtype, out_dtype, out);
     sink(out);
   });
 }
@@ -138,7 +108,7 @@ void produce_merged_weight(const TensorCatalog& w_catalog, const Entry& w, const
 void produce_merged_bias(const TensorCatalog& catalog, const Entry& bias, const TensorCatalog& adapter,
                          const MergeModule& module, DType out_dtype, const ByteSink& sink) {
   std::vector<float> values = read_f32(catalog, bias);
-  const std::vector<float> lora = read_f32(adapter, *module.bias);
+  const std::vector<float> lora = read_f32(adapter, adapter.tensors()[*module.bias]);
   for (size_t i = 0; i < values.size(); ++i) values[i] += lora[i] * module.scaling;
   std::vector<std::byte> out;
   round_and_cast(values, bias.info->dtype, out_dtype, out);
