@@ -154,8 +154,10 @@ def export(
     `source` is a reshard checkpoint's path, or {name: ShardedArray} in memory.
     `map` is a preset name (``"levanter-llama"``), a map file's path or its JSON
     text (src/pipelines/tensor_map.md). `kind` is ``"model"`` (a Hugging Face
-    folder), ``"adapter"`` (the LoRA factors as a PEFT adapter folder) or
-    ``"merged"`` (every LoRA delta merged into its weight). Every process writes
+    folder), ``"adapter"`` (the map's outputs under ``base_model.model.`` as a
+    PEFT adapter folder) or ``"merged"`` (the adapter merged in as
+    :func:`merge_lora` merges it: plain LoRA, DoRA, LoRA on embeddings,
+    ``lora_bias`` and ``modules_to_save``). Every process writes
     its share at the final offsets (or all stream to `gather_to`); the folder
     appears complete or not at all. `hf_config` / `lora_config` are
     config.json / adapter_config.json, as dicts or their JSON text (a

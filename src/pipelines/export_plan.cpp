@@ -1,169 +1,105 @@
 #include "export_plan.h"
 
-#include <map>
 #include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "hf_config_dtype.h"
+#include "merge_lora_plan.h"
 #include "reshard/formats/model_files.h"
 #include "reshard/layout/checked.h"
 #include "reshard/layout/error.h"
-#include "reshard/pipelines/lora_merge.h"
 #include "reshard/pipelines/peft_adapter.h"
 
 namespace reshard::pipelines_detail {
 namespace {
 
-Shape shape_of(const safetensors::TensorSpec& spec) { return safetensors::layout_shape(spec.shape, spec.name); }
+bool is_adapter_output(const ResolvedTensor& tensor) { return tensor.out.name.starts_with(kPeftKeyPrefix); }
 
-bool is_lora_output(const ResolvedTensor& tensor) { return parse_adapter_key(tensor.out.name).has_value(); }
+// The map's outputs on one side of the adapter prefix, by index, as the
+// merge planner sees them: in the framework's dtype, the one merges run in.
+struct Side {
+  std::vector<size_t> outputs;
+  std::vector<safetensors::TensorSpec> specs;
+};
 
-std::vector<std::string> lora_keys(const ResolvedMap& resolved) {
-  std::vector<std::string> keys;
-  for (const ResolvedTensor& tensor : resolved.outputs) {
-    if (is_lora_output(tensor)) keys.push_back(tensor.out.name);
+Side side_of(const ResolvedMap& resolved, bool adapter) {
+  Side side;
+  for (size_t i = 0; i < resolved.outputs.size(); ++i) {
+    const ResolvedTensor& tensor = resolved.outputs[i];
+    if (is_adapter_output(tensor) != adapter) continue;
+    side.outputs.push_back(i);
+    side.specs.push_back({tensor.out.name, tensor.source_dtype, tensor.out.shape});
   }
-  return keys;
+  return side;
 }
 
-// Export writes and merges the plain LoRA factors; any other adapter tensor
-// (DoRA magnitudes, lora_B biases, embedding factors, modules_to_save copies)
-// would be written as a model tensor or dropped, so it is refused by name.
-void refuse_other_peft_outputs(const ResolvedMap& resolved) {
-  for (const ResolvedTensor& tensor : resolved.outputs) {
-    if (tensor.out.name.starts_with(kPeftKeyPrefix) && !is_lora_output(tensor)) {
-      throw Error(ErrorCode::kUnsupported,
-                  fmt::format("the map gives '{}': export handles lora_A/lora_B.weight only (no DoRA magnitudes, "
-                              "lora_B biases, embedding factors or whole tensors); merge such an adapter with "
-                              "merge-lora",
-                              tensor.out.name));
+BaseTensors lookup(const Side& side) {
+  return [&side](std::string_view name) -> std::optional<safetensors::TensorSpec> {
+    for (const safetensors::TensorSpec& spec : side.specs) {
+      if (spec.name == name) return spec;
     }
-  }
-}
-
-// A config whose variant export cannot honour, refused by its field.
-void refuse_variants(const LoraConfig& config, std::string_view label) {
-  for (const auto& [on, field] : {std::pair{config.use_dora, "use_dora"}, std::pair{config.lora_bias, "lora_bias"},
-                                  std::pair{!config.modules_to_save.empty(), "modules_to_save"}}) {
-    if (on) {
-      throw Error(ErrorCode::kUnsupported,
-                  fmt::format("{}: '{}' is set, which export does not support (merge such an adapter with "
-                              "merge-lora)",
-                              label, field));
-    }
-  }
+    return std::nullopt;
+  };
 }
 
 // The LoRA config: the options' own, else the checkpoint's metadata key.
-std::optional<LoraConfig> lora_config_of(const ExportOptions& options, const ExportConfigs& fallback) {
-  if (options.lora_config) return options.lora_config;
-  if (!fallback.lora_config) return std::nullopt;
-  return parse_lora_config(*fallback.lora_config,
-                           fmt::format("{} (metadata '{}')", fallback.label, kLoraConfigMetadataKey));
-}
-
 LoraConfig require_lora_config(const ExportOptions& options, const ExportConfigs& fallback, std::string_view why) {
-  std::optional<LoraConfig> config = lora_config_of(options, fallback);
-  if (!config) {
+  if (options.lora_config) return *options.lora_config;
+  if (!fallback.lora_config) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("no LoRA config ({} needs r and lora_alpha): {} has no metadata '{}'", why,
                             fallback.label, kLoraConfigMetadataKey));
   }
-  refuse_variants(*config, fmt::format("the LoRA config of {}", fallback.label));
-  return *config;
+  return parse_lora_config(*fallback.lora_config,
+                           fmt::format("{} (metadata '{}')", fallback.label, kLoraConfigMetadataKey));
 }
 
-// Checks the adapter keys name modules of the base model: --base when given,
-// else the export's own non-LoRA outputs.
-void check_keys(const ResolvedMap& resolved, const std::vector<std::string>& keys, const ExportOptions& options,
-                const ExportConfigs& fallback) {
-  if (options.base) {
-    const ModelFiles base = open_model_files(*options.base, safetensors::ReadMode::kPread);
-    check_adapter_keys(keys, [&](std::string_view name) { return base.catalog.find(name) != nullptr; },
-                       fmt::format("the base model {}", options.base->string()));
-    return;
-  }
-  std::set<std::string, std::less<>> names;
-  for (const ResolvedTensor& tensor : resolved.outputs) {
-    if (!is_lora_output(tensor)) names.insert(tensor.out.name);
-  }
-  check_adapter_keys(keys, [&](std::string_view name) { return names.contains(name); },
-                     fmt::format("the model exported from {} (give --base MODEL_DIR to check against another)",
-                                 fallback.label));
+std::string own_outputs_label(const ExportConfigs& fallback) {
+  return fmt::format("the model exported from {} (give --base MODEL_DIR to check against another)", fallback.label);
 }
 
-// Checks a module's factors against the config's rank and its weight.
-void check_module(const ResolvedMap& resolved, const ExportMerge& merge, const LoraConfig& config,
-                  const ResolvedTensor* weight) {
-  const ResolvedTensor& a = resolved.outputs[merge.a];
-  const ResolvedTensor& b = resolved.outputs[merge.b];
-  const ModuleLora lora = module_lora(config, merge.module);
-  const Shape a_shape = shape_of(a.out);
-  if (a_shape.empty() || a_shape[0] != lora.r) {
-    throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("module '{}': the LoRA config gives rank {}, but '{}' has shape [{}]", merge.module, lora.r,
-                            a.out.name, fmt::join(a_shape, ", ")));
-  }
-  if (weight == nullptr) return;
-  const LoraDelta delta{{a.source_dtype, a_shape, nullptr}, {b.source_dtype, shape_of(b.out), nullptr},
-                        merge.scaling, merge.fan_in_fan_out};
-  check_lora_shapes(delta, shape_of(weight->out), weight->source_dtype, merge.module);
+// What the merge planner's adapter indices are as outputs of the map.
+ExportMerge merge_of(const MergeModule& module, const Side& adapter) {
+  ExportMerge merge;
+  merge.module = module.name;
+  merge.a = adapter.outputs[module.a];
+  merge.b = adapter.outputs[module.b];
+  if (module.magnitude) merge.magnitude = adapter.outputs[*module.magnitude];
+  merge.scaling = module.scaling;
+  merge.fan_in_fan_out = module.fan_in_fan_out;
+  return merge;
 }
 
-// Every module's factors, by the weight name they adapt ("<module>.weight").
-std::map<std::string, ExportMerge> pair_factors(const ResolvedMap& resolved, const LoraConfig& config) {
-  std::map<std::string, ExportMerge> modules;
-  std::map<std::string, std::pair<bool, bool>> seen;
-  for (size_t i = 0; i < resolved.outputs.size(); ++i) {
-    const std::optional<AdapterKey> key = parse_adapter_key(resolved.outputs[i].out.name);
-    if (!key) continue;
-    ExportMerge& merge = modules[key->module + ".weight"];
-    merge.module = key->module;
-    auto& [has_a, has_b] = seen[key->module];
-    if (key->factor == AdapterKey::Factor::kA) {
-      merge.a = i;
-      has_a = true;
-    } else {
-      merge.b = i;
-      has_b = true;
-    }
+// A model tensor as the adapter changes it: its delta, lora_B's bias, or
+// the adapter's whole copy in its place.
+ExportTensor merged_tensor(size_t output, const safetensors::TensorSpec& spec, const MergePlan& merges,
+                           const Side& adapter) {
+  ExportTensor out{output, spec, std::nullopt, std::nullopt};
+  if (const auto whole = merges.replaced.find(spec.name); whole != merges.replaced.end()) {
+    out.output = adapter.outputs[whole->second];
   }
-  for (auto& [weight, merge] : modules) {
-    const auto [has_a, has_b] = seen[merge.module];
-    if (!has_a || !has_b) {
-      throw Error(ErrorCode::kMissingTensor,
-                  fmt::format("module '{}': the map gives '{}' but no '{}'", merge.module,
-                              adapter_key(merge.module, has_a ? AdapterKey::Factor::kA : AdapterKey::Factor::kB),
-                              adapter_key(merge.module, has_a ? AdapterKey::Factor::kB : AdapterKey::Factor::kA)));
-    }
-    merge.scaling = module_lora(config, merge.module).scaling;
-    merge.fan_in_fan_out = config.fan_in_fan_out;
+  if (const auto module = merges.modules.find(spec.name); module != merges.modules.end()) {
+    out.merge = merge_of(module->second, adapter);
   }
-  return modules;
+  if (const auto bias = merges.biases.find(spec.name); bias != merges.biases.end()) {
+    out.bias = ExportBiasMerge{adapter.outputs[*bias->second->bias], bias->second->scaling};
+  }
+  return out;
 }
 
 void plan_model(ExportPlan& plan, const ExportOptions& options, const ExportConfigs& fallback) {
-  const bool merging = options.kind == ExportKind::kMergedModel;
-  refuse_other_peft_outputs(plan.resolved);
-  const std::vector<std::string> keys = lora_keys(plan.resolved);
-  std::map<std::string, ExportMerge> modules;
-  if (merging && !keys.empty()) {
-    check_keys(plan.resolved, keys, ExportOptions{}, fallback);
+  const Side model = side_of(plan.resolved, false);
+  const Side adapter = side_of(plan.resolved, true);
+  MergePlan merges;
+  if (options.kind == ExportKind::kMergedModel && !adapter.specs.empty()) {
     const LoraConfig config = require_lora_config(options, fallback, "merging");
-    modules = pair_factors(plan.resolved, config);
-    for (const auto& [weight, merge] : modules) check_module(plan.resolved, merge, config, plan.resolved.find(weight));
+    merges = plan_merge(adapter.specs, lookup(model), config, own_outputs_label(fallback));
   }
-  for (size_t i = 0; i < plan.resolved.outputs.size(); ++i) {
-    const ResolvedTensor& tensor = plan.resolved.outputs[i];
-    if (is_lora_output(tensor)) continue;
-    ExportTensor out{i, tensor.out, std::nullopt};
-    if (const auto module = modules.find(tensor.out.name); module != modules.end()) {
-      out.merge = module->second;
-      ++plan.merged;
-    }
-    plan.tensors.push_back(std::move(out));
+  for (const size_t i : model.outputs) {
+    plan.tensors.push_back(merged_tensor(i, plan.resolved.outputs[i].out, merges, adapter));
+    if (plan.tensors.back().merge) ++plan.merged;
   }
   plan.hf_config = options.hf_config_json ? options.hf_config_json : fallback.hf_config;
   plan.generation_config = fallback.generation_config;
@@ -173,25 +109,41 @@ void plan_model(ExportPlan& plan, const ExportOptions& options, const ExportConf
   }
 }
 
+// The sorted distinct last parts of the adapted modules ("q_proj", "embed_tokens").
+std::vector<std::string> target_modules(const MergePlan& merges) {
+  std::set<std::string> names;
+  for (const auto& [weight, module] : merges.modules) {
+    const size_t dot = module.name.rfind('.');
+    names.insert(dot == std::string::npos ? module.name : module.name.substr(dot + 1));
+  }
+  return {names.begin(), names.end()};
+}
+
 void plan_adapter(ExportPlan& plan, const ExportOptions& options, const ExportConfigs& fallback) {
-  refuse_other_peft_outputs(plan.resolved);
-  const std::vector<std::string> keys = lora_keys(plan.resolved);
-  if (keys.empty()) {
+  const Side adapter = side_of(plan.resolved, true);
+  if (adapter.specs.empty()) {
     throw Error(ErrorCode::kMissingTensor,
                 fmt::format("{}: no tensor maps to a LoRA key ('{}<module>.lora_A.weight'): nothing to export as an adapter",
                             fallback.label, kPeftKeyPrefix));
   }
-  check_keys(plan.resolved, keys, options, fallback);
   LoraConfig config = require_lora_config(options, fallback, "an adapter");
-  for (const auto& [weight, merge] : pair_factors(plan.resolved, config)) {
-    check_module(plan.resolved, merge, config, options.base ? nullptr : plan.resolved.find(weight));
+  MergePlan merges;
+  if (options.base) {  // the adapter must fit the model it will be loaded onto
+    const ModelFiles base = open_model_files(*options.base, safetensors::ReadMode::kPread);
+    const BaseTensors base_tensors = [&base](std::string_view name) -> std::optional<safetensors::TensorSpec> {
+      const TensorCatalog::Entry* entry = base.catalog.find(name);
+      if (entry == nullptr) return std::nullopt;
+      return safetensors::TensorSpec{entry->info->name, entry->info->dtype, entry->info->shape};
+    };
+    merges = plan_merge(adapter.specs, base_tensors, config, fmt::format("the base model {}", options.base->string()));
+  } else {
+    const Side model = side_of(plan.resolved, false);
+    merges = plan_merge(adapter.specs, lookup(model), config, own_outputs_label(fallback));
   }
-  config.target_modules = target_modules_of(keys);
+  config.target_modules = target_modules(merges);
   config.target_modules_regex.reset();
   plan.lora = std::move(config);
-  for (size_t i = 0; i < plan.resolved.outputs.size(); ++i) {
-    if (is_lora_output(plan.resolved.outputs[i])) plan.tensors.push_back({i, plan.resolved.outputs[i].out, std::nullopt});
-  }
+  for (const size_t i : adapter.outputs) plan.tensors.push_back({i, plan.resolved.outputs[i].out, std::nullopt, std::nullopt});
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ class ExportRun {
  public:
   ExportRun(const ExportPlan& plan, const std::vector<ExportBlock>& blocks, const ExportInput& input,
             const fs::path& out, const ExportOptions& options, Transport& transport)
-      : plan_(plan), blocks_(blocks), input_(input), options_(options), transport_(transport),
+      : plan_(plan), blocks_(blocks), input_(input), producer_(plan, input_), options_(options), transport_(transport),
         output_(out, plan, options.max_shard_size, options.replace), rank_(transport.rank()),
         root_(options.gather_to.value_or(0)), gather_(options.gather_to.has_value()),
         what_(fmt::format("exporting to {}", out.string())) {}
@@ -108,7 +108,7 @@ class ExportRun {
     const ExportTensor& tensor = plan_.tensors[block.tensor];
     const auto start = Clock::now();
     try {
-      produce_block(plan_, tensor, block.box, input_, out);
+      producer_.produce(tensor, block.box, out);
     } catch (const Error& e) {
       throw e.with_context(fmt::format("tensor '{}' {}", tensor.spec.name, block.box.to_string()));
     }
@@ -186,6 +186,7 @@ class ExportRun {
   const ExportPlan& plan_;
   const std::vector<ExportBlock>& blocks_;
   TimedInput input_;
+  BlockProducer producer_;  // after input_, which it reads
   const ExportOptions& options_;
   Transport& transport_;
   ExportOutput output_;

@@ -100,6 +100,7 @@ void produce_merged_weight(const TensorCatalog& w_catalog, const Entry& w, const
   std::vector<std::byte> out;
   blocks.for_each([&](int64_t row, int64_t count, std::vector<float>& merged) {
     if (!scales.empty()) apply_scales({merged, row, count, blocks.cols()}, module.fan_in_fan_out, scales);
+    out.resize(merged.size() * width_of(out_dtype));
     round_and_cast(merged, w.info->dtype, out_dtype, out);
     sink(out);
   });
@@ -110,7 +111,7 @@ void produce_merged_bias(const TensorCatalog& catalog, const Entry& bias, const 
   std::vector<float> values = read_f32(catalog, bias);
   const std::vector<float> lora = read_f32(adapter, adapter.tensors()[*module.bias]);
   for (size_t i = 0; i < values.size(); ++i) values[i] += lora[i] * module.scaling;
-  std::vector<std::byte> out;
+  std::vector<std::byte> out(values.size() * width_of(out_dtype));
   round_and_cast(values, bias.info->dtype, out_dtype, out);
   sink(out);
 }

@@ -39,10 +39,9 @@ void apply_scales(F32Rows block, bool transposed, std::span<const float> scales)
   }
 }
 
-void round_and_cast(std::span<const float> values, DType w_dtype, DType out_dtype, std::vector<std::byte>& out) {
+void round_and_cast(std::span<const float> values, DType w_dtype, DType out_dtype, std::span<std::byte> out) {
   const auto count = static_cast<uint64_t>(values.size());
   const std::span<const std::byte> f32 = std::as_bytes(values);
-  out.resize(values.size() * width_of(out_dtype));
   if (w_dtype == DType::kF32 || w_dtype == out_dtype) {
     convert_floats(DType::kF32, f32, out_dtype, out, count);
     return;

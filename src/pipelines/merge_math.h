@@ -31,7 +31,7 @@ std::vector<float> dora_scales(std::span<const float> magnitude, std::span<const
 void apply_scales(F32Rows block, bool transposed, std::span<const float> scales);
 
 // `values` rounded to `w_dtype` (round to nearest even), then written as
-// `out_dtype` into `out` (resized to fit).
-void round_and_cast(std::span<const float> values, DType w_dtype, DType out_dtype, std::vector<std::byte>& out);
+// `out_dtype` into `out`, which holds exactly that many values of it.
+void round_and_cast(std::span<const float> values, DType w_dtype, DType out_dtype, std::span<std::byte> out);
 
 }  // namespace reshard::pipelines_detail

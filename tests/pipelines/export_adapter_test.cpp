@@ -135,34 +135,30 @@ TEST_F(ExportAdapterTest, WithoutALoraConfigIsAnError) {
   EXPECT_TRUE(fs::exists(dir_ / "adapter" / "adapter_config.json"));
 }
 
-// What export cannot write or merge (the variants merge-lora handles) is
-// refused by name before anything is written, never dropped or written as a
-// model tensor.
-TEST_F(ExportAdapterTest, LoraVariantsAreRefusedByName) {
-  for (const auto& [field, set] : {std::pair<std::string, void (*)(LoraConfig&)>{"use_dora", [](LoraConfig& c) { c.use_dora = true; }},
-                                   {"lora_bias", [](LoraConfig& c) { c.lora_bias = true; }},
-                                   {"modules_to_save", [](LoraConfig& c) { c.modules_to_save = {"lm_head"}; }}}) {
-    LoraConfig config = adapter_config();
-    set(config);
-    ExportOptions options;
-    options.lora_config = config;
-    EXPECT_TRUE(testing::throws_error(
-        [&] { export_adapter(1, dir_ / "adapter", *tensor_map_preset("levanter-llama"), options); },
-        ErrorCode::kUnsupported, {field, "merge-lora"}));
-    options.kind = ExportKind::kMergedModel;
-    EXPECT_TRUE(testing::throws_error(
-        [&] { testing::run_ranks(1, [&](Transport& t) { export_checkpoint(dir_ / "ckpt", dir_ / "merged", *tensor_map_preset("levanter-llama"), options, t); }); },
-        ErrorCode::kUnsupported, {field}));
-    EXPECT_FALSE(fs::exists(dir_ / "adapter"));
-    EXPECT_FALSE(fs::exists(dir_ / "merged"));
-  }
+// The variants themselves are tested in export_lora_variants_test.cpp; here,
+// what a Levanter checkpoint lacks for the config it comes with is refused
+// by name before anything is written, never merged as something else.
+TEST_F(ExportAdapterTest, WhatTheCheckpointLacksForItsConfigIsRefusedByName) {
+  LoraConfig config = adapter_config();
+  config.use_dora = true;  // but the checkpoint has no magnitudes
+  ExportOptions options;
+  options.lora_config = config;
+  EXPECT_TRUE(testing::throws_error(
+      [&] { export_adapter(1, dir_ / "adapter", *tensor_map_preset("levanter-llama"), options); },
+      ErrorCode::kUnsupported, {"use_dora", "lora_magnitude_vector"}));
+  options.kind = ExportKind::kMergedModel;
+  EXPECT_TRUE(testing::throws_error(
+      [&] { testing::run_ranks(2, [&](Transport& t) { export_checkpoint(dir_ / "ckpt", dir_ / "merged", *tensor_map_preset("levanter-llama"), options, t); }); },
+      ErrorCode::kUnsupported, {"use_dora", "lora_magnitude_vector"}));
+  EXPECT_FALSE(fs::exists(dir_ / "adapter"));
+  EXPECT_FALSE(fs::exists(dir_ / "merged"));
   // The preset with q_proj's lora_A written under DoRA's magnitude name.
   std::string json = tensor_map_json(*tensor_map_preset("levanter-llama"));
   const std::string a_name = "self_attn.q_proj.lora_A.weight\"";
   json.replace(json.rfind(a_name), a_name.size(), "self_attn.q_proj.lora_magnitude_vector\"");
   const TensorMap map = parse_tensor_map(json, "map.json");
-  EXPECT_TRUE(testing::throws_error([&] { export_adapter(1, dir_ / "adapter", map); }, ErrorCode::kUnsupported,
-                                    {"lora_magnitude_vector", "lora_A/lora_B.weight only"}));
+  EXPECT_TRUE(testing::throws_error([&] { export_adapter(1, dir_ / "adapter", map); }, ErrorCode::kMissingTensor,
+                                    {"q_proj", "no lora_A"}));
   EXPECT_FALSE(fs::exists(dir_ / "adapter"));
 }
 

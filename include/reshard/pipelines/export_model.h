@@ -33,8 +33,14 @@ inline constexpr std::string_view kGenerationConfigMetadataKey = "reshard.genera
 
 enum class ExportKind {
   kModel,        // the map's non-LoRA outputs as a Hugging Face model folder
-  kAdapterOnly,  // the map's LoRA outputs (base_model.model.*.lora_A/B.weight) as a PEFT adapter folder
-  kMergedModel,  // the model with every LoRA delta merged into its weight (W += B @ A * scaling)
+  // The map's adapter outputs (every name under "base_model.model.": LoRA
+  // factors of Linear and Embedding layers, DoRA magnitudes, lora_B biases,
+  // modules_to_save copies) as a PEFT adapter folder.
+  kAdapterOnly,
+  // The model with the adapter merged as merge-lora merges it (W += B @ A *
+  // scaling, DoRA's rescaling, lora_B's bias, modules_to_save copies in place
+  // of the base's tensors).
+  kMergedModel,
 };
 
 struct ExportOptions {
