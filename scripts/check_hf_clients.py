@@ -224,6 +224,7 @@ def merge_case(binary: str, work: Path, name: str, base: Path, dtype: torch.dtyp
         row.ok = False
         row.notes.append(f"logits off by {row.logit_diff:.3g}")
     rows.append(row)
+    rows.extend(export_variant_cases(binary, work, name, base, adapter, dtype, ref_state, scales, tokens))
     if dtype == torch.float32:  # the cast: both dtype keys, loads as bf16
         row = Row(f"{name}: merge-lora --dtype bf16")
         out = work / f"{name}-merged-bf16"
@@ -300,6 +301,67 @@ def export_cases(binary: str, work: Path, name: str, base: Path, dtype: torch.dt
     if row.ulp > limit:
         row.ok = False
         row.notes.append(f"merge off by {row.ulp:.2f} ulp (limit {limit})")
+    rows.append(row)
+    return rows
+
+
+def identity_map(*files: Path) -> str:
+    """A map file that keeps every tensor of `files` under its own name."""
+    from safetensors import safe_open
+
+    names = []
+    for f in files:
+        with safe_open(str(f), "pt") as opened:
+            names.extend(opened.keys())
+    return json.dumps({"rules": [{"from": n, "to": n} for n in names]})
+
+
+def export_variant_cases(binary: str, work: Path, name: str, base: Path, adapter: Path, dtype: torch.dtype,
+                         ref_state: dict, scales: dict, tokens: torch.Tensor) -> list[Row]:
+    """Base + adapter -> import -> checkpoint (2 shards) -> export --merge-lora and --adapter-only."""
+    both = work / f"{name}-with-adapter"
+    shutil.copytree(base, both, dirs_exist_ok=True)
+    for f in ("adapter_model.safetensors", "adapter_config.json"):
+        shutil.copy(adapter / f, both / f)
+    map_file = work / f"{name}-identity-map.json"
+    map_file.write_text(identity_map(*sorted(base.glob("*.safetensors")), adapter / "adapter_model.safetensors"))
+    ckpt = work / f"{name}-variant-ckpt"
+    reshard(binary, "import", str(both), str(ckpt), "--map", str(map_file), "--mesh", "x=2", "--best-effort", "x")
+    rows = []
+
+    row = Row(f"{name}: import + export --merge-lora")
+    out = work / f"{name}-export-merged"
+    reshard(binary, "export", str(ckpt), str(out), "--map", str(map_file), "--merge-lora")
+    model, info = load(out)
+    check_loaded(row, model, info, dtype)
+    ours = {k: v.detach() for k, v in model.state_dict().items()}
+    row.ulp = max_ulps(ours, ref_state, scales, dtype)
+    merge_lora_out = load(work / f"{name}-merged")[0]
+    row.logit_diff = float((logits(model, tokens) - logits(merge_lora_out, tokens)).abs().max())
+    limit = 4.0 if dtype == torch.float32 else 1.0
+    if row.ulp > limit:
+        row.ok = False
+        row.notes.append(f"merge off by {row.ulp:.2f} ulp (limit {limit})")
+    if row.logit_diff != 0:  # the same bytes as merge-lora's
+        row.ok = False
+        row.notes.append("logits differ from merge-lora's")
+    rows.append(row)
+
+    row = Row(f"{name}: import + export --adapter-only, PEFT loads it")
+    out = work / f"{name}-export-adapter-variant"
+    reshard(binary, "export", str(ckpt), str(out), "--map", str(map_file), "--adapter-only", "--base", str(base))
+    theirs = PeftModel.from_pretrained(load(base)[0], adapter).eval()
+    loaded = PeftModel.from_pretrained(load(base)[0], out).eval()
+    expected, got = set(theirs.state_dict()), set(loaded.state_dict())
+    row.loads = "yes" if expected == got else f"{len(expected ^ got)} keys differ"
+    row.dtype = str(next(p for k, p in loaded.named_parameters() if "lora_" in k).dtype).removeprefix("torch.")
+    row.logit_diff = float((logits(loaded, tokens) - logits(theirs, tokens)).abs().max())
+    merged_logits = logits(merge_lora_out, tokens)
+    tolerance = 1e-4 if dtype == torch.float32 else 0.1 * float(merged_logits.abs().max())
+    merged_diff = float((logits(loaded, tokens) - merged_logits).abs().max())
+    if merged_diff > tolerance:
+        row.notes.append(f"logits {merged_diff:.3g} from the merged model's")
+    row.ok = expected == got and row.logit_diff == 0 and merged_diff <= tolerance
     rows.append(row)
     return rows
 

@@ -26,7 +26,7 @@ import pytest
 import safetensors.numpy
 
 import reshard
-from reshard import errors
+from reshard import P, errors
 
 F32 = np.float32
 PREFIX = "base_model.model."
@@ -233,3 +233,65 @@ def test_convert_carries_the_folders_small_files_and_every_dtype_key_follows(tmp
     with pytest.warns(UserWarning, match="single .safetensors file"):
         reshard.convert(tmp_path / "src" / "model.safetensors", tmp_path / "from-file")
     assert sorted(p.name for p in (tmp_path / "from-file").iterdir()) == ["model.safetensors"]
+
+
+def test_export_merges_and_writes_every_variant_from_a_framework_layout(tmp_path, rng):
+    """export(kind="merged") from sharded arrays through a map that transposes: the same loops as
+    merge_lora, bit for bit; kind="adapter" keeps every variant's key and config field."""
+    gen = np.random.default_rng(rng.randrange(2**32))
+    n_out, n_in, vocab, hidden, r = 4, 6, 8, 4, 2
+    q, emb = "model.layers.0.self_attn.q_proj", "model.embed_tokens"
+    framework = {
+        "q_t": gen.standard_normal((n_in, n_out)).astype(F32),  # stored [in, out]: the map transposes it
+        "q_bias": gen.standard_normal(n_out).astype(F32),
+        "embed": gen.standard_normal((vocab, hidden)).astype(F32),
+        "head": gen.standard_normal((vocab, hidden)).astype(F32),
+        "q_a": gen.standard_normal((r, n_in)).astype(F32),
+        "q_b": gen.standard_normal((n_out, r)).astype(F32),
+        "q_lora_bias": gen.standard_normal(n_out).astype(F32),
+        "q_m": (gen.random(n_out) + 0.5).astype(F32),
+        "embed_a": gen.standard_normal((r, vocab)).astype(F32),
+        "embed_b": gen.standard_normal((hidden, r)).astype(F32),
+        "embed_m": (gen.random(hidden) + 0.5).astype(F32),
+        "head_copy": gen.standard_normal((vocab, hidden)).astype(F32),
+    }
+    to = {"q_t": q + ".weight", "q_bias": q + ".bias", "embed": emb + ".weight", "head": "lm_head.weight",
+          "q_a": f"{PREFIX}{q}.lora_A.weight", "q_b": f"{PREFIX}{q}.lora_B.weight",
+          "q_lora_bias": f"{PREFIX}{q}.lora_B.bias", "q_m": f"{PREFIX}{q}.lora_magnitude_vector",
+          "embed_a": f"{PREFIX}{emb}.lora_embedding_A", "embed_b": f"{PREFIX}{emb}.lora_embedding_B",
+          "embed_m": f"{PREFIX}{emb}.lora_magnitude_vector", "head_copy": f"{PREFIX}lm_head.weight"}
+    rules = [{"from": k, "to": v, **({"rearrange": "in out -> out in"} if k == "q_t" else {})} for k, v in to.items()]
+    mesh = reshard.Mesh(np.arange(2), ("x",))
+    specs = {"q_t": P("x"), "embed": P(None, "x"), "q_b": P("x"), "embed_m": P("x")}
+    arrays = {n: reshard.from_host(v, reshard.NamedSharding(mesh, specs.get(n, P())), reshard.Topology.uniform(2, 1))
+              for n, v in framework.items()}
+    config = {"peft_type": "LORA", "r": r, "lora_alpha": 3, "alpha_pattern": {"embed_tokens": 2},
+              "use_dora": True, "lora_bias": True, "modules_to_save": ["lm_head"]}
+    reshard.export(arrays, tmp_path / "merged", json.dumps({"rules": rules}), kind="merged", lora_config=config,
+                   hf_config={"model_type": "llama"})
+    out = safetensors.numpy.load_file(str(tmp_path / "merged" / "model.safetensors"))
+    assert sorted(out) == sorted([q + ".weight", q + ".bias", emb + ".weight", "lm_head.weight"])
+    s_q, s_emb = F32(3 / r), F32(2 / r)
+    v_q = merged_f32(framework["q_t"].T.copy(), framework["q_a"], framework["q_b"], s_q, False)
+    assert out[q + ".weight"].tobytes() == dora(v_q, framework["q_m"], False).tobytes()
+    v_emb = merged_f32(framework["embed"], framework["embed_a"], framework["embed_b"], s_emb, True)
+    assert out[emb + ".weight"].tobytes() == dora(v_emb, framework["embed_m"], True).tobytes()
+    bias = [F32(F32(x) + F32(y * s_q)) for x, y in zip(framework["q_bias"], framework["q_lora_bias"])]
+    assert out[q + ".bias"].tobytes() == np.array(bias, F32).tobytes()
+    assert out["lm_head.weight"].tobytes() == framework["head_copy"].tobytes()
+
+    reshard.export(arrays, tmp_path / "adapter", json.dumps({"rules": rules}), kind="adapter", lora_config=config)
+    adapter = safetensors.numpy.load_file(str(tmp_path / "adapter" / "adapter_model.safetensors"))
+    assert sorted(adapter) == sorted(v for v in to.values() if v.startswith(PREFIX))
+    for name, key in to.items():
+        if key.startswith(PREFIX):
+            assert adapter[key].tobytes() == framework[name].tobytes()
+    written = json.loads((tmp_path / "adapter" / "adapter_config.json").read_text())
+    assert (written["use_dora"], written["lora_bias"], written["modules_to_save"]) == (True, True, ["lm_head"])
+    assert written["target_modules"] == ["embed_tokens", "q_proj"]
+
+    del arrays["q_m"]  # use_dora without q_proj's magnitudes: refused by name, nothing written
+    rules = [rule for rule in rules if rule["from"] != "q_m"]
+    with pytest.raises(errors.UnsupportedError, match="use_dora.*lora_magnitude_vector"):
+        reshard.export(arrays, tmp_path / "refused", json.dumps({"rules": rules}), kind="merged", lora_config=config)
+    assert not (tmp_path / "refused").exists()
