@@ -3,6 +3,9 @@
 // programs that simulate a job). The MPI transport is in mpi.cpp.
 #include <chrono>
 #include <string>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "bindings.h"
 #include "transport_scope.h"
@@ -26,6 +29,39 @@ void check_transport_fits(const Transport& transport, const Topology& topology) 
 }
 
 namespace {
+
+// What a rank's Python body raised, made fit for InProcessGroup::run: a
+// PeerFailedError becomes the C++ kPeerFailed it stands for (so the rank that
+// failed first is the one reported), anything else keeps its Python type and
+// traceback and gains a note naming the rank.
+[[noreturn]] void rethrow_rank_failure(nb::python_error& error, int rank) {
+  const nb::handle value = error.value();
+  if (nb::hasattr(value, "code") && nb::str(value.attr("code")).equal(nb::str("peer_failed"))) {
+    throw Error(ErrorCode::kPeerFailed, nb::str(value).c_str());
+  }
+  if (nb::hasattr(value, "add_note")) value.attr("add_note")(fmt::format("(raised on rank {} of the InProcessGroup)", rank));
+  throw;
+}
+
+// group.run(fn): fn(transport) on one thread per rank, each holding the GIL
+// only while Python runs; the results in rank order.
+nb::list run_group(InProcessGroup& group, const nb::callable& body) {
+  std::vector<nb::object> results(static_cast<size_t>(group.size()));
+  {
+    nb::gil_scoped_release release;
+    group.run([&](Transport& transport) {
+      nb::gil_scoped_acquire acquire;
+      try {
+        results[static_cast<size_t>(transport.rank())] = body(nb::cast(&transport, nb::rv_policy::reference));
+      } catch (nb::python_error& error) {
+        rethrow_rank_failure(error, transport.rank());
+      }
+    });
+  }
+  nb::list out;
+  for (const nb::object& result : results) out.append(result);
+  return out;
+}
 
 nb::list all_gather_bytes(Transport& transport, nb::bytes local) {
   const std::span<const std::byte> mine(static_cast<const std::byte*>(static_cast<const void*>(local.c_str())),
@@ -70,7 +106,13 @@ void bind_transport(nb::module_& m) {
       .def(nb::init<int>(), nb::arg("size"), "A group of `size` processes.")
       .def_prop_ro("size", &InProcessGroup::size, "The number of processes.")
       .def("transport", &InProcessGroup::transport, nb::arg("rank"), nb::rv_policy::reference_internal,
-           "The transport of process `rank` (lives as long as the group).");
+           "The transport of process `rank` (lives as long as the group).")
+      .def("run", &run_group, nb::arg("body"),
+           "Calls body(transport) on one thread per process, each with its own transport, and returns\n"
+           "the results in rank order. A process that raises fails the group at once: the others' waits\n"
+           "on it raise PeerFailedError instead of waiting out the timeout, and run raises what the\n"
+           "first failing process raised, noting its rank (a reshard error names it in its message).\n"
+           "The group stays failed: run again on a new one.");
 }
 
 }  // namespace reshard::python

@@ -12,7 +12,6 @@ import pytest
 
 import reshard
 from jax_layouts import random_layout
-from rank_threads import run_ranks
 from reshard import P, errors
 from test_plan import same_shape_pair
 
@@ -217,12 +216,12 @@ def test_in_process_group_runs_ranks_as_threads():
     values = np.arange(32, dtype=np.float64).reshape(8, 4)
     group = reshard.InProcessGroup(2)
 
-    def rank(r, t):
+    def rank(t):
         a = reshard.from_host(values, src, topology, transport=t)
         b = reshard.reshard(a, dst, transport=t)
         return b, reshard.to_host(b, transport=t), t.bytes_received
 
-    for r, (b, host, received) in run_ranks(group, 2, rank).items():
+    for r, (b, host, received) in enumerate(group.run(rank)):
         assert [s.device for s in b.shards] == [2 * r, 2 * r + 1]
         for s in b.shards:
             np.testing.assert_array_equal(s.data, values[s.index])
@@ -241,14 +240,14 @@ def test_to_host_and_from_host_through_one_root():
     values = np.arange(32, dtype=np.int32).reshape(8, 4)
     group = reshard.InProcessGroup(2)
 
-    def rank(r, t):
-        mine = values if r == 1 else np.zeros_like(values)
+    def rank(t):
+        mine = values if t.rank == 1 else np.zeros_like(values)
         a = reshard.from_host(mine, sharding, topology, transport=t, root=1)
         before = t.bytes_received
         host = reshard.to_host({"a": a}, transport=t, root=1)
         return a, host["a"], t.bytes_received - before
 
-    for r, (a, host, received) in run_ranks(group, 2, rank).items():
+    for r, (a, host, received) in enumerate(group.run(rank)):
         for s in a.shards:
             np.testing.assert_array_equal(s.data, values[s.index])
         if r == 1:
@@ -256,3 +255,28 @@ def test_to_host_and_from_host_through_one_root():
             assert received == values.nbytes // 2  # the half held by rank 0's devices
         else:
             assert host is None and received == 0
+
+
+def test_in_process_group_run_fails_as_one_naming_the_rank():
+    """A rank that raises fails the group at once: the others, blocked on it, get
+    PeerFailedError without waiting out the timeout, and run raises what the failing rank
+    raised, its type kept and its rank noted."""
+    values = np.arange(8, dtype=np.float32)
+    sharding = reshard.NamedSharding(reshard.Mesh(np.arange(2), ("x",)), P("x"))
+    for failing, error in [(2, KeyError), (1, errors.InvalidArgumentError)]:
+        group = reshard.InProcessGroup(3)
+        for r in range(3):
+            group.transport(r).timeout = 3600  # a wait on the failed rank must not last this long
+
+        def body(t):
+            if t.rank == failing:
+                if error is KeyError:
+                    raise KeyError("no such tensor")
+                reshard.from_host(values, sharding, reshard.Topology.uniform(2, 1), transport=t)  # 1 process, not 3
+            return t.all_gather(b"x")
+
+        with pytest.raises(error) as raised:
+            group.run(body)
+        assert f"rank {failing}" in " ".join(getattr(raised.value, "__notes__", []))
+    ok = reshard.InProcessGroup(2).run(lambda t: t.all_gather(bytes([t.rank])))
+    assert ok == [[b"\x00", b"\x01"], [b"\x00", b"\x01"]]

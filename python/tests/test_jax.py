@@ -15,7 +15,6 @@ import pytest
 import reshard
 import reshard.jax as rjax
 from jax_layouts import random_layout
-from rank_threads import run_ranks
 from reshard import P, errors
 from test_array import is_nan, random_values
 from test_plan import same_shape_pair
@@ -196,14 +195,14 @@ def test_transports_must_be_jaxs_processes(rng, devices):
 
     group = reshard.InProcessGroup(2)
 
-    def run(rank, transport):
+    def run(transport):
         try:
             rjax.device_put(x, dst, transport=transport)
         except errors.UnsupportedError as e:
             return str(e)
         return None
 
-    raised = list(run_ranks(group, 2, run).values())
+    raised = group.run(run)
     assert len(raised) == 2 and all(r is not None and "jax.distributed" in r for r in raised), raised
     with pytest.raises(errors.UnsupportedError, match="transport 2"):
         rjax.to_host(x, transport=group.transport(0))

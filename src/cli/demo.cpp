@@ -16,7 +16,6 @@
 #include "cli/commands.h"
 #include "cli/demo_steps.h"
 #include "cli/job.h"
-#include "execute/in_process/run_ranks.h"
 #include "reshard/execute/in_process_transport.h"
 #include "reshard/layout/error.h"
 
@@ -163,7 +162,7 @@ void run_demo(const DemoFlags& flags) {
   }
   // No launcher: the demo's processes are threads of this one.
   InProcessGroup group(kThreadProcesses, job_timeout());
-  in_process::run_ranks(group, [&](Transport& transport) {
+  group.run([&](Transport& transport) {
     run_demo_process(model, options, transport, "threads of this one");
   });
 }

@@ -59,12 +59,14 @@ TEST(DemoCli, OutKeepsTheFiles) {
 }
 
 TEST(DemoCli, AFlippedBitFailsTheCheck) {
-  const std::pair<const char*, const char*> cases[] = {{"merged", "error: check failed: the merged model"},
-                                                       {"import", "error: check failed: the imported merged model"}};
+  // The demo's processes are threads here: the error names the one whose check failed.
+  const std::pair<const char*, const char*> cases[] = {{"merged", ": check failed: the merged model"},
+                                                       {"import", ": check failed: the imported merged model"}};
   for (const auto& [step, message] : cases) {
     const auto result = run_reshard({"demo", "--self-test-flip", step, "--layers", "1"});
     EXPECT_EQ(result.exit_code, 1) << step;
     EXPECT_NE(result.err.find(message), std::string::npos) << result.err;
+    EXPECT_EQ(result.err.find("error: rank "), 0u) << result.err;
     EXPECT_EQ(result.out.find("ok: "), std::string::npos) << step;
   }
 }

@@ -147,5 +147,20 @@ TEST(RunRanks, RethrowsTheRootCauseNotThePeersFailures) {
   }
 }
 
+TEST(RunRanks, AnErrorComesBackNamingItsRankAndTheOthersStopAtOnce) {
+  InProcessGroup group(3, std::chrono::hours(1));  // the others must not wait out a timeout
+  try {
+    group.run([](Transport& t) {
+      if (t.rank() == 1) throw Error(ErrorCode::kMissingTensor, "tensor 'w' is missing");
+      std::vector<std::byte> never(4);
+      t.recv(1, 0, never);
+    });
+    FAIL() << "run did not rethrow";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kMissingTensor);
+    EXPECT_STREQ(e.what(), "rank 1: tensor 'w' is missing");
+  }
+}
+
 }  // namespace
 }  // namespace reshard

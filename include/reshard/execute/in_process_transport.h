@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,15 @@ class InProcessGroup {
 
   // The transport of `rank`, owned by the group.
   Transport& transport(int rank);
+
+  // Runs `body` on one thread per rank, each with its rank's transport, and
+  // waits for all: the job as a launcher would run it. A rank that throws
+  // fails the group at once, so the others' waits on it throw
+  // Error(kPeerFailed) instead of waiting out the timeout. Rethrown here: the
+  // root cause (what a rank threw that was not a kPeerFailed), else the first
+  // failure; an Error with "rank N: " before its message, anything else as
+  // thrown. Once run has failed the group stays failed: run again on a new one.
+  void run(const std::function<void(Transport& transport)>& body);
 
   // Marks `rank` failed; the first failure is the one every error names.
   void mark_failed(int rank, std::string_view reason);

@@ -1,10 +1,8 @@
 #include "execute/support/rank_threads.h"
 
-#include "execute/in_process/run_ranks.h"
-
 namespace reshard::testing {
 
-void run_ranks(InProcessGroup& group, const RankBody& body) { in_process::run_ranks(group, body); }
+void run_ranks(InProcessGroup& group, const RankBody& body) { group.run(body); }
 
 void run_ranks(int ranks, const RankBody& body, std::chrono::milliseconds timeout) {
   InProcessGroup group(ranks, timeout);

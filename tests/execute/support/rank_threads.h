@@ -11,7 +11,7 @@ namespace reshard::testing {
 using RankBody = std::function<void(Transport& transport)>;
 
 // Runs `body` on one thread per rank of `group` and waits for all; the
-// first failure, root causes first, is rethrown (execute/in_process/run_ranks.h).
+// first failure, root causes first, is rethrown (InProcessGroup::run).
 void run_ranks(InProcessGroup& group, const RankBody& body);
 
 // The same on a fresh group of `ranks` with the given transport timeout.
