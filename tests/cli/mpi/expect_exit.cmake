@@ -3,7 +3,8 @@
 # stdout lacks OUTPUT_LACKS). WILL_FAIL would also pass on a crash: a process
 # killed by a signal (mpirun reports 128 + the signal, cmake the signal's
 # name) is a failure here. Arguments (-D): EXIT_CODE, ERROR_CONTAINS,
-# OUTPUT_LACKS (optional).
+# OUTPUT_LACKS (optional). The command's arguments must not hold a `;`
+# (CMake would split them there).
 cmake_minimum_required(VERSION 3.25)
 
 set(command "")
