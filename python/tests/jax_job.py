@@ -19,7 +19,6 @@ import os
 import pathlib
 import random
 import sys
-import time
 import traceback
 
 import numpy as np
@@ -288,7 +287,8 @@ class Job:
         sharding = self.seed_sharding(list(range(len(self.devices))))
         x = self.make(values, sharding)
         bad = [sharding, sharding] if self.rank == 1 else sharding
-        start = time.monotonic()
+        # Told, not timed out: a process that waited out its timeout would raise
+        # TransportTimeoutError, which fails the job; how long it took is load's business.
         try:
             self.rjax.device_put({"x": x}, bad, transport=self.transport)
             self.check(False, "device_put with process 1's bad shardings went through")
@@ -296,8 +296,6 @@ class Job:
             self.check(self.rank != 1 and "process 1" in str(e), f"rank {self.rank} got {e!r}")
         except ValueError as e:
             self.check(self.rank == 1, f"rank {self.rank} raised {e!r}, not PeerFailedError")
-        elapsed = time.monotonic() - start
-        self.check(elapsed < self.transport.timeout / 2, f"the failure took {elapsed:.1f} s to reach every process")
         y = self.rjax.device_put(x, self.seed_sharding(list(range(len(self.devices)))[::-1]), transport=self.transport)
         self.check(self.holds(y, values), "the transport after a failed call")
 

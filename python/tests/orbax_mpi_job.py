@@ -127,14 +127,13 @@ def same_files(a: pathlib.Path, b: pathlib.Path) -> list[str]:
 def one_failed_read_fails_every_rank(path: str, out: pathlib.Path, t) -> list[str]:
     """The last rank reads a folder that is no checkpoint: every rank's export fails at once
     (the others naming that rank), nothing is written, and the transport goes on working."""
-    import time
-
     from reshard import errors
 
     if t.size == 1:
         return []
     last = t.size - 1
-    start = time.monotonic()
+    # Told, not timed out: a rank that waited out its timeout raises TransportTimeoutError,
+    # not PeerFailedError; how long it took is load's business.
     try:
         ro.export(str(out / "nothing-here") if t.rank == last else path, out / "never", "levanter-llama", transport=t)
         return ["an export with one rank's failed read went through"]
@@ -142,8 +141,6 @@ def one_failed_read_fails_every_rank(path: str, out: pathlib.Path, t) -> list[st
         wrong = [] if t.rank != last and f"process {last}" in str(e) else [f"rank {t.rank} got {e!r}"]
     except errors.ReshardError as e:
         wrong = [] if t.rank == last else [f"rank {t.rank} raised {e!r}, not PeerFailedError"]
-    if time.monotonic() - start > t.timeout / 2:
-        wrong.append("the failed read took a peer timeout to reach every rank")
     if (out / "never").exists():
         wrong.append("the failed export wrote its folder")
     t.barrier()

@@ -3,7 +3,6 @@ reshard, save, restore, convert, export and import a model together, each checki
 
 from __future__ import annotations
 
-import os
 import pathlib
 import re
 
@@ -26,5 +25,21 @@ def test_python_processes_reshard_save_and_restore_together(tmp_path, ranks):
     assert written == 32 * 16 * 4 + 16 * 8 * 2 + 16 * 8 + 4
 
 
-def test_without_a_launcher_mpi_is_not_assumed():
-    assert not reshard.mpi.launched_by_mpi() or "OMPI_COMM_WORLD_SIZE" in os.environ
+# What mpirun/mpiexec (Open MPI, MPICH's Hydra), srun (PMIx) and MVAPICH set.
+_LAUNCHER_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MV2_COMM_WORLD_SIZE")
+
+
+def test_without_a_launcher_mpi_is_not_assumed(monkeypatch):
+    for name in _LAUNCHER_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    assert not reshard.mpi.launched_by_mpi()
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "")  # set but empty: no launcher either
+    assert not reshard.mpi.launched_by_mpi()
+
+
+@pytest.mark.parametrize("name", _LAUNCHER_VARIABLES)
+def test_each_launchers_variable_says_mpi_started_the_process(monkeypatch, name):
+    for other in _LAUNCHER_VARIABLES:
+        monkeypatch.delenv(other, raising=False)
+    monkeypatch.setenv(name, "2")
+    assert reshard.mpi.launched_by_mpi()

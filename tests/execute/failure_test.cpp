@@ -1,6 +1,8 @@
 // A failing process must make the others stop with an error, soon, never hang.
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -15,7 +17,6 @@ namespace reshard {
 namespace {
 
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
 
 using testing::FaultyTransport;
 
@@ -33,7 +34,6 @@ TEST_F(Failures, OneRankFailingMidTransferStopsTheOthersQuickly) {
   options.max_bytes_in_flight = 1024;
   std::vector<ErrorCode> codes(4, ErrorCode::kInvalidArgument);
   std::vector<std::string> messages(4);
-  const auto start = Clock::now();
   try {
     testing::run_ranks(
         4,
@@ -53,7 +53,8 @@ TEST_F(Failures, OneRankFailingMidTransferStopsTheOthersQuickly) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kTransport) << e.what();  // the root cause, not a peer's report
   }
-  EXPECT_LT(Clock::now() - start, 5s) << "the others waited out their 30 s timeout";
+  // Told, not timed out (no rank is silent, so none can time out here): a
+  // rank that was never told would hang until ctest's timeout ends the test.
   for (int r : {0, 1, 3}) {
     EXPECT_EQ(codes[static_cast<size_t>(r)], ErrorCode::kPeerFailed) << "rank " << r << ": " << messages[static_cast<size_t>(r)];
     EXPECT_NE(messages[static_cast<size_t>(r)].find("process 2"), std::string::npos) << messages[static_cast<size_t>(r)];
@@ -63,7 +64,6 @@ TEST_F(Failures, OneRankFailingMidTransferStopsTheOthersQuickly) {
 TEST_F(Failures, ARankThatLeavesWithoutTakingPartIsNamedAtOnce) {
   std::vector<ErrorCode> codes(2, ErrorCode::kInvalidArgument);
   std::string message;
-  const auto start = Clock::now();
   EXPECT_THROW(testing::run_ranks(
                    2,
                    [&](Transport& t) {
@@ -82,17 +82,23 @@ TEST_F(Failures, ARankThatLeavesWithoutTakingPartIsNamedAtOnce) {
                    30s),
                Error);
   EXPECT_EQ(codes[0], ErrorCode::kPeerFailed) << message;
+  // Named as gone, not waited for: a wait on a rank that is not silent never
+  // times out, so without its leaving this would hang instead.
   EXPECT_NE(message.find("process 1 left the job"), std::string::npos) << message;
-  EXPECT_LT(Clock::now() - start, 5s) << "waited out the 30 s bound for a rank known to be gone";
 }
 
 TEST_F(Failures, ASilentRankIsReportedWithinTheBoundNamingIt) {
   // Rank 1 stops answering as a hung host would, mid-reshard: the others must
-  // give up on it after the bound (300 ms here), not wait forever.
+  // give up on it after the bound (300 ms here), not wait forever. It stays
+  // silent until all three have given up, however long the machine takes to
+  // get there, so their errors come from its silence, never from its waking
+  // (a minute is a hang guard only: it then fails, and no one timed out).
   InProcessGroup group(4, 300ms);
   std::vector<ErrorCode> codes(4, ErrorCode::kInvalidArgument);
   std::vector<std::string> messages(4);
-  std::vector<Clock::duration> waited(4);
+  std::mutex mutex;
+  std::condition_variable gave_up;
+  int others_given_up = 0;
   ExecuteOptions options;
   options.chunk_bytes = 512;
   options.max_bytes_in_flight = 1024;
@@ -104,15 +110,19 @@ TEST_F(Failures, ASilentRankIsReportedWithinTheBoundNamingIt) {
                                     // Hung, not failed: it tells nobody, for longer than the bound.
                                     FaultyTransport hangs(t, t.rank() == 1 ? 2 : 1 << 30, [&] {
                                       group.go_silent(1);
-                                      std::this_thread::sleep_for(1500ms);
+                                      std::unique_lock lock(mutex);
+                                      gave_up.wait_for(lock, 60s, [&] { return others_given_up == 3; });
                                     });
-                                    const auto start = Clock::now();
                                     try {
                                       reshard_array(a, columns_, hangs, options);
                                     } catch (const Error& e) {
-                                      waited[r] = Clock::now() - start;
                                       codes[r] = e.code();
                                       messages[r] = e.what();
+                                      if (r != 1) {
+                                        std::lock_guard lock(mutex);
+                                        ++others_given_up;
+                                        gave_up.notify_all();
+                                      }
                                       throw;
                                     }
                                   }),
@@ -122,7 +132,9 @@ TEST_F(Failures, ASilentRankIsReportedWithinTheBoundNamingIt) {
     // Rank 1's silence, or a peer that reported it first.
     EXPECT_TRUE(codes[i] == ErrorCode::kTimeout || codes[i] == ErrorCode::kPeerFailed) << messages[i];
     EXPECT_NE(messages[i].find("process 1"), std::string::npos) << messages[i];
-    EXPECT_LT(waited[i], 1400ms) << "rank " << r << " waited past the bound: " << messages[i];
+    if (codes[i] == ErrorCode::kTimeout) {
+      EXPECT_NE(messages[i].find("(timeout 300 ms)"), std::string::npos) << messages[i];
+    }
   }
   const bool someone_timed_out = std::count(codes.begin(), codes.end(), ErrorCode::kTimeout) > 0;
   EXPECT_TRUE(someone_timed_out) << messages[0];

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <thread>
 
 #include "pipelines/staging_budget.h"
@@ -37,7 +36,10 @@ TEST(StagingBudget, HoldsNoMoreThanItsBytes) {
   StagingBudget budget(100);
   budget.take(60);
   std::thread writer([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // Gives only once the take below is waiting (it counts its wait before
+    // it sleeps, under the lock the count is read with), however slow the
+    // machine: a give before the take would leave it nothing to wait for.
+    while (budget.waits() == 0) std::this_thread::yield();
     budget.give(60);
   });
   budget.take(60);  // waits for the give
