@@ -4,7 +4,13 @@
 reshard's C++ library: layouts, plans, safetensors files and sharded arrays
 """
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence
+)
 import os
 import pathlib
 from typing import Annotated, Any, overload
@@ -640,6 +646,15 @@ class InProcessGroup:
 
     def transport(self, rank: int) -> Transport:
         """The transport of process `rank` (lives as long as the group)."""
+
+    def run(self, body: Callable) -> list:
+        """
+        Calls body(transport) on one thread per process, each with its own transport, and returns
+        the results in rank order. A process that raises fails the group at once: the others' waits
+        on it raise PeerFailedError instead of waiting out the timeout, and run raises what the
+        first failing process raised, noting its rank (a reshard error names it in its message).
+        The group stays failed: run again on a new one.
+        """
 
 class Shard:
     """One device's slice of a sharded array."""

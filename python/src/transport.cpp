@@ -39,7 +39,12 @@ namespace {
   if (nb::hasattr(value, "code") && nb::str(value.attr("code")).equal(nb::str("peer_failed"))) {
     throw Error(ErrorCode::kPeerFailed, nb::str(value).c_str());
   }
-  if (nb::hasattr(value, "add_note")) value.attr("add_note")(fmt::format("(raised on rank {} of the InProcessGroup)", rank));
+  if (nb::hasattr(value, "add_note")) {
+    value.attr("add_note")(nb::str(fmt::format("(raised on rank {} of the InProcessGroup)", rank).c_str()));
+  }
+  // The group describes each failure to the others without the GIL: what()
+  // formats the message now, while this thread holds it.
+  (void)error.what();
   throw;
 }
 
