@@ -34,5 +34,17 @@
 #include "reshard/formats/safetensors_writer.h"
 #include "reshard/formats/tensor_catalog.h"
 
-// Pipelines: export to Hugging Face model and PEFT adapter folders.
+// Pipelines: checkpoints saved and restored on any layout, Hugging Face folders
+// converted, imported into a framework's layout and exported from it through
+// tensor maps, PEFT adapters exported and merged.
+#include "reshard/pipelines/checkpoint_restore.h"
+#include "reshard/pipelines/checkpoint_save.h"
+#include "reshard/pipelines/convert.h"
 #include "reshard/pipelines/export_model.h"
+#include "reshard/pipelines/import_model.h"
+#include "reshard/pipelines/layout_rules.h"
+#include "reshard/pipelines/lora_config.h"
+#include "reshard/pipelines/merge_lora.h"
+#include "reshard/pipelines/named_array.h"
+#include "reshard/pipelines/peft_adapter.h"
+#include "reshard/pipelines/tensor_map.h"
