@@ -118,9 +118,9 @@ void save_step(DemoContext& ctx, const std::vector<NamedArray>& arrays) {
 }
 
 void flip_first_bit(NamedArray& array) {
-  for (Shard& shard : array.array.mutable_shards()) {
-    if (shard.buffer.size() == 0) continue;
-    shard.buffer.data()[0] ^= std::byte{1};
+  for (size_t i = 0; i < array.array.shards().size(); ++i) {
+    if (array.array.shards()[i].buffer.size() == 0) continue;
+    array.array.writable_bytes(i)[0] ^= std::byte{1};
     return;
   }
 }

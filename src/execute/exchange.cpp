@@ -28,7 +28,7 @@ const std::byte* Exchange::src_data(const MessagePiece& piece) const {
 }
 
 std::byte* Exchange::dst_data(const MessagePiece& piece) const {
-  return moves_[piece.array].dst->mutable_shard(transfer_of(piece).dst).buffer.data();
+  return moves_[piece.array].dst->writable_bytes_of(transfer_of(piece).dst).data();
 }
 
 std::shared_ptr<const void> Exchange::owner_of(const Message& m, bool sending) const {

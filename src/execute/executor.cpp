@@ -102,9 +102,9 @@ std::vector<CopyJob> local_jobs(std::span<const ArrayMove> moves, int stage) {
       if (t.stage != stage) continue;
       if (topology.process_of(t.src) != process || topology.process_of(t.dst) != process) continue;
       const Shard& from = from_array.shard(t.src);
-      Shard& to = move.dst->mutable_shard(t.dst);
-      jobs.push_back(CopyJob{BoxCopy(t.box, from.box, to.box, move.dst->element_bytes()), from.buffer.data(),
-                             to.buffer.data()});
+      const Box& to = move.dst->shard(t.dst).box;
+      jobs.push_back(CopyJob{BoxCopy(t.box, from.box, to, move.dst->element_bytes()), from.buffer.data(),
+                             move.dst->writable_bytes_of(t.dst).data()});
     }
   }
   return jobs;

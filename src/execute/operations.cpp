@@ -111,7 +111,7 @@ ShardedArray place_from_host(const HostView& host, const NamedSharding& holder, 
 
 ShardedArray reshard_array(const ShardedArray& array, const NamedSharding& target, Transport& transport,
                      const ExecuteOptions& options) {
-  if (target == array.sharding()) return array;
+  if (target == array.sharding()) return array.read_only_alias();
   return collective(transport, [&] { return move_to(array, target, transport, options); });
 }
 
@@ -133,7 +133,7 @@ std::vector<ShardedArray> reshard_arrays(std::span<const ShardedArray> arrays, s
     out.reserve(arrays.size());
     size_t next = 0;
     for (size_t i = 0; i < arrays.size(); ++i) {
-      out.push_back(targets[i] == arrays[i].sharding() ? arrays[i] : std::move(moved[next++]));
+      out.push_back(targets[i] == arrays[i].sharding() ? arrays[i].read_only_alias() : std::move(moved[next++]));
     }
     return out;
   });
@@ -201,15 +201,14 @@ ShardedArray from_host(const HostView& host, int root, const NamedSharding& targ
 }
 
 ShardedArray change_memory_kind(const ShardedArray& array, MemoryKind kind, const ExecuteOptions& options) {
-  if (array.sharding().memory_kind() == kind) return array;
+  if (array.sharding().memory_kind() == kind) return array.read_only_alias();
   ShardedArray moved = ShardedArray::allocate(array.shape(), array.dtype(), array.sharding().with_memory_kind(kind),
                                               array.topology(), array.process());
   std::vector<CopyJob> jobs;
   for (size_t i = 0; i < array.shards().size(); ++i) {
     const Shard& from = array.shards()[i];
-    Shard& to = moved.mutable_shards()[i];
-    jobs.push_back(CopyJob{BoxCopy(from.box, from.box, to.box, array.element_bytes()), from.buffer.data(),
-                           to.buffer.data()});
+    jobs.push_back(CopyJob{BoxCopy(from.box, from.box, moved.shards()[i].box, array.element_bytes()),
+                           from.buffer.data(), moved.writable_bytes(i).data()});
   }
   run_copies(jobs, options.copy_threads());
   return moved;

@@ -113,8 +113,24 @@ const Shard& ShardedArray::shard(DeviceId device) const {
                           sharding_.to_string()));
 }
 
-Shard& ShardedArray::mutable_shard(DeviceId device) {
-  return const_cast<Shard&>(static_cast<const ShardedArray&>(*this).shard(device));
+ShardedArray ShardedArray::read_only_alias() const {
+  ShardedArray alias = *this;
+  for (Shard& shard : alias.shards_) {
+    shard.buffer = Buffer::adopt_read_only(std::as_const(shard.buffer).bytes(), shard.buffer.owner());
+  }
+  return alias;
+}
+
+std::span<std::byte> ShardedArray::writable_bytes(size_t index) {
+  if (index >= shards_.size()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("shard {}: process {} holds {} shards", index, process_, shards_.size()));
+  }
+  return shards_[index].buffer.bytes();
+}
+
+std::span<std::byte> ShardedArray::writable_bytes_of(DeviceId device) {
+  return const_cast<Shard&>(static_cast<const ShardedArray&>(*this).shard(device)).buffer.bytes();
 }
 
 std::span<const std::byte> ShardedArray::element(DeviceId device, std::span<const int64_t> global_index) const {

@@ -18,20 +18,27 @@ namespace {
 namespace fs = std::filesystem;
 namespace detail = pipelines_detail;
 
+// Where a shard's bytes go: its box, and its buffer's writable bytes.
+struct ShardTarget {
+  Box box;
+  std::byte* bytes = nullptr;
+};
+
 // The distinct slices this process's devices need, each with its shards.
 struct NeededSlice {
   Box box;
-  std::vector<Shard*> shards;
+  std::vector<ShardTarget> shards;
 };
 
 std::vector<NeededSlice> needed_slices(ShardedArray& array) {
   std::vector<NeededSlice> slices;
   std::map<std::pair<std::vector<int64_t>, Shape>, size_t> index;
-  for (Shard& shard : array.mutable_shards()) {
-    if (shard.box.empty()) continue;
-    const auto [it, inserted] = index.try_emplace({shard.box.origin(), shard.box.shape()}, slices.size());
-    if (inserted) slices.push_back({shard.box, {}});
-    slices[it->second].shards.push_back(&shard);
+  for (size_t i = 0; i < array.shards().size(); ++i) {
+    const Box& box = array.shards()[i].box;
+    if (box.empty()) continue;
+    const auto [it, inserted] = index.try_emplace({box.origin(), box.shape()}, slices.size());
+    if (inserted) slices.push_back({box, {}});
+    slices[it->second].shards.push_back({box, array.writable_bytes(i).data()});
   }
   return slices;
 }
@@ -48,8 +55,8 @@ void check_matches(const checkpoint::TensorEntry& tensor, const ShardedArray& ar
 // Copies `common` (inside `from_box`, whose bytes are `from`) into every shard of the slice.
 void copy_to_shards(const NeededSlice& slice, const Box& common, const Box& from_box, const std::byte* from,
                     size_t element_bytes) {
-  for (Shard* shard : slice.shards) {
-    BoxCopy(common, from_box, shard->box, element_bytes).copy(from, shard->buffer.data());
+  for (const ShardTarget& shard : slice.shards) {
+    BoxCopy(common, from_box, shard.box, element_bytes).copy(from, shard.bytes);
   }
 }
 

@@ -37,16 +37,17 @@ ShardedArray fill_import_tensor(const ImportPlan& plan, size_t output, const Imp
   ShardedArray array = ShardedArray::allocate(shape, tensor.out.dtype, plan.shardings[output], topology, process);
   const SourceBytes bytes = [&source](size_t s) { return source.bytes(s); };
   // Slices already built, by box: a replica on another device is a copy of it.
-  std::map<std::pair<std::vector<int64_t>, Shape>, const Shard*> built;
-  for (Shard& shard : array.mutable_shards()) {
+  std::map<std::pair<std::vector<int64_t>, Shape>, size_t> built;
+  for (size_t i = 0; i < array.shards().size(); ++i) {
+    const Shard& shard = array.shards()[i];
     if (shard.box.empty()) continue;
-    const auto [it, inserted] = built.try_emplace({shard.box.origin(), shard.box.shape()}, &shard);
+    const auto [it, inserted] = built.try_emplace({shard.box.origin(), shard.box.shape()}, i);
     if (!inserted) {
-      std::memcpy(shard.buffer.data(), it->second->buffer.data(), shard.buffer.size());
+      std::memcpy(array.writable_bytes(i).data(), array.shards()[it->second].buffer.data(), shard.buffer.size());
       continue;
     }
     try {
-      copy_output_box(plan.map, tensor, shard.box, bytes, shard.buffer.bytes());
+      copy_output_box(plan.map, tensor, shard.box, bytes, array.writable_bytes(i));
       stats.bytes_read = checked_add(stats.bytes_read, source_bytes_read(plan, tensor, shard.box), "bytes read");
     } catch (const Error& e) {
       throw e.with_context(fmt::format("tensor '{}' slice {}", tensor.out.name, shard.box.to_string()));

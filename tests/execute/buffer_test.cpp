@@ -77,11 +77,30 @@ TEST(Buffer, ANoOpReshardOfReadOnlyShardsReturnsReadOnlyShards) {
   InProcessGroup group(1);
   ShardedArray same = reshard_array(mapped, rows, group.transport(0));
   EXPECT_TRUE(same.shards()[0].buffer.shares_memory_with(mapped.shards()[0].buffer));
-  EXPECT_EQ(code_of([&] { (void)same.mutable_shards()[0].buffer.data(); }), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code_of([&] { (void)same.writable_bytes(0); }), ErrorCode::kInvalidArgument);
   // Moved elsewhere, the result is fresh memory and writable.
   const NamedSharding swapped(Mesh({{"x", 2}}, {1, 0}), PartitionSpec({{"x"}}));
   ShardedArray moved = reshard_array(mapped, swapped, group.transport(0));
   EXPECT_TRUE(moved.shards()[0].buffer.writable());
+}
+
+TEST(Buffer, ANoOpReshardOfAWritableArrayIsAReadOnlyAliasOfIt) {
+  // JAX's arrays are immutable; here the result of a no-op shares the
+  // input's memory, so it must not be a way to write into the input.
+  const Topology one = Topology::uniform(2, 1);
+  const NamedSharding rows(Mesh({{"x", 2}}, {0, 1}), PartitionSpec({{"x"}}));
+  ShardedArray a = ShardedArray::allocate({2, 8}, DType::kF32, rows, one, 0);
+  InProcessGroup group(1);
+  for (const ShardedArray& same : {reshard_array(a, rows, group.transport(0)),
+                                   reshard_arrays(std::span(&a, 1), std::span(&rows, 1), group.transport(0))[0],
+                                   change_memory_kind(a, MemoryKind::kDevice)}) {
+    EXPECT_TRUE(same.shards()[0].buffer.shares_memory_with(a.shards()[0].buffer));
+    EXPECT_FALSE(same.shards()[0].buffer.writable());
+    EXPECT_EQ(code_of([&] { (void)const_cast<ShardedArray&>(same).writable_bytes(0); }), ErrorCode::kInvalidArgument);
+  }
+  EXPECT_TRUE(a.shards()[0].buffer.writable());
+  EXPECT_NO_THROW((void)a.writable_bytes(1));
+  EXPECT_EQ(code_of([&] { (void)a.writable_bytes(2); }), ErrorCode::kInvalidArgument);
 }
 
 TEST(Buffer, AReadOnlyDestinationIsRefusedBeforeAnythingMoves) {
@@ -93,9 +112,10 @@ TEST(Buffer, AReadOnlyDestinationIsRefusedBeforeAnythingMoves) {
     testing::run_ranks(2, [&](Transport& t) {
       const ShardedArray a = testing::reference_array({8, 4}, DType::kF32, src, two, t.rank(), 1);
       ShardedArray target = ShardedArray::allocate({8, 4}, DType::kF32, dst, two, t.rank());
-      if (t.rank() == 1) {
-        Shard& shard = target.mutable_shards()[0];
-        shard.buffer = Buffer::adopt_read_only(std::as_const(shard.buffer).bytes(), shard.buffer.owner());
+      if (t.rank() == 1) {  // its first shard read-only
+        std::vector<Shard> shards = target.shards();
+        shards[0].buffer = Buffer::adopt_read_only(std::as_const(shards[0].buffer).bytes(), shards[0].buffer.owner());
+        target = ShardedArray({8, 4}, DType::kF32, dst, two, t.rank(), std::move(shards));
       }
       try {
         reshard_into(a, target, t);

@@ -151,7 +151,7 @@ TEST(Checkpoint, AsyncSaveStagesInWavesAndReturnsBeforeWriting) {
     SaveHandle handle = save_checkpoint_async(dir / "c", arrays, transport, options);
     // The arrays may change at once: the save has its own copies.
     for (NamedArray& array : arrays) {
-      for (Shard& shard : array.array.mutable_shards()) std::fill(shard.buffer.bytes().begin(), shard.buffer.bytes().end(), std::byte{0});
+      for (size_t i = 0; i < array.array.shards().size(); ++i) std::ranges::fill(array.array.writable_bytes(i), std::byte{0});
     }
     const SaveStats mine = handle.wait();
     std::lock_guard lock(mutex);

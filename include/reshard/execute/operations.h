@@ -20,7 +20,8 @@ namespace reshard {
 
 // The same array laid out by `target` (any mesh, device order, device set or
 // memory kind within the array's topology). When `target` equals the array's
-// sharding nothing moves: the result shares the array's buffers.
+// sharding nothing moves: the result shares the array's buffers, read-only
+// (ShardedArray::read_only_alias), so writing into it cannot reach the array.
 ShardedArray reshard_array(const ShardedArray& array, const NamedSharding& target, Transport& transport,
                      const ExecuteOptions& options = {});
 

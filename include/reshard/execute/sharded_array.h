@@ -56,12 +56,17 @@ class ShardedArray {
 
   // This process's shards, in mesh order.
   const std::vector<Shard>& shards() const { return shards_; }
-  std::vector<Shard>& mutable_shards() { return shards_; }
 
   // The shard of `device`; throws Error(kUnknownDevice) unless this process
   // holds one for it.
   const Shard& shard(DeviceId device) const;
-  Shard& mutable_shard(DeviceId device);
+
+  // The bytes of the `index`-th shard (mesh order), or of `device`'s, to
+  // write into. Only the bytes: the shards' devices, boxes and buffers stay
+  // as the constructor checked them. Error(kInvalidArgument) for a read-only
+  // buffer (see Buffer), Error(kUnknownDevice) for a device not held here.
+  std::span<std::byte> writable_bytes(size_t index);
+  std::span<std::byte> writable_bytes_of(DeviceId device);
 
   // The bytes of the element at `global_index` in `device`'s shard (which
   // must hold it; else Error(kInvalidArgument)).
@@ -70,6 +75,11 @@ class ShardedArray {
   // Throws Error(kInvalidArgument) naming the first read-only shard, if any:
   // what an operation writing into this array checks before it starts.
   void check_writable() const;
+
+  // The same array over the same memory, every shard read-only: what an
+  // operation that moves nothing returns, so that writing into its result
+  // cannot change the array it was given.
+  ShardedArray read_only_alias() const;
 
   // The same array seen in another topology that has every device of this
   // one's mesh with the same owners (as the host-transfer plans use). The

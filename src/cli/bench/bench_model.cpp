@@ -53,7 +53,7 @@ std::vector<ShardedArray> allocate_model(const std::vector<BenchTensor>& model, 
   arrays.reserve(model.size());
   for (const BenchTensor& t : model) {
     arrays.push_back(ShardedArray::allocate(t.shape, t.dtype, layout(t, topology), topology, process));
-    for (Shard& s : arrays.back().mutable_shards()) std::fill(s.buffer.bytes().begin(), s.buffer.bytes().end(), std::byte{1});
+    for (size_t i = 0; i < arrays.back().shards().size(); ++i) std::ranges::fill(arrays.back().writable_bytes(i), std::byte{1});
   }
   return arrays;
 }

@@ -115,7 +115,8 @@ BenchReport run_checkpoint_benchmark() {
     const std::string name = fmt::format("layers.{}.w", t);
     arrays.push_back({name, ShardedArray::allocate({rows_per_tensor, kCols}, DType::kF32, saved.sharding, saved.topology,
                                                    transport.rank())});
-    for (Shard& shard : arrays.back().array.mutable_shards()) std::memset(shard.buffer.data(), t + 1, shard.buffer.size());
+    ShardedArray& array = arrays.back().array;
+    for (size_t i = 0; i < array.shards().size(); ++i) std::ranges::fill(array.writable_bytes(i), std::byte(t + 1));
     same.push_back({name, saved.sharding, saved.topology});
     other.push_back({name, moved.sharding, moved.topology});
     thirds.push_back({name, split.sharding, split.topology});

@@ -111,7 +111,8 @@ void save_model(const fs::path& path, int64_t rows, Transport& transport) {
   for (int t = 0; t < kTensors; ++t) {
     arrays.push_back({fmt::format("stack.w{}", t), ShardedArray::allocate({kLayers, rows, kCols}, DType::kF32, sharding,
                                                                          topology, transport.rank())});
-    for (Shard& shard : arrays.back().array.mutable_shards()) std::memset(shard.buffer.data(), t + 1, shard.buffer.size());
+    ShardedArray& array = arrays.back().array;
+    for (size_t i = 0; i < array.shards().size(); ++i) std::ranges::fill(array.writable_bytes(i), std::byte(t + 1));
   }
   save_checkpoint(path, arrays, transport);
 }

@@ -89,11 +89,12 @@ void check_sample(const ShardedArray& target) {
 }
 
 void fill(ShardedArray& array) {
-  for (Shard& s : array.mutable_shards()) {
+  for (size_t shard = 0; shard < array.shards().size(); ++shard) {
     // Row-major from the shard's origin: the word's value is its global position.
-    const auto first = static_cast<uint32_t>(s.box.origin()[0] << 23);
-    auto* words = reinterpret_cast<uint32_t*>(s.buffer.data());
-    for (size_t i = 0; i < s.buffer.size() / 4; ++i) words[i] = first + static_cast<uint32_t>(i);
+    const auto first = static_cast<uint32_t>(array.shards()[shard].box.origin()[0] << 23);
+    const std::span<std::byte> bytes = array.writable_bytes(shard);
+    auto* words = reinterpret_cast<uint32_t*>(bytes.data());
+    for (size_t i = 0; i < bytes.size() / 4; ++i) words[i] = first + static_cast<uint32_t>(i);
   }
 }
 

@@ -140,8 +140,9 @@ double job_seconds(F&& f) {
 }
 
 void fill(ShardedArray& array) {
-  for (Shard& s : array.mutable_shards()) {
-    std::memset(s.buffer.data(), static_cast<int>(s.device & 0xff), s.buffer.size());
+  for (size_t i = 0; i < array.shards().size(); ++i) {
+    const std::span<std::byte> bytes = array.writable_bytes(i);
+    std::memset(bytes.data(), static_cast<int>(array.shards()[i].device & 0xff), bytes.size());
   }
 }
 
