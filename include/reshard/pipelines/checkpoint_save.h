@@ -59,10 +59,13 @@ class SaveHandle {
   // Whether wait() would return at once.
   bool ready() const;
 
+ private:
   struct State;
   explicit SaveHandle(std::shared_ptr<State> state);
+  // The one way to make a handle of a running save.
+  friend SaveHandle save_checkpoint_async(const std::filesystem::path& path, std::span<const NamedArray> arrays,
+                                          Transport& transport, const SaveOptions& options);
 
- private:
   std::shared_ptr<State> state_;
 };
 
