@@ -46,6 +46,14 @@ class Topology:
     def uniform(num_devices: int, num_processes: int = 1) -> Topology:
         """Device d belongs to process d // (num_devices // num_processes)."""
 
+    @staticmethod
+    def default_for(shardings: Sequence[NamedSharding], num_processes: int = 1) -> Topology:
+        """
+        The topology reshard takes when none is given: devices 0..the largest id the shardings'
+        meshes name, split over num_processes as uniform splits them (InvalidArgumentError when
+        they do not split evenly: give a Topology then).
+        """
+
     @property
     def num_devices(self) -> int:
         """Number of devices."""

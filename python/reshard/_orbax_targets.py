@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import _core
+from .array import _default_topology
 from .errors import InvalidArgumentError
 
 
@@ -76,11 +77,6 @@ def job(transport: _core.Transport | None) -> tuple[int, int]:
 
 
 def default_topology(shardings: Sequence[_core.NamedSharding], transport: _core.Transport | None) -> _core.Topology:
-    devices = max((max(s.mesh.device_ids) for s in shardings), default=0) + 1
-    size = job(transport)[1]
-    if devices % size:
-        raise InvalidArgumentError(f"topology: {devices} devices do not spread evenly over {size} processes; "
-                                   "pass a reshard.Topology")
-    return _core.Topology.uniform(devices, size)
+    return _default_topology(list(shardings), transport)
 
 

@@ -29,8 +29,9 @@ class Shard(NamedTuple):
     data: np.ndarray
 
 
-def _default_topology(sharding: _core.NamedSharding) -> _core.Topology:
-    return _core.Topology.uniform(max(sharding.mesh.device_ids) + 1, 1)
+def _default_topology(shardings: list[_core.NamedSharding], transport: _core.Transport | None = None) -> _core.Topology:
+    """The one default of every call that takes an optional topology (C++'s default_topology)."""
+    return _core.Topology.default_for(shardings, 1 if transport is None else transport.size)
 
 
 class ShardedArray:
@@ -63,7 +64,7 @@ class ShardedArray:
         from .errors import InvalidArgumentError
 
         name = dtype_name(dtype)
-        topology = topology or _default_topology(sharding)
+        topology = topology or _default_topology([sharding])
         np_dtype = numpy_dtype(name)
         devices = sharding.addressable_devices(topology, process)
         missing = [d for d in devices if d not in shards]
@@ -98,7 +99,7 @@ class ShardedArray:
     ) -> ShardedArray:
         """An array whose shard for each index is ``callback(index)``, as jax.make_array_from_callback."""
         name = dtype_name(dtype)
-        topology = topology or _default_topology(sharding)
+        topology = topology or _default_topology([sharding])
         array = cls(_core._ShardedArray.allocate(tuple(shape), name, sharding, topology, process))
         for shard in array.shards:
             shard.data[...] = callback(shard.index)
@@ -236,7 +237,7 @@ def from_host(
     `jax.ShapeDtypeStruct`, an empty numpy array of that shape), and root sends
     each process just its shards' elements.
     """
-    topology = topology or _default_topology(sharding)
+    topology = topology or _default_topology([sharding], transport)
     if root is not None and transport is not None and transport.rank != root:
         shape, name = tuple(host.shape), dtype_name(np.dtype(host.dtype))
         empty = np.empty(0, dtype=np.uint8)

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import _core
-from .array import ShardedArray
+from .array import ShardedArray, _default_topology
 from .errors import ArgumentTypeError
 
 SaveHandle = _core.SaveHandle
@@ -93,12 +93,6 @@ def save_async(
                                         transport)
 
 
-def _topology_for(shardings: list[_core.NamedSharding]) -> _core.Topology:
-    if not shardings:
-        return _core.Topology.uniform(1, 1)
-    return _core.Topology.uniform(max(max(s.mesh.device_ids) for s in shardings) + 1, 1)
-
-
 def restore(
     path: str | os.PathLike,
     targets: Mapping[str, _core.NamedSharding],
@@ -116,7 +110,7 @@ def restore(
     """
     names = list(targets)
     shardings = [targets[n] for n in names]
-    topology = topology or _topology_for(shardings)
+    topology = topology or _default_topology(shardings, transport)
     cores, stats = _core._restore_checkpoint(os.fspath(path), names, shardings, topology, verify_checksums, transport)
     restored = {n: ShardedArray(a) for n, a in zip(names, cores)}
     return (restored, stats) if with_stats else restored

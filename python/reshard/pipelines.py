@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from . import _core
 from ._dtypes import dtype_name
+from .array import _default_topology
 from .errors import ArgumentTypeError, InvalidArgumentError, MissingConfigWarning, ParseError
 
 ConvertResult = _core.ConvertResult
@@ -80,7 +81,7 @@ def convert(
     dst = os.fspath(dst)
     output = output or _output_of(dst, mesh)
     if mesh is not None and topology is None:
-        topology = _core.Topology.uniform(max(mesh.device_ids) + 1, 1 if transport is None else transport.size)
+        topology = _default_topology([_core.NamedSharding(mesh, _core.PartitionSpec())], transport)
     if rules is not None and not isinstance(rules, str):
         rules = list(rules)  # each (pattern, spec) pair is checked, by index, in the extension
     result = _core._convert(os.fspath(src), dst, output, None if dtype is None else dtype_name(dtype),
@@ -232,7 +233,7 @@ def import_model(
     from .array import ShardedArray
 
     if topology is None:
-        topology = _core.Topology.uniform(max(mesh.device_ids) + 1, 1 if transport is None else transport.size)
+        topology = _default_topology([_core.NamedSharding(mesh, _core.PartitionSpec())], transport)
     if rules is not None and not isinstance(rules, str):
         rules = list(rules)  # each (pattern, spec) pair is checked, by index, in the extension
     common = (mesh, topology, rules, best_effort, strict, None if dtype is None else dtype_name(dtype),

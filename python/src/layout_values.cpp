@@ -24,6 +24,12 @@ void bind_topology(nb::module_& m) {
       }, nb::arg("process_of_device"), "process_of_device[d] owns device d; processes are 0..P-1.")
       .def_static("uniform", &Topology::uniform, nb::arg("num_devices"), nb::arg("num_processes") = 1,
                   "Device d belongs to process d // (num_devices // num_processes).")
+      .def_static("default_for", [](const std::vector<NamedSharding>& shardings, int num_processes) {
+        return default_topology(shardings, num_processes);
+      }, nb::arg("shardings"), nb::arg("num_processes") = 1,
+                  "The topology reshard takes when none is given: devices 0..the largest id the shardings'\n"
+                  "meshes name, split over num_processes as uniform splits them (InvalidArgumentError when\n"
+                  "they do not split evenly: give a Topology then).")
       .def_prop_ro("num_devices", &Topology::num_devices, "Number of devices.")
       .def_prop_ro("num_processes", &Topology::num_processes, "Number of processes.")
       .def("process_of", &Topology::process_of, nb::arg("device"), "The process owning `device` (UnknownDeviceError if none).")

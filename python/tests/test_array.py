@@ -280,3 +280,19 @@ def test_in_process_group_run_fails_as_one_naming_the_rank():
         assert f"rank {failing}" in " ".join(getattr(raised.value, "__notes__", []))
     ok = reshard.InProcessGroup(2).run(lambda t: t.all_gather(bytes([t.rank])))
     assert ok == [[b"\x00", b"\x01"], [b"\x00", b"\x01"]]
+
+
+def test_without_a_topology_the_default_spans_the_transports_processes():
+    """One default everywhere: the meshes' devices over transport.size processes (not one)."""
+    mesh = reshard.Mesh(np.arange(4), ("x",))
+    values = np.arange(8, dtype=np.float32)
+    results = reshard.InProcessGroup(2).run(
+        lambda t: (reshard.from_host(values, reshard.NamedSharding(mesh, P("x")), transport=t).topology,
+                   reshard.to_host(reshard.from_host(values, reshard.NamedSharding(mesh, P("x")), transport=t),
+                                   transport=t)))
+    for topology, host in results:
+        assert topology == reshard.Topology.uniform(4, 2)
+        np.testing.assert_array_equal(host, values)
+    with pytest.raises(errors.InvalidArgumentError, match="3 processes"):
+        reshard.InProcessGroup(3).run(lambda t: reshard.from_host(values, reshard.NamedSharding(mesh, P("x")),
+                                                                  transport=t))

@@ -1,5 +1,6 @@
 #include "reshard/layout/sharding.h"
 
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
@@ -161,6 +162,21 @@ std::string NamedSharding::to_string() const {
   if (memory_kind_ != MemoryKind::kDevice) out += fmt::format(", memory_kind={}", memory_kind_name(memory_kind_));
   if (uneven_) out += ", uneven=True";
   return out + ")";
+}
+
+Topology default_topology(std::span<const NamedSharding> shardings, int num_processes) {
+  DeviceId largest = 0;
+  for (const NamedSharding& sharding : shardings) {
+    for (const DeviceId device : sharding.mesh().devices()) largest = std::max(largest, device);
+  }
+  const int64_t devices = checked_add(largest, int64_t{1}, "device count");
+  if (num_processes > 0 && devices % num_processes != 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("no default topology: {} devices (0..{}, as the meshes name them) do not split evenly "
+                            "over {} processes; give a topology",
+                            devices, largest, num_processes));
+  }
+  return Topology::uniform(devices, num_processes);
 }
 
 }  // namespace reshard

@@ -1,5 +1,7 @@
 #include "reshard/layout/topology.h"
 
+#include "reshard/layout/sharding.h"
+
 #include <gtest/gtest.h>
 
 #include "layout/support/expect_error.h"
@@ -92,6 +94,16 @@ TEST(MemoryKind, NamesRoundTrip) {
   }
   EXPECT_EQ(memory_kind_name(MemoryKind::kPinnedHost), "pinned_host");
   EXPECT_TRUE(testing::throws_error([] { memory_kind_from_string("gpu"); }, ErrorCode::kParse, {"'gpu'"}));
+}
+
+TEST(Topology, TheDefaultCoversEveryMeshesLargestDeviceOverTheProcesses) {
+  const NamedSharding small(Mesh({{"x", 2}}, {1, 0}), PartitionSpec());
+  const NamedSharding large(Mesh({{"x", 4}}, {7, 3, 5, 1}), PartitionSpec());
+  EXPECT_EQ(default_topology(std::vector{small, large}, 2), Topology::uniform(8, 2));
+  EXPECT_EQ(default_topology(std::vector{small}, 1), Topology::uniform(2, 1));
+  EXPECT_EQ(default_topology({}, 1), Topology::uniform(1, 1));
+  EXPECT_TRUE(testing::throws_error([&] { (void)default_topology(std::vector{large}, 3); },
+                                    ErrorCode::kInvalidArgument, {"8 devices", "3 processes", "give a topology"}));
 }
 
 }  // namespace

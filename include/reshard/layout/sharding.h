@@ -96,4 +96,11 @@ class NamedSharding {
   bool uneven_ = false;
 };
 
+// The topology a job has when the caller gives none: devices 0..the largest
+// id any of the shardings' meshes names (one device when there are none),
+// split over `num_processes` as Topology::uniform splits them.
+// Error(kInvalidArgument) naming both counts, and saying to give a topology,
+// when they do not split evenly.
+Topology default_topology(std::span<const NamedSharding> shardings, int num_processes);
+
 }  // namespace reshard
