@@ -760,6 +760,12 @@ def _from_host(bytes: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order=
     A host array's bytes placed with `target`: each process its shards. Without a root the bytes are whole on every process and nothing is sent; with one only the root's are read and it sends each process its shards' elements.
     """
 
+DEFAULT_MAX_SHARD_SIZE: int = 5000000000
+
+DEFAULT_STAGING_BYTES: int = 1073741824
+
+DEFAULT_MERGE_CHUNK_BYTES: int = 8388608
+
 class SaveStats:
     """What this process did in a save."""
 
@@ -959,6 +965,10 @@ def _merge_lora(base: str | os.PathLike, adapter: str | os.PathLike, out: str | 
     """
 
 _mpi_available: bool = True
+
+DEFAULT_MPI_CHUNK_BYTES: int = 8388608
+
+DEFAULT_MPI_BYTES_IN_FLIGHT: int = 134217728
 
 def _launched_by_mpi() -> bool:
     """Whether an MPI launcher (mpirun, srun) started this process."""

@@ -11,6 +11,8 @@ import json
 import pathlib
 import sys
 
+from . import _core
+
 EXAMPLES = """\
 examples:
   python -m reshard.orbax inspect run/checkpoints/1000/default
@@ -43,7 +45,8 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--map", required=True, help="a preset (levanter-llama), a map file or its JSON")
     export.add_argument("--kind", choices=("model", "adapter", "merged"), default="model")
     export.add_argument("--dtype", help="cast F32/F16/BF16 tensors (f32, bf16, f16)")
-    export.add_argument("--max-shard-size", type=int, default=5_000_000_000, help="bytes per file (default 5e9)")
+    export.add_argument("--max-shard-size", type=int, default=_core.DEFAULT_MAX_SHARD_SIZE,
+                        help=f"bytes per file (default {_core.DEFAULT_MAX_SHARD_SIZE:,})")
     export.add_argument("--hf-config", type=pathlib.Path, help="config.json to write beside the model")
     export.add_argument("--lora-config", type=pathlib.Path, help="adapter_config.json for --kind adapter")
     export.add_argument("--item", help="the item of a step folder with several")

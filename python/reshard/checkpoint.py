@@ -77,7 +77,7 @@ def save_async(
     arrays: Mapping[str, ShardedArray],
     metadata: Mapping[str, str] | None = None,
     replace: bool = True,
-    staging_bytes: int = 1 << 30,
+    staging_bytes: int = _core.DEFAULT_STAGING_BYTES,
     transport: _core.Transport | None = None,
 ) -> SaveHandle:
     """Like save, returning once this process's chunks are staged in host memory.

@@ -348,7 +348,7 @@ def save(path: str | os.PathLike, tree: Any, metadata: Mapping[str, str] | None 
 
 
 def save_async(path: str | os.PathLike, tree: Any, metadata: Mapping[str, str] | None = None, replace: bool = True,
-               staging_bytes: int = 1 << 30, transport: _core.Transport | None = None) -> _checkpoint.SaveHandle:
+               staging_bytes: int = _core.DEFAULT_STAGING_BYTES, transport: _core.Transport | None = None) -> _checkpoint.SaveHandle:
     """Like ``save``, returning once this process's chunks are copied to host memory (the
     arrays may then be donated or freed); the writing and the commit go on in the
     background. ``handle.wait()`` returns the SaveStats or raises the save's error, on

@@ -82,9 +82,12 @@ def session(peer_timeout: float = 60.0) -> Session:
     return Session()
 
 
-def transport(comm: Any = None, chunk_bytes: int = 8 << 20, max_bytes_in_flight: int = 128 << 20,
+def transport(comm: Any = None, chunk_bytes: int | None = None, max_bytes_in_flight: int | None = None,
               timeout: float = 0.0) -> _core.Transport:
     """A transport between the processes of MPI_COMM_WORLD, or of `comm` (an mpi4py communicator).
+
+    `chunk_bytes` and `max_bytes_in_flight` default to the C++ MpiTransportOptions'
+    (``_core.DEFAULT_MPI_CHUNK_BYTES``, 8 MiB, and ``_core.DEFAULT_MPI_BYTES_IN_FLIGHT``, 128 MiB).
 
     Collective: every process of the communicator calls it. Traffic runs on
     communicators of its own, so it never mixes with the caller's messages.
@@ -96,6 +99,8 @@ def transport(comm: Any = None, chunk_bytes: int = 8 << 20, max_bytes_in_flight:
         from mpi4py import MPI  # only when the caller has an mpi4py communicator
 
         handle = MPI._handleof(comm)
+    chunk_bytes = _core.DEFAULT_MPI_CHUNK_BYTES if chunk_bytes is None else chunk_bytes
+    max_bytes_in_flight = _core.DEFAULT_MPI_BYTES_IN_FLIGHT if max_bytes_in_flight is None else max_bytes_in_flight
     return _core._mpi_transport(handle, chunk_bytes, max_bytes_in_flight, timeout)
 
 

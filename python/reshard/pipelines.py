@@ -52,7 +52,7 @@ def convert(
     dst: str | os.PathLike,
     output: str | None = None,
     dtype: Any = None,
-    max_shard_size: int | str = 5_000_000_000,
+    max_shard_size: int | str = _core.DEFAULT_MAX_SHARD_SIZE,
     replace: bool = False,
     mesh: _core.Mesh | None = None,
     topology: _core.Topology | None = None,
@@ -97,9 +97,9 @@ def merge_lora(
     adapter: str | os.PathLike,
     out: str | os.PathLike,
     dtype: Any = None,
-    max_shard_size: int | str = 5_000_000_000,
+    max_shard_size: int | str = _core.DEFAULT_MAX_SHARD_SIZE,
     replace: bool = False,
-    chunk_bytes: int = 8 << 20,
+    chunk_bytes: int = _core.DEFAULT_MERGE_CHUNK_BYTES,
 ) -> MergeLoraSummary:
     """Merges the PEFT LoRA `adapter` folder into `base` (a Hugging Face folder or a .safetensors file), as
     ``reshard merge-lora`` and PEFT's ``merge_and_unload``: the folder `out`, with the base folder's
@@ -142,7 +142,7 @@ def export(
     map: str,
     kind: ExportKind = "model",
     dtype: Any = None,
-    max_shard_size: int | str = 5_000_000_000,
+    max_shard_size: int | str = _core.DEFAULT_MAX_SHARD_SIZE,
     base: str | os.PathLike | None = None,
     gather_to: int | None = None,
     replace: bool = False,

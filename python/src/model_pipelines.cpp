@@ -16,6 +16,7 @@
 
 #include "bindings.h"
 #include "reshard/layout/parse.h"
+#include "reshard/pipelines/checkpoint_save.h"
 #include "reshard/pipelines/convert.h"
 #include "reshard/pipelines/merge_lora.h"
 #include "transport_scope.h"
@@ -97,6 +98,10 @@ MergeLoraSummary merge_lora(const std::filesystem::path& base, const std::filesy
 }  // namespace
 
 void bind_pipelines(nb::module_& m) {
+  // The C++ options' defaults, so that the Python signatures show the same values.
+  m.attr("DEFAULT_MAX_SHARD_SIZE") = kDefaultMaxShardSize;
+  m.attr("DEFAULT_STAGING_BYTES") = SaveOptions{}.staging_bytes;
+  m.attr("DEFAULT_MERGE_CHUNK_BYTES") = MergeLoraOptions{}.chunk_bytes;
   bind_checkpoint(m);
   bind_export_import(m);
   nb::class_<ConvertResult>(m, "ConvertResult", "What a conversion wrote.")

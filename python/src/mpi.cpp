@@ -177,6 +177,8 @@ void init_session(double peer_timeout) {
 
 void bind_mpi(nb::module_& m) {
   m.attr("_mpi_available") = true;
+  m.attr("DEFAULT_MPI_CHUNK_BYTES") = MpiTransportOptions{}.chunk_bytes;
+  m.attr("DEFAULT_MPI_BYTES_IN_FLIGHT") = MpiTransportOptions{}.max_bytes_in_flight;
   m.def("_launched_by_mpi", &launched_by_mpi, "Whether an MPI launcher (mpirun, srun) started this process.");
   m.def("_mpi_init", &init_session, nb::arg("peer_timeout"),
         "Initialises MPI (unless already initialised) for the process, once.");

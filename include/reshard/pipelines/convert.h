@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "reshard/execute/transport.h"
+#include "reshard/formats/hf_split.h"
 #include "reshard/layout/dtype.h"
 #include "reshard/pipelines/layout_rules.h"
 
@@ -22,7 +23,7 @@ struct ConvertOptions {
   // Cast F32/F16/BF16 tensors to this float type (others stay as they are).
   std::optional<DType> dtype;
   // Largest file of a Hugging Face folder.
-  uint64_t max_shard_size = 5'000'000'000;
+  uint64_t max_shard_size = kDefaultMaxShardSize;
   // Replace an existing destination (a file whole; a folder's weight files;
   // a checkpoint at its final rename).
   bool replace = false;
