@@ -57,7 +57,7 @@ constexpr int64_t kTile = 32;
 
 // One axis, element by element (a cast, or a stride on either side).
 template <typename C>
-void copy_line(const std::byte* src, std::byte* dst, const StridedDim& axis) {
+void copy_line(const std::byte* src, std::byte* dst, StridedDim axis) {
   using Src = typename C::Src;
   using Dst = typename C::Dst;
   for (int64_t i = 0; i < axis.size; ++i) {
@@ -68,7 +68,7 @@ void copy_line(const std::byte* src, std::byte* dst, const StridedDim& axis) {
 // A transpose: `inner` is contiguous in dst, `across` in src. Tiles keep both
 // sides' lines in cache.
 template <typename C>
-void copy_tiles(const std::byte* src, std::byte* dst, const StridedDim& across, const StridedDim& inner) {
+void copy_tiles(const std::byte* src, std::byte* dst, StridedDim across, StridedDim inner) {
   using Src = typename C::Src;
   using Dst = typename C::Dst;
   for (int64_t a0 = 0; a0 < across.size; a0 += kTile) {
@@ -76,9 +76,10 @@ void copy_tiles(const std::byte* src, std::byte* dst, const StridedDim& across, 
     for (int64_t b0 = 0; b0 < inner.size; b0 += kTile) {
       const int64_t b1 = std::min(inner.size, b0 + kTile);
       for (int64_t a = a0; a < a1; ++a) {
+        const std::byte* from = src + a * static_cast<int64_t>(sizeof(Src));
+        std::byte* to = dst + a * across.dst_stride;
         for (int64_t b = b0; b < b1; ++b) {
-          store<Dst>(dst + a * across.dst_stride + b * inner.dst_stride,
-                     C::convert(load<Src>(src + a * across.src_stride + b * inner.src_stride)));
+          store<Dst>(to + b * static_cast<int64_t>(sizeof(Dst)), C::convert(load<Src>(from + b * inner.src_stride)));
         }
       }
     }
