@@ -1,6 +1,7 @@
 # reshard_add_layer(NAME [BELOW...]) builds src/NAME/**/*.cpp into the static
-# library reshard_NAME, linked against the layers below it. Headers live in
-# include/reshard/NAME/. Globbing keeps one-concept-per-file cheap to add.
+# library reshard_NAME, linked against the layers below it. Public headers live
+# in include/reshard/NAME/, internal ones beside the sources in src/NAME/.
+# Globbing keeps one-concept-per-file cheap to add.
 # Folders named mpi/ are left out: they are the MPI transport's own library
 # (reshard_add_mpi_library), so that the layers never need MPI.
 function(reshard_add_layer name)
@@ -17,6 +18,9 @@ function(reshard_add_layer name)
   add_library(reshard_${name} STATIC ${sources})
   target_include_directories(reshard_${name} PUBLIC "$<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>"
                                                     "$<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>")
+  # Internal headers (src/<layer>/*.h, included as "<layer>/name.h") are seen
+  # by this layer and the ones above it, never installed.
+  target_include_directories(reshard_${name} PRIVATE "${PROJECT_SOURCE_DIR}/src")
   target_link_libraries(reshard_${name} PUBLIC Threads::Threads)
   foreach(below IN LISTS ARGN)
     target_link_libraries(reshard_${name} PUBLIC reshard_${below})

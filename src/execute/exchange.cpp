@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "box_copy.h"
+#include "layout/box_copy.h"
 
 namespace reshard {
 namespace {

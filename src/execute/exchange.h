@@ -6,7 +6,7 @@
 #include <span>
 
 #include "array_move.h"
-#include "box_copy.h"
+#include "layout/box_copy.h"
 #include "reshard/execute/buffer.h"
 #include "reshard/execute/executor.h"
 #include "message_schedule.h"

@@ -6,7 +6,7 @@
 #include <optional>
 #include <span>
 
-#include "box_copy.h"
+#include "layout/box_copy.h"
 
 namespace reshard {
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "layout/box_copy.h"
 #include "reshard/formats/json_escape.h"
 #include "reshard/layout/checked.h"
 #include "reshard/layout/error.h"
@@ -43,13 +44,13 @@ void for_each_byte_run(const TensorInfo& tensor, const Box& box,
                 fmt::format("tensor {}: box {} is not inside its shape {}", json_quoted(tensor.name),
                             box.to_string(), whole.to_string()));
   }
-  uint64_t box_bits = 0;
-  for_each_run(whole, box, [&](Run run) {
-    const uint64_t start_bits = bits_of(tensor.dtype, run.offset);
-    const uint64_t length_bits = bits_of(tensor.dtype, run.length);
+  // Runs counted in elements (a box copy of one-byte elements), then in bits:
+  // a sub-byte dtype's runs must start and end on whole bytes.
+  BoxCopy(box, whole, box, 1).for_each_run([&](int64_t tensor_at, int64_t box_at, uint64_t, uint64_t length) {
+    const uint64_t start_bits = bits_of(tensor.dtype, tensor_at);
+    const uint64_t length_bits = bits_of(tensor.dtype, static_cast<int64_t>(length));
     if (start_bits % 8 != 0 || length_bits % 8 != 0) not_byte_aligned(tensor, box);
-    visit(ByteRun{start_bits / 8, box_bits / 8, length_bits / 8});
-    box_bits += length_bits;
+    visit(ByteRun{start_bits / 8, bits_of(tensor.dtype, box_at) / 8, length_bits / 8});
   });
 }
 

@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "execute/box_copy.h"
+#include "layout/box_copy.h"
 #include "reshard/formats/checksum.h"
 #include "reshard/formats/json_escape.h"
 #include "reshard/layout/error.h"

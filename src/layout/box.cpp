@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "layout/box_copy.h"
 #include "reshard/layout/checked.h"
 #include "reshard/layout/error.h"
 
@@ -103,36 +104,12 @@ void for_each_run(const Box& array, const Box& sub, const std::function<void(Run
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("box {} is not inside {}", sub.to_string(), array.to_string()));
   }
-  if (sub.empty()) return;
-  const size_t rank = sub.rank();
-  const std::vector<int64_t> strides = row_major_strides(array.shape());
-  // Merge trailing dimensions that sub covers whole: they form one run.
-  size_t split = rank;  // dimensions [split, rank) are merged into the run
-  int64_t run_length = 1;
-  while (split > 0) {
-    const size_t d = split - 1;
-    run_length *= sub.shape()[d];
-    --split;
-    if (sub.shape()[d] != array.shape()[d]) break;
-  }
-  const Box local = sub.relative_to(array);
-  int64_t base = 0;
-  for (size_t d = 0; d < rank; ++d) base += local.origin()[d] * strides[d];
-  // Odometer over the outer dimensions [0, split).
-  std::vector<int64_t> counter(split, 0);
-  while (true) {
-    int64_t offset = base;
-    for (size_t d = 0; d < split; ++d) offset += counter[d] * strides[d];
-    visit(Run{offset, run_length});
-    size_t d = split;
-    while (d > 0) {
-      --d;
-      if (++counter[d] < sub.shape()[d]) break;
-      counter[d] = 0;
-      if (d == 0) return;
-    }
-    if (split == 0) return;
-  }
+  // A box copy of one-byte elements counts in elements. Its rows are the
+  // maximal runs in the array: the other side, `sub` held densely, is
+  // contiguous wherever the array is, so it never splits a row.
+  BoxCopy(sub, array, sub, 1).for_each_run([&](int64_t offset, int64_t, uint64_t, uint64_t length) {
+    visit(Run{offset, static_cast<int64_t>(length)});
+  });
 }
 
 std::vector<Run> contiguous_runs(const Box& array, const Box& sub) {

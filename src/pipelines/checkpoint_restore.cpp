@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "agreement.h"
-#include "execute/box_copy.h"
+#include "layout/box_copy.h"
 #include "reshard/formats/checkpoint_reader.h"
 #include "reshard/formats/json_escape.h"
 #include "reshard/layout/error.h"

@@ -2,20 +2,19 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
+#include <type_traits>
+#include <vector>
 
 #include <fmt/format.h>
 
+#include "layout/box_copy.h"
+#include "reshard/layout/checked.h"
 #include "reshard/layout/error.h"
 #include "reshard/layout/float_convert.h"
 
 namespace reshard {
 namespace {
-
-struct Axis {
-  int64_t size = 0;
-  int64_t src = 0;  // stride in bytes
-  int64_t dst = 0;
-};
 
 template <typename T>
 T load(const std::byte* p) {
@@ -56,25 +55,20 @@ using F16ToBF16 = Convert<uint16_t, uint16_t, f16_to_bf16>;
 
 constexpr int64_t kTile = 32;
 
+// One axis, element by element (a cast, or a stride on either side).
 template <typename C>
-void copy_line(const std::byte* src, std::byte* dst, const Axis& axis) {
+void copy_line(const std::byte* src, std::byte* dst, StridedDim axis) {
   using Src = typename C::Src;
   using Dst = typename C::Dst;
-  if constexpr (std::is_same_v<C, Same<Src>>) {
-    if (axis.src == sizeof(Src) && axis.dst == sizeof(Dst)) {
-      std::memcpy(dst, src, static_cast<size_t>(axis.size) * sizeof(Src));
-      return;
-    }
-  }
   for (int64_t i = 0; i < axis.size; ++i) {
-    store<Dst>(dst + i * axis.dst, C::convert(load<Src>(src + i * axis.src)));
+    store<Dst>(dst + i * axis.dst_stride, C::convert(load<Src>(src + i * axis.src_stride)));
   }
 }
 
 // A transpose: `inner` is contiguous in dst, `across` in src. Tiles keep both
 // sides' lines in cache.
 template <typename C>
-void copy_tiles(const std::byte* src, std::byte* dst, const Axis& across, const Axis& inner) {
+void copy_tiles(const std::byte* src, std::byte* dst, StridedDim across, StridedDim inner) {
   using Src = typename C::Src;
   using Dst = typename C::Dst;
   for (int64_t a0 = 0; a0 < across.size; a0 += kTile) {
@@ -82,81 +76,78 @@ void copy_tiles(const std::byte* src, std::byte* dst, const Axis& across, const 
     for (int64_t b0 = 0; b0 < inner.size; b0 += kTile) {
       const int64_t b1 = std::min(inner.size, b0 + kTile);
       for (int64_t a = a0; a < a1; ++a) {
+        const std::byte* from = src + a * static_cast<int64_t>(sizeof(Src));
+        std::byte* to = dst + a * across.dst_stride;
         for (int64_t b = b0; b < b1; ++b) {
-          store<Dst>(dst + a * across.dst + b * inner.dst, C::convert(load<Src>(src + a * across.src + b * inner.src)));
+          store<Dst>(to + b * static_cast<int64_t>(sizeof(Dst)), C::convert(load<Src>(from + b * inner.src_stride)));
         }
       }
     }
   }
 }
 
-// Walks `outer` with an odometer and calls `body` at each position.
+// Calls `body` at each position of `outer`, walked by the box copy's odometer.
 template <typename Body>
-void for_each_position(const std::vector<Axis>& outer, const std::byte* src, std::byte* dst, Body&& body) {
-  std::vector<int64_t> index(outer.size(), 0);
-  int64_t src_at = 0, dst_at = 0;
-  while (true) {
-    body(src + src_at, dst + dst_at);
-    size_t k = outer.size();
-    while (true) {
-      if (k == 0) return;
-      --k;
-      if (++index[k] < outer[k].size) {
-        src_at += outer[k].src;
-        dst_at += outer[k].dst;
-        break;
-      }
-      src_at -= outer[k].src * (outer[k].size - 1);
-      dst_at -= outer[k].dst * (outer[k].size - 1);
-      index[k] = 0;
-    }
-  }
+void for_each_position(std::span<const StridedDim> outer, const std::byte* src, std::byte* dst, Body&& body) {
+  int64_t positions = 1;
+  for (const StridedDim& dim : outer) positions = checked_mul(positions, dim.size, "strided copy size");
+  DimCursor at(outer, 0);
+  for (int64_t i = 0; i < positions; ++i, at.next()) body(src + at.src(), dst + at.dst());
 }
 
+// The element loop, over dimensions already merged.
 template <typename C>
-void run(std::vector<Axis> axes, const std::byte* src, std::byte* dst) {
-  if (axes.empty()) {
+void run(std::vector<StridedDim> dims, const std::byte* src, std::byte* dst) {
+  if (dims.empty()) {
     store<typename C::Dst>(dst, C::convert(load<typename C::Src>(src)));
     return;
   }
-  const Axis inner = axes.back();
-  axes.pop_back();
+  const StridedDim inner = dims.back();
+  dims.pop_back();
   constexpr auto dst_width = static_cast<int64_t>(sizeof(typename C::Dst));
   constexpr auto src_width = static_cast<int64_t>(sizeof(typename C::Src));
-  if (inner.dst == dst_width && inner.src != src_width) {
-    const auto across = std::find_if(axes.begin(), axes.end(), [&](const Axis& a) { return a.src == src_width; });
-    if (across != axes.end()) {
-      const Axis tile_axis = *across;
-      axes.erase(across);
-      for_each_position(axes, src, dst, [&](const std::byte* s, std::byte* d) {
+  if (inner.dst_stride == dst_width && inner.src_stride != src_width) {
+    const auto across =
+        std::find_if(dims.begin(), dims.end(), [&](const StridedDim& d) { return d.src_stride == src_width; });
+    if (across != dims.end()) {
+      const StridedDim tile_axis = *across;
+      dims.erase(across);
+      for_each_position(dims, src, dst, [&](const std::byte* s, std::byte* d) {
         copy_tiles<C>(s, d, tile_axis, inner);
       });
       return;
     }
   }
-  for_each_position(axes, src, dst, [&](const std::byte* s, std::byte* d) { copy_line<C>(s, d, inner); });
+  for_each_position(dims, src, dst, [&](const std::byte* s, std::byte* d) { copy_line<C>(s, d, inner); });
 }
 
-// Drops unit axes and merges neighbours that step evenly on both sides.
-std::vector<Axis> simplify(const StridedCopy& copy, int64_t src_width, int64_t dst_width) {
-  std::vector<Axis> axes;
-  for (size_t i = 0; i < copy.shape.size(); ++i) {
-    if (copy.shape[i] == 1) continue;
-    const Axis axis{copy.shape[i], copy.src_strides[i] * src_width, copy.dst_strides[i] * dst_width};
-    if (!axes.empty() && axes.back().src == axis.src * axis.size && axes.back().dst == axis.dst * axis.size) {
-      axes.back() = {axes.back().size * axis.size, axis.src, axis.dst};
-    } else {
-      axes.push_back(axis);
-    }
+// The walk's axes with their strides in bytes, outermost first.
+std::vector<StridedDim> byte_dims(const StridedCopy& copy, int64_t src_width, int64_t dst_width) {
+  std::vector<StridedDim> dims(copy.shape.size());
+  for (size_t i = 0; i < dims.size(); ++i) {
+    dims[i] = {copy.shape[i], copy.src_strides[i] * src_width, copy.dst_strides[i] * dst_width};
   }
-  return axes;
+  return dims;
 }
 
 template <typename C>
 void dispatch(const StridedCopy& copy, const std::byte* src, std::byte* dst) {
   constexpr auto src_width = static_cast<int64_t>(sizeof(typename C::Src));
   constexpr auto dst_width = static_cast<int64_t>(sizeof(typename C::Dst));
-  run<C>(simplify(copy, src_width, dst_width), src + copy.src_offset * src_width, dst + copy.dst_offset * dst_width);
+  const std::vector<StridedDim> dims = byte_dims(copy, src_width, dst_width);
+  src += copy.src_offset * src_width;
+  dst += copy.dst_offset * dst_width;
+  if constexpr (std::is_same_v<C, Same<typename C::Src>>) {
+    // Equal dtypes are bytes: the box copy's rows, one memcpy each, unless a
+    // row is one element of many (a transpose), which the element loop and its
+    // tiles walk faster.
+    const BoxCopy rows(dims, 0, 0, sizeof(typename C::Src));
+    if (rows.row_bytes() > sizeof(typename C::Src) || rows.rows() == 1) {
+      rows.copy(src, dst);
+      return;
+    }
+  }
+  run<C>(merge_dims(dims), src, dst);
 }
 
 }  // namespace
@@ -164,6 +155,9 @@ void dispatch(const StridedCopy& copy, const std::byte* src, std::byte* dst) {
 void run_strided_copy(const StridedCopy& copy, const std::byte* src, std::byte* dst) {
   if (copy.src_strides.size() != copy.shape.size() || copy.dst_strides.size() != copy.shape.size()) {
     throw Error(ErrorCode::kInvalidArgument, "strided copy: one stride per axis on each side");
+  }
+  if (std::any_of(copy.shape.begin(), copy.shape.end(), [](int64_t n) { return n < 0; })) {
+    throw Error(ErrorCode::kInvalidArgument, "strided copy: an axis of negative size");
   }
   if (std::any_of(copy.shape.begin(), copy.shape.end(), [](int64_t n) { return n == 0; })) return;
   const DType from = copy.src_dtype, to = copy.dst_dtype;

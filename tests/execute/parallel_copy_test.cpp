@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "execute/copy_bytes.h"
+#include "layout/copy_bytes.h"
 #include "support/seed.h"
 
 namespace reshard {

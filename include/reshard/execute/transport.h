@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "reshard/layout/byte_run.h"
+
 namespace reshard {
 
 // A pending send or receive. Destroying it before it is done withdraws it: the
@@ -33,17 +35,6 @@ struct TransportCounters {
   uint64_t bytes_received = 0;
   uint64_t messages_sent = 0;
   uint64_t messages_received = 0;
-};
-
-// Runs of bytes that one message gathers from (sends) or scatters into
-// (receives), in order: the message is their bytes concatenated.
-struct ConstByteRun {
-  const std::byte* data = nullptr;
-  size_t size = 0;
-};
-struct ByteRun {
-  std::byte* data = nullptr;
-  size_t size = 0;
 };
 
 // Message tags. Each collective operation takes a fresh tag space with

@@ -11,7 +11,7 @@
 
 #include "cli/bench_report.h"
 #include "bench_model.h"
-#include "execute/copy_bytes.h"
+#include "layout/copy_bytes.h"
 #include "reshard/execute/in_process_transport.h"
 #include "reshard/execute/operations.h"
 #include "reshard/layout/error.h"

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "../copy_bytes.h"
+#include "layout/copy_bytes.h"
 
 namespace reshard::mpi_detail {
 namespace {

@@ -16,8 +16,8 @@
 #include <fmt/format.h>
 
 #include "cli/bench_report.h"
-#include "execute/box_copy.h"
-#include "execute/copy_bytes.h"
+#include "layout/box_copy.h"
+#include "layout/copy_bytes.h"
 #include "cli/job.h"
 #include "../bench_model.h"
 #include "reshard/execute/mpi/mpi_transport.h"

@@ -1,4 +1,4 @@
-#include "box_copy.h"
+#include "layout/box_copy.h"
 
 #include <algorithm>
 #include <cstring>
@@ -34,6 +34,38 @@ std::pair<std::vector<int64_t>, int64_t> byte_layout(const Box& extent, const Bo
 
 }  // namespace
 
+std::vector<StridedDim> merge_dims(std::span<const StridedDim> dims) {
+  // Walk inward-out, merging each dimension into the one inside it when it
+  // steps exactly over it in both buffers. Size-1 dimensions vanish.
+  std::vector<StridedDim> merged;  // innermost first
+  for (size_t d = dims.size(); d-- > 0;) {
+    const StridedDim& dim = dims[d];
+    if (dim.size == 1) continue;
+    if (!merged.empty()) {
+      StridedDim& inner = merged.back();
+      if (dim.src_stride == inner.size * inner.src_stride && dim.dst_stride == inner.size * inner.dst_stride) {
+        inner.size *= dim.size;
+        continue;
+      }
+    }
+    merged.push_back(dim);
+  }
+  std::reverse(merged.begin(), merged.end());
+  return merged;
+}
+
+DimCursor::DimCursor(std::span<const StridedDim> dims, uint64_t position, int64_t src_base, int64_t dst_base)
+    : dims_(dims), index_(dims.size()), src_(src_base), dst_(dst_base) {
+  auto rest = static_cast<int64_t>(position);
+  for (size_t d = index_.size(); d-- > 0;) {
+    const StridedDim& dim = dims_[d];
+    index_[d] = rest % dim.size;
+    rest /= dim.size;
+    src_ += index_[d] * dim.src_stride;
+    dst_ += index_[d] * dim.dst_stride;
+  }
+}
+
 BoxCopy::BoxCopy(const Box& box, const Box& src_extent, const Box& dst_extent, size_t element_bytes) {
   check_contains(src_extent, box, "source");
   check_contains(dst_extent, box, "destination");
@@ -45,26 +77,33 @@ BoxCopy::BoxCopy(const Box& box, const Box& src_extent, const Box& dst_extent, s
   const auto [dst_strides, dst_base] = byte_layout(dst_extent, box, width);
   src_base_ = src_base;
   dst_base_ = dst_base;
-  // Walk inward-out, merging each dimension into the one inside it when it
-  // steps exactly over it in both buffers. Size-1 dimensions vanish.
-  std::vector<Dim> merged;  // innermost first
-  for (size_t d = box.rank(); d-- > 0;) {
-    const Dim dim{box.shape()[d], src_strides[d], dst_strides[d]};
-    if (dim.size == 1) continue;
-    if (!merged.empty()) {
-      Dim& inner = merged.back();
-      if (dim.src_stride == inner.size * inner.src_stride && dim.dst_stride == inner.size * inner.dst_stride) {
-        inner.size *= dim.size;
-        continue;
-      }
+  std::vector<StridedDim> dims(box.rank());
+  for (size_t d = 0; d < dims.size(); ++d) dims[d] = {box.shape()[d], src_strides[d], dst_strides[d]};
+  take_rows(dims, width);
+}
+
+BoxCopy::BoxCopy(std::span<const StridedDim> dims, int64_t src_base, int64_t dst_base, size_t element_bytes)
+    : src_base_(src_base), dst_base_(dst_base), row_bytes_(element_bytes) {
+  uint64_t elements = 1;
+  for (const StridedDim& dim : dims) {
+    if (dim.size < 0) {
+      throw Error(ErrorCode::kInvalidArgument, fmt::format("strided walk: a dimension of size {}", dim.size));
     }
-    merged.push_back(dim);
+    elements = checked_mul(elements, static_cast<uint64_t>(dim.size), "strided walk size");
   }
-  if (!merged.empty() && merged.front().src_stride == width && merged.front().dst_stride == width) {
-    row_bytes_ = static_cast<uint64_t>(merged.front().size * width);
-    merged.erase(merged.begin());
+  bytes_ = checked_mul(elements, element_bytes, "strided walk size in bytes");
+  if (bytes_ == 0) return;
+  take_rows(dims, static_cast<int64_t>(element_bytes));
+}
+
+// The innermost merged dimension is the row when it is contiguous in both
+// buffers; the others are walked by the odometer.
+void BoxCopy::take_rows(std::span<const StridedDim> dims, int64_t width) {
+  outer_ = merge_dims(dims);
+  if (!outer_.empty() && outer_.back().src_stride == width && outer_.back().dst_stride == width) {
+    row_bytes_ = static_cast<uint64_t>(outer_.back().size * width);
+    outer_.pop_back();
   }
-  outer_.assign(merged.rbegin(), merged.rend());
 }
 
 std::pair<int64_t, int64_t> BoxCopy::offsets_of(uint64_t packed) const {
@@ -73,34 +112,9 @@ std::pair<int64_t, int64_t> BoxCopy::offsets_of(uint64_t packed) const {
   return {row.src() + skip, row.dst() + skip};
 }
 
-BoxCopy::RowCursor::RowCursor(const BoxCopy& copy, uint64_t row) : copy_(&copy), index_(copy.outer_.size()) {
-  auto rest = static_cast<int64_t>(row);
-  src_ = copy.src_base_;
-  dst_ = copy.dst_base_;
-  for (size_t d = index_.size(); d-- > 0;) {
-    const Dim& dim = copy.outer_[d];
-    index_[d] = rest % dim.size;
-    rest /= dim.size;
-    src_ += index_[d] * dim.src_stride;
-    dst_ += index_[d] * dim.dst_stride;
-  }
-}
-
-void BoxCopy::RowCursor::next() {
-  for (size_t d = index_.size(); d-- > 0;) {
-    const Dim& dim = copy_->outer_[d];
-    src_ += dim.src_stride;
-    dst_ += dim.dst_stride;
-    if (++index_[d] < dim.size) return;
-    index_[d] = 0;
-    src_ -= dim.size * dim.src_stride;
-    dst_ -= dim.size * dim.dst_stride;
-  }
-}
-
 std::vector<int64_t> BoxCopy::walk_key(Side side) const {
   std::vector<int64_t> key{static_cast<int64_t>(rows())};
-  for (const Dim& dim : outer_) {
+  for (const StridedDim& dim : outer_) {
     key.push_back(dim.size);
     key.push_back(side == Side::kSrc ? dim.src_stride : dim.dst_stride);
   }
@@ -109,41 +123,38 @@ std::vector<int64_t> BoxCopy::walk_key(Side side) const {
 
 bool BoxCopy::rows_adjacent(Side side) const {
   if (outer_.empty()) return true;
-  const Dim& inner = outer_.back();
+  const StridedDim& inner = outer_.back();
   return static_cast<uint64_t>(side == Side::kSrc ? inner.src_stride : inner.dst_stride) == row_bytes_;
 }
 
-template <typename Visit>
-void BoxCopy::for_each_piece(uint64_t begin, uint64_t end, Visit&& visit) const {
-  if (begin >= end) return;
+void BoxCopy::check_range(uint64_t begin, uint64_t end) const {
   if (end > bytes_) {
     throw Error(ErrorCode::kInvalidArgument, fmt::format("byte range [{}, {}) is past the box's {} bytes",
                                                          begin, end, bytes_));
   }
-  RowCursor row(*this, begin / row_bytes_);
-  uint64_t skip = begin % row_bytes_;
-  for (uint64_t packed = begin; packed < end; row.next()) {
-    const uint64_t length = std::min(row_bytes_ - skip, end - packed);
-    visit(row.src() + static_cast<int64_t>(skip), row.dst() + static_cast<int64_t>(skip), packed, length);
-    packed += length;
-    skip = 0;
-  }
 }
 
 void BoxCopy::copy(const std::byte* src, std::byte* dst, uint64_t begin, uint64_t end, CopyMode mode) const {
-  for_each_piece(begin, end, [&](int64_t src_offset, int64_t dst_offset, uint64_t, uint64_t length) {
-    copy_bytes(dst + dst_offset, src + src_offset, length, mode);
+  if (mode == CopyMode::kStreaming) {
+    for_each_run(begin, end, [&](int64_t src_offset, int64_t dst_offset, uint64_t, uint64_t length) {
+      copy_bytes(dst + dst_offset, src + src_offset, length, mode);
+    });
+    return;
+  }
+  // memcpy itself, not through copy_bytes: a call less per row, which short rows feel.
+  for_each_run(begin, end, [&](int64_t src_offset, int64_t dst_offset, uint64_t, uint64_t length) {
+    std::memcpy(dst + dst_offset, src + src_offset, length);
   });
 }
 
 void BoxCopy::pack(const std::byte* src, uint64_t begin, uint64_t end, std::byte* out) const {
-  for_each_piece(begin, end, [&](int64_t src_offset, int64_t, uint64_t packed, uint64_t length) {
+  for_each_run(begin, end, [&](int64_t src_offset, int64_t, uint64_t packed, uint64_t length) {
     std::memcpy(out + (packed - begin), src + src_offset, length);
   });
 }
 
 void BoxCopy::unpack(const std::byte* in, uint64_t begin, uint64_t end, std::byte* dst) const {
-  for_each_piece(begin, end, [&](int64_t, int64_t dst_offset, uint64_t packed, uint64_t length) {
+  for_each_run(begin, end, [&](int64_t, int64_t dst_offset, uint64_t packed, uint64_t length) {
     std::memcpy(dst + dst_offset, in + (packed - begin), length);
   });
 }
@@ -162,13 +173,13 @@ void append_run(std::vector<Run>& out, Pointer data, uint64_t length) {
 }  // namespace
 
 void BoxCopy::src_runs(const std::byte* src, uint64_t begin, uint64_t end, std::vector<ConstByteRun>& out) const {
-  for_each_piece(begin, end, [&](int64_t src_offset, int64_t, uint64_t, uint64_t length) {
+  for_each_run(begin, end, [&](int64_t src_offset, int64_t, uint64_t, uint64_t length) {
     append_run(out, src + src_offset, length);
   });
 }
 
 void BoxCopy::dst_runs(std::byte* dst, uint64_t begin, uint64_t end, std::vector<ByteRun>& out) const {
-  for_each_piece(begin, end, [&](int64_t, int64_t dst_offset, uint64_t, uint64_t length) {
+  for_each_run(begin, end, [&](int64_t, int64_t dst_offset, uint64_t, uint64_t length) {
     append_run(out, dst + dst_offset, length);
   });
 }

@@ -1,4 +1,4 @@
-#include "copy_bytes.h"
+#include "layout/copy_bytes.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "execute/box_copy.h"
+#include "layout/box_copy.h"
 
 #include <cstring>
 #include <random>
