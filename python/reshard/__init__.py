@@ -21,7 +21,7 @@ from .checkpoint import restore as restore_checkpoint
 from .checkpoint import restore_into as restore_checkpoint_into
 from .checkpoint import save as save_checkpoint
 from .checkpoint import save_async as save_checkpoint_async
-from .pipelines import convert, export, import_model, merge_lora
+from .pipelines import convert, export, import_checkpoint, import_model, merge_lora
 from ._inspection import inspect, verify
 
 P = PartitionSpec
@@ -32,6 +32,7 @@ __all__ = [
     "checkpoint",
     "convert",
     "export",
+    "import_checkpoint",
     "import_model",
     "inspect",
     "merge_lora",

@@ -39,6 +39,15 @@ def _named(arrays: Mapping[str, ShardedArray]) -> tuple[list[str], list[_core._S
     return list(arrays), [a._array for a in arrays.values()]
 
 
+class Restored(dict):
+    """What :func:`restore` returns: {name: ShardedArray}, and ``stats``, this process's RestoreStats."""
+
+    def __init__(self, arrays: Any = (), stats: RestoreStats | None = None) -> None:
+        # Callable as dict is (tree utilities rebuild a mapping as type(mapping)(items)).
+        super().__init__(arrays)
+        self.stats = stats
+
+
 def _metadata(metadata: Mapping[str, str] | None) -> list[tuple[str, str]] | None:
     # Refused rather than str()-ed: a restore would hand back "5" for 5, silently another type.
     if metadata is None:
@@ -99,12 +108,11 @@ def restore(
     topology: _core.Topology | None = None,
     verify_checksums: bool = True,
     transport: _core.Transport | None = None,
-    with_stats: bool = False,
-) -> Any:
+) -> Restored:
     """The tensors named by `targets` (any subset, name to NamedSharding), each laid out by its sharding.
 
-    Returns {name: ShardedArray} in the order of `targets` (and the RestoreStats
-    with ``with_stats=True``). A name the checkpoint lacks is a
+    Returns a :class:`Restored`: {name: ShardedArray} in the order of `targets`,
+    with this process's RestoreStats as ``.stats``. A name the checkpoint lacks is a
     MissingTensorError; a damaged chunk a ChecksumMismatchError (unless
     ``verify_checksums=False``, which reads only the bytes the slices need).
     """
@@ -112,8 +120,7 @@ def restore(
     shardings = [targets[n] for n in names]
     topology = topology or _default_topology(shardings, transport)
     cores, stats = _core._restore_checkpoint(os.fspath(path), names, shardings, topology, verify_checksums, transport)
-    restored = {n: ShardedArray(a) for n, a in zip(names, cores)}
-    return (restored, stats) if with_stats else restored
+    return Restored({n: ShardedArray(a) for n, a in zip(names, cores)}, stats)
 
 
 def restore_into(

@@ -433,10 +433,10 @@ def _as_requested(name: str, array: _array.ShardedArray, shape: tuple[int, ...],
     return _array.ShardedArray.from_shards(shape, dtype, array.sharding, shards, array.topology, array.process)
 
 
-def export(tree: Any, out: str | os.PathLike, map: str, kind: Literal["model", "adapter", "merged"] = "model",
+def export(tree: Any, out: str | os.PathLike, tensor_map: str, kind: Literal["model", "adapter", "merged"] = "model",
            dtype: Any = None, transport: _core.Transport | None = None, **options: Any) -> _pipelines.ExportResult:
     """Exports a pytree of jax.Arrays (a model in a training framework's layout) to Hugging
-    Face files through the tensor map `map`, as ``reshard.export``, without gathering.
+    Face files through the tensor map `tensor_map`, as ``reshard.export``, without gathering.
 
     Each leaf is named by its tree path (keys joined by dots, as ``save``), so
     ``{"transformer": {"norm": {"weight": x}}}`` is ``transformer.norm.weight``
@@ -444,7 +444,7 @@ def export(tree: Any, out: str | os.PathLike, map: str, kind: Literal["model", "
     ``reshard.export``'s (max_shard_size, base, gather_to, replace, hf_config,
     lora_config). Every process writes what its devices hold. Collective over `transport`.
     """
-    return _pipelines.export(_sharded_leaves(tree, transport), out, map, kind=kind, dtype=dtype,
+    return _pipelines.export(_sharded_leaves(tree, transport), out, tensor_map, kind=kind, dtype=dtype,
                              transport=transport, **options)
 
 
@@ -481,11 +481,11 @@ def _nest(names: list[str], values: list[Any]) -> dict[str, Any]:
     return root
 
 
-def load_pretrained(hf_dir: str | os.PathLike, map: str, shardings: Any = None, *, mesh: Any = None,
+def load_pretrained(hf_dir: str | os.PathLike, tensor_map: str, shardings: Any = None, *, mesh: Any = None,
                     rules: Any = None, best_effort: str | None = None, dtype: Any = None,
                     sizes: Mapping[str, int] | None = None, transport: _core.Transport | None = None) -> Any:
     """A Hugging Face folder (or PEFT adapter) as a pytree of jax.Arrays in the framework
-    layout: `map` run backwards, as ``reshard.import_model``, each process reading only
+    layout: `tensor_map` run backwards, as ``reshard.import_model``, each process reading only
     what its devices need.
 
     Either `shardings`, a pytree whose leaves are jax shardings or have a
@@ -498,7 +498,7 @@ def load_pretrained(hf_dir: str | os.PathLike, map: str, shardings: Any = None, 
     Collective over `transport`.
     """
     if shardings is not None:
-        return _load_onto_shardings(hf_dir, map, shardings, mesh is not None or rules is not None
+        return _load_onto_shardings(hf_dir, tensor_map, shardings, mesh is not None or rules is not None
                                     or best_effort is not None, dtype, sizes, transport)
 
     def prepare() -> tuple[_core.Mesh, Any, _core.Topology]:
@@ -508,13 +508,13 @@ def load_pretrained(hf_dir: str | os.PathLike, map: str, shardings: Any = None, 
         return _mesh_of(mesh), ours, _job_topology(transport)
 
     our_mesh, our_rules, topo = _collective(transport, prepare)
-    imported = _pipelines.import_model(hf_dir, map, our_mesh, topo, rules=our_rules, best_effort=best_effort,
+    imported = _pipelines.import_model(hf_dir, tensor_map, our_mesh, topo, rules=our_rules, best_effort=best_effort,
                                        dtype=dtype, sizes=sizes, transport=transport)
     names = sorted(imported)
     return _nest(names, [to_jax_array(imported[n]) for n in names])
 
 
-def _load_onto_shardings(hf_dir: str | os.PathLike, map: str, shardings: Any, also_mesh: bool, dtype: Any,
+def _load_onto_shardings(hf_dir: str | os.PathLike, tensor_map: str, shardings: Any, also_mesh: bool, dtype: Any,
                          sizes: Mapping[str, int] | None, transport: _core.Transport | None) -> Any:
     """load_pretrained onto a pytree of target shardings: read onto the first target's mesh
     by exact-name rules, then move the leaves whose targets lie on other meshes."""
@@ -530,7 +530,7 @@ def _load_onto_shardings(hf_dir: str | os.PathLike, map: str, shardings: Any, al
     name_rules = [(_glob_exact(n), t.spec) for n, t in zip(names, targets) if t.mesh == first_mesh]
     # strict: a target's spec is for exactly its tensor, so one that does not fit its rank is
     # the caller's mistake, not a rule to fall through to replication.
-    imported = _pipelines.import_model(hf_dir, map, first_mesh, topo, rules=name_rules, dtype=dtype, sizes=sizes,
+    imported = _pipelines.import_model(hf_dir, tensor_map, first_mesh, topo, rules=name_rules, dtype=dtype, sizes=sizes,
                                        transport=transport, strict=True)
     missing = [n for n in names if n not in imported]
     if missing:  # the same on every process: the folder and the map are

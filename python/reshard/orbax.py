@@ -202,12 +202,12 @@ def _spread(path: Any, transport: _core.Transport | None, mesh: _core.Mesh | Non
     return restore(path, mesh, transport, rules=rules, best_effort=best_effort, topology=topology, item=item)
 
 
-def export(path: str | os.PathLike, out: str | os.PathLike, map: str, kind: str = "model", dtype: Any = None,
+def export(path: str | os.PathLike, out: str | os.PathLike, tensor_map: str, kind: str = "model", dtype: Any = None,
            transport: _core.Transport | None = None, *, mesh: _core.Mesh | None = None,
            rules: Sequence[tuple[str, Any]] | None = None, best_effort: str | None = None,
            topology: _core.Topology | None = None, item: str | None = None,
            **options: Any) -> _pipelines.ExportResult:
-    """Exports the Orbax checkpoint at `path` to Hugging Face files through the tensor map `map`,
+    """Exports the Orbax checkpoint at `path` to Hugging Face files through the tensor map `tensor_map`,
     as ``reshard.jax.export`` does a pytree: `kind` "model", "adapter" or "merged"; `options` are
     ``reshard.export``'s (max_shard_size, base, gather_to, replace, hf_config, lora_config).
 
@@ -219,7 +219,7 @@ def export(path: str | os.PathLike, out: str | os.PathLike, map: str, kind: str 
     # The reading is each process's own: agree on it, so that one process's failed read
     # fails every process at once instead of leaving them in the export until the timeout.
     arrays = _agree.agreed(transport, lambda: _spread(path, transport, mesh, rules, best_effort, topology, item))
-    return _pipelines.export(arrays, out, map, kind=kind, dtype=dtype, transport=transport, **options)
+    return _pipelines.export(arrays, out, tensor_map, kind=kind, dtype=dtype, transport=transport, **options)
 
 
 def convert(path: str | os.PathLike, out: str | os.PathLike, transport: _core.Transport | None = None, *,

@@ -139,7 +139,8 @@ def _config_text(config: str | Mapping[str, Any] | None, argument: str) -> str |
 def export(
     source: str | os.PathLike | Mapping[str, Any],
     out: str | os.PathLike,
-    map: str,
+    tensor_map: str,
+    *,
     kind: ExportKind = "model",
     dtype: Any = None,
     max_shard_size: int | str = _core.DEFAULT_MAX_SHARD_SIZE,
@@ -153,7 +154,7 @@ def export(
     """Exports a model in a training framework's layout to Hugging Face files, as ``reshard export``.
 
     `source` is a reshard checkpoint's path, or {name: ShardedArray} in memory.
-    `map` is a preset name (``"levanter-llama"``), a map file's path or its JSON
+    `tensor_map` is a preset name (``"levanter-llama"``), a map file's path or its JSON
     text (src/pipelines/tensor_map.md). `kind` is ``"model"`` (a Hugging Face
     folder), ``"adapter"`` (the map's outputs under ``base_model.model.`` as a
     PEFT adapter folder) or ``"merged"`` (the adapter merged in as
@@ -170,7 +171,7 @@ def export(
     from .array import ShardedArray
 
     hf_text, lora_text = _config_text(hf_config, "hf_config"), _config_text(lora_config, "lora_config")
-    args = (os.fspath(out), map, kind, None if dtype is None else dtype_name(dtype),
+    args = (os.fspath(out), tensor_map, kind, None if dtype is None else dtype_name(dtype),
             _byte_size(max_shard_size, "max_shard_size"),
             None if base is None else os.fspath(base), gather_to, replace, hf_text, lora_text, transport)
     try:
@@ -200,23 +201,33 @@ def _warn_without_config(out: str) -> None:
                       "transformers cannot load the folder without one", MissingConfigWarning, stacklevel=3)
 
 
+def _import_args(mesh: _core.Mesh, topology: _core.Topology | None, rules: Any, best_effort: str | None, strict: bool,
+                 dtype: Any, sizes: Mapping[str, int] | None, base: str | os.PathLike | None,
+                 transport: _core.Transport | None) -> tuple:
+    if topology is None:
+        topology = _default_topology([_core.NamedSharding(mesh, _core.PartitionSpec())], transport)
+    if rules is not None and not isinstance(rules, str):
+        rules = list(rules)  # each (pattern, spec) pair is checked, by index, in the extension
+    return (mesh, topology, rules, best_effort, strict, None if dtype is None else dtype_name(dtype),
+            dict(sizes or {}), None if base is None else os.fspath(base))
+
+
 def import_model(
     hf_dir: str | os.PathLike,
-    map: str,
+    tensor_map: str,
     mesh: _core.Mesh,
     topology: _core.Topology | None = None,
+    *,
     rules: str | Sequence[tuple[str, _core.PartitionSpec]] | None = None,
     best_effort: str | None = None,
     dtype: Any = None,
     sizes: Mapping[str, int] | None = None,
-    checkpoint: str | os.PathLike | None = None,
-    replace: bool = True,
     transport: _core.Transport | None = None,
     strict: bool = False,
     base: str | os.PathLike | None = None,
-) -> Any:
+) -> dict[str, Any]:
     """Imports a Hugging Face folder (or PEFT adapter) into the framework layout, as ``reshard import``:
-    `map` run backwards, each tensor laid out on `mesh` by `rules` or `best_effort`.
+    `tensor_map` run backwards, each tensor laid out on `mesh` by `rules` or `best_effort`.
 
     `rules` are (glob, PartitionSpec) pairs (JAX's ``P`` too) or a rules file's
     text: the first matching rule whose spec fits the tensor's rank lays it out,
@@ -224,21 +235,36 @@ def import_model(
     replicated); with ``strict=True`` a matching rule that does not fit is a
     RankError naming the tensor.
 
-    Returns {name: ShardedArray} (this process's part), or with `checkpoint` saves
-    them there and returns the ImportResult. `sizes` gives axis sizes the shapes
+    Returns {name: ShardedArray} (this process's part); :func:`import_checkpoint`
+    saves them as a checkpoint instead. `sizes` gives axis sizes the shapes
     do not (config.json's are used otherwise). A PEFT adapter folder alone takes
     them from its base model's config.json: `base` (the base model's folder), else
     adapter_config.json's ``base_model_name_or_path`` when that is a local folder.
     """
     from .array import ShardedArray
 
-    if topology is None:
-        topology = _default_topology([_core.NamedSharding(mesh, _core.PartitionSpec())], transport)
-    if rules is not None and not isinstance(rules, str):
-        rules = list(rules)  # each (pattern, spec) pair is checked, by index, in the extension
-    common = (mesh, topology, rules, best_effort, strict, None if dtype is None else dtype_name(dtype),
-              dict(sizes or {}), None if base is None else os.fspath(base))
-    if checkpoint is not None:
-        return _core._import_checkpoint(os.fspath(hf_dir), os.fspath(checkpoint), map, *common, replace, transport)
-    arrays, _ = _core._import_arrays(os.fspath(hf_dir), map, *common, transport)
+    common = _import_args(mesh, topology, rules, best_effort, strict, dtype, sizes, base, transport)
+    arrays, _ = _core._import_arrays(os.fspath(hf_dir), tensor_map, *common, transport)
     return {name: ShardedArray(a) for name, a in arrays}
+
+
+def import_checkpoint(
+    hf_dir: str | os.PathLike,
+    checkpoint: str | os.PathLike,
+    tensor_map: str,
+    mesh: _core.Mesh,
+    topology: _core.Topology | None = None,
+    *,
+    rules: str | Sequence[tuple[str, _core.PartitionSpec]] | None = None,
+    best_effort: str | None = None,
+    dtype: Any = None,
+    sizes: Mapping[str, int] | None = None,
+    replace: bool = True,
+    transport: _core.Transport | None = None,
+    strict: bool = False,
+    base: str | os.PathLike | None = None,
+) -> Any:
+    """:func:`import_model`, saved as the reshard checkpoint `checkpoint` (as ``reshard import``
+    writes one); returns the ImportResult. The checkpoint appears complete or not at all."""
+    common = _import_args(mesh, topology, rules, best_effort, strict, dtype, sizes, base, transport)
+    return _core._import_checkpoint(os.fspath(hf_dir), os.fspath(checkpoint), tensor_map, *common, replace, transport)

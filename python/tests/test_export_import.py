@@ -55,7 +55,7 @@ def test_export_arrays_and_checkpoints_then_import_back(tmp_path, rng):
     for name, array in back.items():
         np.testing.assert_array_equal(reshard.to_host(array), values[name])
     assert back["embed"].sharding == reshard.NamedSharding(mesh, P("x"))
-    imported = reshard.import_model(tmp_path / "hf", MAP, mesh, best_effort="x", checkpoint=tmp_path / "ckpt2")
+    imported = reshard.import_checkpoint(tmp_path / "hf", tmp_path / "ckpt2", MAP, mesh, best_effort="x")
     assert imported.tensors == 2
     restored = reshard.restore_checkpoint(tmp_path / "ckpt2", layout(), TOPOLOGY)
     for name, array in restored.items():
