@@ -949,7 +949,7 @@ class MergeLoraSummary:
 
     def __repr__(self) -> str: ...
 
-def _convert(src: str | os.PathLike, dst: str | os.PathLike, output: str, dtype: str | None, max_shard_size: int, replace: bool, mesh: Mesh | None, topology: Topology | None, rules: str | Sequence[tuple[str, PartitionSpec]] | None, best_effort_axis: str | None, strict: bool, transport: Transport | None = None) -> ConvertResult:
+def _convert(src: str | os.PathLike, dst: str | os.PathLike, output: str | None, dtype: str | None, max_shard_size: int, replace: bool, mesh: Mesh | None, topology: Topology | None, rules: str | Sequence[tuple[str, PartitionSpec]] | None, best_effort_axis: str | None, strict: bool, transport: Transport | None = None) -> ConvertResult:
     """
     Converts between a .safetensors file, a Hugging Face folder and a checkpoint (collective).
     """

@@ -39,14 +39,6 @@ def _byte_size(value: int | str, argument: str) -> int:
     return value
 
 
-def _output_of(dst: str, mesh: Any) -> str:
-    if mesh is not None:
-        return "checkpoint"
-    if dst.endswith(".safetensors") and not os.path.isdir(dst):
-        return "safetensors"
-    return "hf"
-
-
 def convert(
     src: str | os.PathLike,
     dst: str | os.PathLike,
@@ -79,7 +71,6 @@ def convert(
     carry gives a ``UserWarning``.
     """
     dst = os.fspath(dst)
-    output = output or _output_of(dst, mesh)
     if mesh is not None and topology is None:
         topology = _default_topology([_core.NamedSharding(mesh, _core.PartitionSpec())], transport)
     if rules is not None and not isinstance(rules, str):

@@ -58,12 +58,13 @@ std::optional<DType> optional_dtype(const std::optional<std::string>& dtype) {
   return dtype_from_string(*dtype);
 }
 
-ConvertResult convert(const std::filesystem::path& src, const std::filesystem::path& dst, const std::string& output,
+ConvertResult convert(const std::filesystem::path& src, const std::filesystem::path& dst,
+                      const std::optional<std::string>& output,
                       const std::optional<std::string>& dtype, uint64_t max_shard_size, bool replace,
                       std::optional<Mesh> mesh, std::optional<Topology> topology, nb::handle rules,
                       std::optional<std::string> best_effort_axis, bool strict, Transport* transport) {
   ConvertOptions options;
-  options.output = output_from_string(output);
+  options.output = output ? output_from_string(*output) : convert_output_for(dst, mesh.has_value());
   options.dtype = optional_dtype(dtype);
   options.max_shard_size = max_shard_size;
   options.replace = replace;
@@ -74,7 +75,8 @@ ConvertResult convert(const std::filesystem::path& src, const std::filesystem::p
     options.layout =
         CheckpointLayout{*mesh, *topology, rules_from_python(rules), std::move(best_effort_axis), strict};
   } else if (mesh || !rules.is_none() || best_effort_axis) {
-    throw Error(ErrorCode::kInvalidArgument, "mesh, rules and best_effort lay out a checkpoint output, not a " + output);
+    throw Error(ErrorCode::kInvalidArgument, std::string("mesh, rules and best_effort lay out a checkpoint output, not ") +
+                    (options.output == ConvertOutput::kHfFolder ? "a Hugging Face folder ('hf')" : "a .safetensors file ('safetensors')"));
   }
   if (options.layout) {
     return with_transport(transport, options.layout->topology,
@@ -128,11 +130,11 @@ void bind_pipelines(nb::module_& m) {
                ", files=" + std::to_string(s.files) + ", bytes=" + std::to_string(s.bytes) + ")";
       });
 
-  m.def("_convert", &convert, nb::arg("src"), nb::arg("dst"), nb::arg("output"), nb::arg("dtype").none(),
+  m.def("_convert", &convert, nb::arg("src"), nb::arg("dst"), nb::arg("output").none(), nb::arg("dtype").none(),
         nb::arg("max_shard_size"), nb::arg("replace"), nb::arg("mesh").none(), nb::arg("topology").none(),
         nb::arg("rules").none(), nb::arg("best_effort_axis").none(), nb::arg("strict"),
         nb::arg("transport").none() = nb::none(),
-        nb::sig("def _convert(src: str | os.PathLike, dst: str | os.PathLike, output: str, dtype: str | None, "
+        nb::sig("def _convert(src: str | os.PathLike, dst: str | os.PathLike, output: str | None, dtype: str | None, "
                 "max_shard_size: int, replace: bool, mesh: Mesh | None, topology: Topology | None, "
                 "rules: str | collections.abc.Sequence[tuple[str, PartitionSpec]] | None, "
                 "best_effort_axis: str | None, strict: bool, transport: Transport | None = None) -> ConvertResult"),

@@ -43,11 +43,7 @@ struct ConvertFlags {
 // --mesh makes a checkpoint; else a DST named *.safetensors (and not an
 // existing folder) is one file; anything else is a Hugging Face folder.
 ConvertOutput output_kind(const ConvertFlags& flags) {
-  if (!flags.layout.mesh.empty()) return ConvertOutput::kCheckpoint;
-  std::error_code ec;
-  const fs::path dst(flags.dst);
-  if (dst.extension() == ".safetensors" && !fs::is_directory(dst, ec)) return ConvertOutput::kSafetensorsFile;
-  return ConvertOutput::kHfFolder;
+  return convert_output_for(flags.dst, !flags.layout.mesh.empty());
 }
 
 std::string_view output_name(ConvertOutput output) {

@@ -371,4 +371,11 @@ ConvertResult convert_model(const fs::path& src, const fs::path& dst, const Conv
   return FileOutput(src, dst, options, *source, transport).run();
 }
 
+ConvertOutput convert_output_for(const fs::path& dst, bool with_layout) {
+  if (with_layout) return ConvertOutput::kCheckpoint;
+  std::error_code ec;
+  if (dst.extension() == ".safetensors" && !fs::is_directory(dst, ec)) return ConvertOutput::kSafetensorsFile;
+  return ConvertOutput::kHfFolder;
+}
+
 }  // namespace reshard

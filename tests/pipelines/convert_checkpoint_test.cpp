@@ -120,5 +120,15 @@ TEST(ConvertToCheckpoint, CastsPieceByPiece) {
   EXPECT_EQ(restored, expected);
 }
 
+// The one rule the CLI and the Python API infer a conversion's output by.
+TEST(ConvertOutputFor, ALayoutMakesACheckpointElseTheNameDecides) {
+  testing::TempDir dir;
+  EXPECT_EQ(convert_output_for(dir.path() / "w.safetensors", true), ConvertOutput::kCheckpoint);
+  EXPECT_EQ(convert_output_for(dir.path() / "w.safetensors", false), ConvertOutput::kSafetensorsFile);
+  EXPECT_EQ(convert_output_for(dir.path() / "hf", false), ConvertOutput::kHfFolder);
+  fs::create_directories(dir.path() / "folder.safetensors");  // an existing folder stays a folder
+  EXPECT_EQ(convert_output_for(dir.path() / "folder.safetensors", false), ConvertOutput::kHfFolder);
+}
+
 }  // namespace
 }  // namespace reshard

@@ -68,4 +68,10 @@ struct ConvertResult {
 ConvertResult convert_model(const std::filesystem::path& src, const std::filesystem::path& dst,
                             const ConvertOptions& options, Transport& transport);
 
+// What a conversion to `dst` writes when the caller does not say (the CLI's
+// rule, which the Python API shares): a checkpoint when a layout is given;
+// else one .safetensors file for a `dst` named *.safetensors that is not an
+// existing folder; else a Hugging Face folder.
+ConvertOutput convert_output_for(const std::filesystem::path& dst, bool with_layout);
+
 }  // namespace reshard
