@@ -1,7 +1,5 @@
 #include "export_plan.h"
 
-#include <set>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -109,16 +107,6 @@ void plan_model(ExportPlan& plan, const ExportOptions& options, const ExportConf
   }
 }
 
-// The sorted distinct last parts of the adapted modules ("q_proj", "embed_tokens").
-std::vector<std::string> target_modules(const MergePlan& merges) {
-  std::set<std::string> names;
-  for (const auto& [weight, module] : merges.modules) {
-    const size_t dot = module.name.rfind('.');
-    names.insert(dot == std::string::npos ? module.name : module.name.substr(dot + 1));
-  }
-  return {names.begin(), names.end()};
-}
-
 void plan_adapter(ExportPlan& plan, const ExportOptions& options, const ExportConfigs& fallback) {
   const Side adapter = side_of(plan.resolved, true);
   if (adapter.specs.empty()) {
@@ -127,20 +115,19 @@ void plan_adapter(ExportPlan& plan, const ExportOptions& options, const ExportCo
                             fallback.label, kPeftKeyPrefix));
   }
   LoraConfig config = require_lora_config(options, fallback, "an adapter");
-  MergePlan merges;
-  if (options.base) {  // the adapter must fit the model it will be loaded onto
+  // The planner's checks are what an adapter needs (its keys, shapes and
+  // variants fit the model it will be loaded onto); nothing is merged.
+  if (options.base) {
     const ModelFiles base = open_model_files(*options.base, safetensors::ReadMode::kPread);
-    const BaseTensors base_tensors = [&base](std::string_view name) -> std::optional<safetensors::TensorSpec> {
-      const TensorCatalog::Entry* entry = base.catalog.find(name);
-      if (entry == nullptr) return std::nullopt;
-      return safetensors::TensorSpec{entry->info->name, entry->info->dtype, entry->info->shape};
-    };
-    merges = plan_merge(adapter.specs, base_tensors, config, fmt::format("the base model {}", options.base->string()));
+    plan_merge(adapter.specs, catalog_tensors(base.catalog), config,
+               fmt::format("the base model {}", options.base->string()));
   } else {
     const Side model = side_of(plan.resolved, false);
-    merges = plan_merge(adapter.specs, lookup(model), config, own_outputs_label(fallback));
+    plan_merge(adapter.specs, lookup(model), config, own_outputs_label(fallback));
   }
-  config.target_modules = target_modules(merges);
+  std::vector<std::string> keys;
+  for (const safetensors::TensorSpec& spec : adapter.specs) keys.push_back(spec.name);
+  config.target_modules = target_modules_of(keys);
   config.target_modules_regex.reset();
   plan.lora = std::move(config);
   for (const size_t i : adapter.outputs) plan.tensors.push_back({i, plan.resolved.outputs[i].out, std::nullopt, std::nullopt});

@@ -70,15 +70,16 @@ std::vector<float> produce_f32(const ExportPlan& plan, size_t output, const Box&
 // Rows [row, row + rows) of a 2-D tensor of `shape`.
 Box row_box(const Shape& shape, int64_t row, int64_t rows) { return Box({row, 0}, {rows, shape[1]}); }
 
+LoraDelta delta_of(const ExportPlan& plan, const ExportMerge& merge, const ExportInput& input) {
+  return {factor_of(plan, merge.a, input), factor_of(plan, merge.b, input), merge.scaling, merge.fan_in_fan_out};
+}
+
 // `box` of W + ΔW in f32, unrounded (what DoRA's norms are taken of).
 std::vector<float> merged_f32(const ExportPlan& plan, const ExportTensor& tensor, const Box& box,
                               const ExportInput& input) {
-  const ExportMerge& merge = *tensor.merge;
   const std::vector<float> w = produce_f32(plan, tensor.output, box, input);
   std::vector<float> merged(w.size());
-  const LoraDelta delta{factor_of(plan, merge.a, input), factor_of(plan, merge.b, input), merge.scaling,
-                        merge.fan_in_fan_out};
-  merge_lora_box(delta, box, DType::kF32, std::as_bytes(std::span(w)), DType::kF32,
+  merge_lora_box(delta_of(plan, *tensor.merge, input), box, DType::kF32, std::as_bytes(std::span(w)), DType::kF32,
                  std::as_writable_bytes(std::span(merged)));
   return merged;
 }
@@ -123,9 +124,7 @@ void BlockProducer::produce_merged_weight(const ExportTensor& tensor, const Box&
   if (!merge.magnitude) {  // plain LoRA: merged and rounded in one pass over the box
     std::vector<std::byte> values(box_bytes(w.source_dtype, box));
     produce_resolved(plan_.resolved, w, box, w.source_dtype, input_, values);
-    const LoraDelta delta{factor_of(plan_, merge.a, input_), factor_of(plan_, merge.b, input_), merge.scaling,
-                          merge.fan_in_fan_out};
-    merge_lora_box(delta, box, w.source_dtype, values, tensor.spec.dtype, out);
+    merge_lora_box(delta_of(plan_, merge, input_), box, w.source_dtype, values, tensor.spec.dtype, out);
     return;
   }
   // A block holds whole rows: DoRA's row norms (W [out, in]) come from the
@@ -161,7 +160,7 @@ const std::vector<float>& BlockProducer::column_scales(const ExportTensor& tenso
 void BlockProducer::produce_merged_bias(const ExportTensor& tensor, const Box& box, std::span<std::byte> out) {
   std::vector<float> values = produce_f32(plan_, tensor.output, box, input_);
   const std::vector<float> lora = produce_f32(plan_, tensor.bias->lora_bias, box, input_);
-  for (size_t i = 0; i < values.size(); ++i) values[i] += lora[i] * tensor.bias->scaling;
+  add_lora_bias(values, lora, tensor.bias->scaling);
   round_and_cast(values, plan_.resolved.outputs[tensor.output].source_dtype, tensor.spec.dtype, out);
 }
 

@@ -41,14 +41,6 @@ std::vector<safetensors::TensorSpec> specs_of(const TensorCatalog& catalog) {
   return specs;
 }
 
-detail::BaseTensors tensors_of(const TensorCatalog& catalog) {
-  return [&catalog](std::string_view name) -> std::optional<safetensors::TensorSpec> {
-    const TensorCatalog::Entry* entry = catalog.find(name);
-    if (entry == nullptr) return std::nullopt;
-    return safetensors::TensorSpec{entry->info->name, entry->info->dtype, entry->info->shape};
-  };
-}
-
 HfFolder open_adapter(const fs::path& adapter) {
   if (HfFolder::detect(adapter) != HfFolderKind::kPeftAdapter) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -69,7 +61,7 @@ MergeLoraSummary merge_lora_folder(const fs::path& base_path, const fs::path& ad
   const HfFolder adapter = open_adapter(adapter_path);
   const fs::path config_path = adapter_path / kPeftConfigFileName;
   const LoraConfig config = parse_lora_config(pipelines_detail::read_small_file(config_path), config_path.string());
-  const MergePlan plan_of_merge = detail::plan_merge(specs_of(adapter.catalog), tensors_of(base.catalog), config,
+  const MergePlan plan_of_merge = detail::plan_merge(specs_of(adapter.catalog), detail::catalog_tensors(base.catalog), config,
                                                      fmt::format("the base model {}", base_path.string()));
 
   std::vector<safetensors::TensorSpec> specs;

@@ -153,6 +153,14 @@ void check_module(MergePlan& plan, MergeModule& module, const Found& found, cons
 
 }  // namespace
 
+BaseTensors catalog_tensors(const TensorCatalog& catalog) {
+  return [&catalog](std::string_view name) -> std::optional<TensorSpec> {
+    const TensorCatalog::Entry* entry = catalog.find(name);
+    if (entry == nullptr) return std::nullopt;
+    return TensorSpec{entry->info->name, entry->info->dtype, entry->info->shape};
+  };
+}
+
 MergePlan plan_merge(std::span<const TensorSpec> adapter, const BaseTensors& base, const LoraConfig& config,
                      const std::string& base_label) {
   MergePlan plan;

@@ -15,12 +15,16 @@
 #include <string_view>
 
 #include "reshard/formats/safetensors_layout.h"
+#include "reshard/formats/tensor_catalog.h"
 #include "reshard/pipelines/lora_config.h"
 
 namespace reshard::pipelines_detail {
 
 // The base model's tensor called `name`, or nullopt when it has none.
 using BaseTensors = std::function<std::optional<safetensors::TensorSpec>(std::string_view name)>;
+
+// The base tensors of a model's files (valid while `catalog` lives).
+BaseTensors catalog_tensors(const TensorCatalog& catalog);
 
 // One adapted module's tensors, as indices into the adapter's tensors, and
 // how PEFT merges them.

@@ -110,7 +110,7 @@ void produce_merged_bias(const TensorCatalog& catalog, const Entry& bias, const 
                          const MergeModule& module, DType out_dtype, const ByteSink& sink) {
   std::vector<float> values = read_f32(catalog, bias);
   const std::vector<float> lora = read_f32(adapter, adapter.tensors()[*module.bias]);
-  for (size_t i = 0; i < values.size(); ++i) values[i] += lora[i] * module.scaling;
+  add_lora_bias(values, lora, module.scaling);
   std::vector<std::byte> out(values.size() * width_of(out_dtype));
   round_and_cast(values, bias.info->dtype, out_dtype, out);
   sink(out);

@@ -39,6 +39,10 @@ void apply_scales(F32Rows block, bool transposed, std::span<const float> scales)
   }
 }
 
+void add_lora_bias(std::span<float> bias, std::span<const float> lora_bias, float scaling) {
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] += lora_bias[i] * scaling;
+}
+
 void round_and_cast(std::span<const float> values, DType w_dtype, DType out_dtype, std::span<std::byte> out) {
   const auto count = static_cast<uint64_t>(values.size());
   const std::span<const std::byte> f32 = std::as_bytes(values);

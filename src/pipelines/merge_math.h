@@ -30,6 +30,9 @@ std::vector<float> dora_scales(std::span<const float> magnitude, std::span<const
 // Multiplies each value by its output feature's scale (as add_squares picks it).
 void apply_scales(F32Rows block, bool transposed, std::span<const float> scales);
 
+// lora_bias: each bias value plus scaling times lora_B's bias, in f32.
+void add_lora_bias(std::span<float> bias, std::span<const float> lora_bias, float scaling);
+
 // `values` rounded to `w_dtype` (round to nearest even), then written as
 // `out_dtype` into `out`, which holds exactly that many values of it.
 void round_and_cast(std::span<const float> values, DType w_dtype, DType out_dtype, std::span<std::byte> out);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "peft_keys.h"
 #include "reshard/formats/atomic_file.h"
 #include "reshard/formats/hf_folder.h"
 #include "reshard/formats/staged_folder.h"
@@ -76,7 +77,9 @@ void check_adapter_module(std::string_view key, std::string_view module,
 std::vector<std::string> target_modules_of(std::span<const std::string> keys) {
   std::set<std::string> names;
   for (const std::string& key : keys) {
-    if (const std::optional<AdapterKey> parsed = parse_adapter_key(key)) {
+    const std::optional<pipelines_detail::PeftKey> parsed = pipelines_detail::parse_peft_key(key);
+    if (parsed && (parsed->kind == pipelines_detail::PeftKey::Kind::kA ||
+                   parsed->kind == pipelines_detail::PeftKey::Kind::kB)) {
       const size_t dot = parsed->module.rfind('.');
       names.insert(dot == std::string::npos ? parsed->module : parsed->module.substr(dot + 1));
     }

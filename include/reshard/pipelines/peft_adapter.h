@@ -48,8 +48,9 @@ void check_adapter_keys(std::span<const std::string> keys, const std::function<b
 void check_adapter_module(std::string_view key, std::string_view module,
                           const std::function<bool(std::string_view)>& base_has, std::string_view base_label);
 
-// The sorted distinct last parts of the adapted modules ("q_proj", "v_proj"):
-// the config's target_modules.
+// The sorted distinct last parts of the modules whose LoRA factors `keys`
+// hold (lora_A/lora_B, and lora_embedding_A/B of embeddings): the config's
+// target_modules ("embed_tokens", "q_proj"). Other keys are skipped.
 std::vector<std::string> target_modules_of(std::span<const std::string> keys);
 
 // Writes a PEFT adapter folder: adapter_model.safetensors (metadata
