@@ -8,7 +8,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import _core
-from .array import _default_topology
 from .errors import InvalidArgumentError
 
 
@@ -74,9 +73,3 @@ def by_rules(name: str, shape: tuple[int, ...], mesh: _core.Mesh, rules: Sequenc
 
 def job(transport: _core.Transport | None) -> tuple[int, int]:
     return (0, 1) if transport is None else (transport.rank, transport.size)
-
-
-def default_topology(shardings: Sequence[_core.NamedSharding], transport: _core.Transport | None) -> _core.Topology:
-    return _default_topology(list(shardings), transport)
-
-

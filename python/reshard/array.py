@@ -34,6 +34,11 @@ def _default_topology(shardings: list[_core.NamedSharding], transport: _core.Tra
     return _core.Topology.default_for(shardings, 1 if transport is None else transport.size)
 
 
+def _mesh_topology(mesh: _core.Mesh, transport: _core.Transport | None = None) -> _core.Topology:
+    """The same default for the arrays laid out on `mesh`."""
+    return _default_topology([_core.NamedSharding(mesh, _core.PartitionSpec())], transport)
+
+
 class ShardedArray:
     """One process's shards of a global array (see the module's docstring)."""
 

@@ -44,7 +44,7 @@ from . import _orbax_targets as _targets
 from . import checkpoint as _checkpoint
 from . import pipelines as _pipelines
 from ._orbax_read import RestoreStats
-from .array import ShardedArray
+from .array import ShardedArray, _default_topology, _mesh_topology
 from .errors import InvalidArgumentError
 
 __all__ = ["Inspection", "RestoreStats", "TensorInfo", "convert", "export", "inspect", "restore"]
@@ -139,7 +139,7 @@ def restore(path: str | os.PathLike, shardings: Any, transport: _core.Transport 
     if isinstance(shardings, _core.Mesh):
         mesh = shardings
         names = [leaf.name for leaf in it.leaves if leaf.is_array]
-        topology = topology or _targets.default_topology([_core.NamedSharding(mesh, _core.PartitionSpec())], transport)
+        topology = topology or _mesh_topology(mesh, transport)
         arrays, stats = _read.read(it, names, lambda n, shape: _targets.by_rules(n, shape, mesh, rules, best_effort),
                                    topology, process)
         return (arrays, stats) if with_stats else arrays
@@ -148,13 +148,13 @@ def restore(path: str | os.PathLike, shardings: Any, transport: _core.Transport 
     if _targets.is_sharding(shardings):
         names = [leaf.name for leaf in it.leaves if leaf.is_array]
         targets = [shardings] * len(names)
-        topology = topology or _targets.default_topology(targets, transport)
+        topology = topology or _default_topology(targets, transport)
         arrays, stats = _read.read(it, names, targets, topology, process)
         return (arrays, stats) if with_stats else arrays
     if _targets.has_shardings(shardings):
         flat: dict[str, _core.NamedSharding] = {}
         shape = _targets.flatten(shardings, "", flat)
-        topology = topology or _targets.default_topology(list(flat.values()), transport)
+        topology = topology or _default_topology(list(flat.values()), transport)
         arrays, stats = _read.read(it, list(flat), list(flat.values()), topology, process)
         restored = _targets.rebuild(shape, "", arrays)
         return (restored, stats) if with_stats else restored

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from . import _core
 from ._dtypes import dtype_name
-from .array import _default_topology
+from .array import _mesh_topology
 from .errors import ArgumentTypeError, InvalidArgumentError, MissingConfigWarning, ParseError
 
 ConvertResult = _core.ConvertResult
@@ -72,7 +72,7 @@ def convert(
     """
     dst = os.fspath(dst)
     if mesh is not None and topology is None:
-        topology = _default_topology([_core.NamedSharding(mesh, _core.PartitionSpec())], transport)
+        topology = _mesh_topology(mesh, transport)
     if rules is not None and not isinstance(rules, str):
         rules = list(rules)  # each (pattern, spec) pair is checked, by index, in the extension
     result = _core._convert(os.fspath(src), dst, output, None if dtype is None else dtype_name(dtype),
@@ -196,7 +196,7 @@ def _import_args(mesh: _core.Mesh, topology: _core.Topology | None, rules: Any, 
                  dtype: Any, sizes: Mapping[str, int] | None, base: str | os.PathLike | None,
                  transport: _core.Transport | None) -> tuple:
     if topology is None:
-        topology = _default_topology([_core.NamedSharding(mesh, _core.PartitionSpec())], transport)
+        topology = _mesh_topology(mesh, transport)
     if rules is not None and not isinstance(rules, str):
         rules = list(rules)  # each (pattern, spec) pair is checked, by index, in the extension
     return (mesh, topology, rules, best_effort, strict, None if dtype is None else dtype_name(dtype),
