@@ -11,8 +11,12 @@ install(TARGETS reshard_layout reshard_plan reshard_execute reshard_formats resh
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT reshard-targets NAMESPACE reshard:: DESTINATION ${RESHARD_CMAKE_DIR})
+# include/ holds the public API only (docs/api.md lists it); internal headers
+# live beside their sources under src/ and are not installed.
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/" DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         PATTERN "mpi" EXCLUDE PATTERN "mpi.h" EXCLUDE)
+# The documents the headers refer to.
+install(DIRECTORY "${PROJECT_SOURCE_DIR}/docs/" DESTINATION ${CMAKE_INSTALL_DOCDIR} FILES_MATCHING PATTERN "*.md")
 
 if(RESHARD_WITH_MPI)
   install(TARGETS reshard_mpi EXPORT reshard-mpi-targets

@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/checksum.h"
 #include "fuzz_check.h"
 #include "reshard/formats/checkpoint_manifest.h"
-#include "reshard/formats/checksum.h"
 #include "reshard/layout/error.h"
 
 namespace {

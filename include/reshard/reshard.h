@@ -1,7 +1,8 @@
 // reshard: everything a program calls, in one header (the MPI transport has its own: reshard/mpi.h).
 #pragma once
 
-// Layouts: dtypes, boxes, devices and topologies, meshes, partition specs, shardings; typed errors.
+// Layouts: dtypes, boxes, devices and topologies, meshes, partition specs, shardings
+// and their pictures; typed errors.
 #include "reshard/layout/best_effort.h"
 #include "reshard/layout/box.h"
 #include "reshard/layout/dtype.h"
@@ -10,6 +11,7 @@
 #include "reshard/layout/parse.h"
 #include "reshard/layout/partition_spec.h"
 #include "reshard/layout/sharding.h"
+#include "reshard/layout/sharding_picture.h"
 #include "reshard/layout/topology.h"
 
 // Plans: the transfers between two layouts, and their cache.
@@ -26,9 +28,9 @@
 #include "reshard/execute/sharded_array.h"
 #include "reshard/execute/transport.h"
 
-// Files: safetensors, Hugging Face folders.
+// Files: safetensors, Hugging Face folders, reshard checkpoints.
+#include "reshard/formats/checkpoint_reader.h"
 #include "reshard/formats/hf_folder.h"
-#include "reshard/formats/hf_folder_writer.h"
 #include "reshard/formats/model_files.h"
 #include "reshard/formats/safetensors_reader.h"
 #include "reshard/formats/safetensors_writer.h"

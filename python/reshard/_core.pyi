@@ -766,7 +766,7 @@ DEFAULT_STAGING_BYTES: int = 1073741824
 
 DEFAULT_MERGE_CHUNK_BYTES: int = 8388608
 
-class SaveStats:
+class SaveResult:
     """What this process did in a save."""
 
     @property
@@ -783,7 +783,7 @@ class SaveStats:
 
     def __repr__(self) -> str: ...
 
-class RestoreStats:
+class RestoreResult:
     """What this process read in a restore."""
 
     @property
@@ -801,7 +801,7 @@ class SaveHandle:
     An asynchronous save in progress: wait() for its result, ready() to poll.
     """
 
-    def wait(self) -> SaveStats:
+    def wait(self) -> SaveResult:
         """
         Blocks (without the GIL) until the save is committed everywhere, or raises its error. Once.
         """
@@ -809,7 +809,7 @@ class SaveHandle:
     def ready(self) -> bool:
         """Whether wait() would return at once."""
 
-def _save_checkpoint(path: str | os.PathLike, names: Sequence[str], arrays: Sequence[_ShardedArray], metadata: Sequence[tuple[str, str]] | None, replace: bool, transport: Transport | None = None) -> SaveStats:
+def _save_checkpoint(path: str | os.PathLike, names: Sequence[str], arrays: Sequence[_ShardedArray], metadata: Sequence[tuple[str, str]] | None, replace: bool, transport: Transport | None = None) -> SaveResult:
     """
     Saves the arrays under their names as a checkpoint folder (collective).
     """
@@ -819,12 +819,12 @@ def _save_checkpoint_async(path: str | os.PathLike, names: Sequence[str], arrays
     Stages the arrays and saves them in the background; the handle keeps the transport alive.
     """
 
-def _restore_checkpoint(path: str | os.PathLike, names: Sequence[str], shardings: Sequence[NamedSharding], topology: Topology, verify_checksums: bool, transport: Transport | None = None) -> tuple[list[_ShardedArray], RestoreStats]:
+def _restore_checkpoint(path: str | os.PathLike, names: Sequence[str], shardings: Sequence[NamedSharding], topology: Topology, verify_checksums: bool, transport: Transport | None = None) -> tuple[list[_ShardedArray], RestoreResult]:
     """
     The named tensors laid out by their shardings, and what was read (collective).
     """
 
-def _restore_checkpoint_into(path: str | os.PathLike, names: Sequence[str], arrays: Sequence[_ShardedArray], verify_checksums: bool, transport: Transport | None = None) -> RestoreStats:
+def _restore_checkpoint_into(path: str | os.PathLike, names: Sequence[str], arrays: Sequence[_ShardedArray], verify_checksums: bool, transport: Transport | None = None) -> RestoreResult:
     """Fills the arrays' shards with the tensors of their names (collective)."""
 
 class ExportResult:
@@ -914,7 +914,7 @@ class ConvertResult:
 
     def __repr__(self) -> str: ...
 
-class MergeLoraSummary:
+class MergeLoraResult:
     """What a LoRA merge wrote."""
 
     @property
@@ -959,7 +959,7 @@ def _parse_byte_size(text: str) -> int:
     Bytes in a size as the command line takes it ('5GB', '500MB', '1.5GiB'); ParseError otherwise.
     """
 
-def _merge_lora(base: str | os.PathLike, adapter: str | os.PathLike, out: str | os.PathLike, dtype: str | None, max_shard_size: int, replace: bool, chunk_bytes: int) -> MergeLoraSummary:
+def _merge_lora(base: str | os.PathLike, adapter: str | os.PathLike, out: str | os.PathLike, dtype: str | None, max_shard_size: int, replace: bool, chunk_bytes: int) -> MergeLoraResult:
     """
     Merges a PEFT LoRA adapter into its base model, writing a Hugging Face folder.
     """

@@ -51,13 +51,13 @@ SaveOptions save_options(std::optional<MetadataItems> metadata, bool replace, ui
   return options;
 }
 
-SaveStats save(const std::filesystem::path& path, const std::vector<std::string>& names,
+SaveResult save(const std::filesystem::path& path, const std::vector<std::string>& names,
                const std::vector<ShardedArray>& arrays, std::optional<MetadataItems> metadata, bool replace,
                Transport* transport) {
   const std::vector<NamedArray> named = named_arrays(names, arrays);
   const SaveOptions options = save_options(std::move(metadata), replace, SaveOptions{}.staging_bytes);
   return with_transport(transport, topology_of(named),
-                        [&](Transport& t) { return save_checkpoint(path, named, t, options); });
+                        [&](Transport& t) { return save_checkpoint(named, path, t, options); });
 }
 
 // An asynchronous save as Python holds it: the handle, and the one-process
@@ -87,11 +87,11 @@ class PendingSave {
       check_transport_fits(*transport, topology);
     }
     nb::gil_scoped_release release;
-    pending->handle_ = save_checkpoint_async(path, named, *transport, options);
+    pending->handle_ = save_checkpoint_async(named, path, *transport, options);
     return pending;
   }
 
-  SaveStats wait() {
+  SaveResult wait() {
     if (waited_) throw Error(ErrorCode::kInvalidArgument, "wait() was already called on this save");
     waited_ = true;
     nb::gil_scoped_release release;
@@ -112,7 +112,7 @@ std::unique_ptr<PendingSave> save_async(const std::filesystem::path& path, const
   return PendingSave::start(path, named, save_options(std::move(metadata), replace, staging_bytes), transport);
 }
 
-std::pair<std::vector<ShardedArray>, RestoreStats> restore(const std::filesystem::path& path,
+std::pair<std::vector<ShardedArray>, RestoreResult> restore(const std::filesystem::path& path,
                                                            const std::vector<std::string>& names,
                                                            const std::vector<NamedSharding>& shardings,
                                                            const Topology& topology, bool verify_checksums,
@@ -124,41 +124,39 @@ std::pair<std::vector<ShardedArray>, RestoreStats> restore(const std::filesystem
   std::vector<RestoreTarget> targets;
   targets.reserve(names.size());
   for (size_t i = 0; i < names.size(); ++i) targets.push_back(RestoreTarget{names[i], shardings[i], topology});
-  RestoreStats stats;
   const RestoreOptions options{.verify_checksums = verify_checksums};
-  std::vector<NamedArray> restored = with_transport(
-      transport, topology, [&](Transport& t) { return restore_checkpoint(path, targets, t, options, &stats); });
+  RestoreResult result =
+      with_transport(transport, topology, [&](Transport& t) { return restore_checkpoint(path, targets, t, options); });
   std::vector<ShardedArray> arrays;
-  arrays.reserve(restored.size());
-  for (NamedArray& named : restored) arrays.push_back(std::move(named.array));
-  return {std::move(arrays), stats};
+  arrays.reserve(result.arrays.size());
+  for (NamedArray& named : result.arrays) arrays.push_back(std::move(named.array));
+  result.arrays.clear();  // Python gets them as a list; the result keeps the counts
+  return {std::move(arrays), std::move(result)};
 }
 
-RestoreStats restore_into(const std::filesystem::path& path, const std::vector<std::string>& names,
+RestoreResult restore_into(const std::filesystem::path& path, const std::vector<std::string>& names,
                           const std::vector<ShardedArray>& arrays, bool verify_checksums, Transport* transport) {
   std::vector<NamedArray> named = named_arrays(names, arrays);  // copies share the arrays' buffers
   for (const NamedArray& array : named) array.array.check_writable();
-  RestoreStats stats;
   const RestoreOptions options{.verify_checksums = verify_checksums};
-  with_transport(transport, topology_of(named),
-                 [&](Transport& t) { restore_checkpoint_into(path, named, t, options, &stats); });
-  return stats;
+  return with_transport(transport, topology_of(named),
+                        [&](Transport& t) { return restore_checkpoint_into(path, named, t, options); });
 }
 
 void bind_stats(nb::module_& m) {
-  nb::class_<SaveStats>(m, "SaveStats", "What this process did in a save.")
-      .def_ro("chunks_written", &SaveStats::chunks_written, "Chunks this process wrote.")
-      .def_ro("bytes_written", &SaveStats::bytes_written, "Chunk bytes this process wrote.")
-      .def_ro("waves", &SaveStats::waves, "Staging waves (asynchronous saves).")
-      .def("__repr__", [](const SaveStats& s) {
-        return "SaveStats(chunks_written=" + std::to_string(s.chunks_written) +
+  nb::class_<SaveResult>(m, "SaveResult", "What this process did in a save.")
+      .def_ro("chunks_written", &SaveResult::chunks_written, "Chunks this process wrote.")
+      .def_ro("bytes_written", &SaveResult::bytes_written, "Chunk bytes this process wrote.")
+      .def_ro("waves", &SaveResult::waves, "Staging waves (asynchronous saves).")
+      .def("__repr__", [](const SaveResult& s) {
+        return "SaveResult(chunks_written=" + std::to_string(s.chunks_written) +
                ", bytes_written=" + std::to_string(s.bytes_written) + ", waves=" + std::to_string(s.waves) + ")";
       });
-  nb::class_<RestoreStats>(m, "RestoreStats", "What this process read in a restore.")
-      .def_ro("header_bytes_read", &RestoreStats::header_bytes_read, "The manifest and data files' headers.")
-      .def_ro("data_bytes_read", &RestoreStats::data_bytes_read, "Chunk bytes.")
-      .def("__repr__", [](const RestoreStats& s) {
-        return "RestoreStats(header_bytes_read=" + std::to_string(s.header_bytes_read) +
+  nb::class_<RestoreResult>(m, "RestoreResult", "What this process read in a restore.")
+      .def_ro("header_bytes_read", &RestoreResult::header_bytes_read, "The manifest and data files' headers.")
+      .def_ro("data_bytes_read", &RestoreResult::data_bytes_read, "Chunk bytes.")
+      .def("__repr__", [](const RestoreResult& s) {
+        return "RestoreResult(header_bytes_read=" + std::to_string(s.header_bytes_read) +
                ", data_bytes_read=" + std::to_string(s.data_bytes_read) + ")";
       });
 }

@@ -64,7 +64,7 @@ ExportResult export_from_checkpoint(const std::filesystem::path& checkpoint, con
   const ExportOptions options = export_options(kind, dtype, max_shard_size, std::move(base), gather_to, replace,
                                                std::move(hf_config_json), lora_config_json);
   return run_collective(transport,
-                        [&](Transport& t) { return export_checkpoint(checkpoint, out, tensor_map, options, t); });
+                        [&](Transport& t) { return export_checkpoint(checkpoint, out, tensor_map, t, options); });
 }
 
 ExportResult export_from_arrays(const std::vector<std::string>& names, const std::vector<ShardedArray>& arrays,
@@ -81,14 +81,12 @@ ExportResult export_from_arrays(const std::vector<std::string>& names, const std
                                                std::move(hf_config_json), lora_config_json);
   const Topology topology = arrays.empty() ? Topology::uniform(1, 1) : arrays.front().topology();
   return with_transport(transport, topology,
-                        [&](Transport& t) { return export_arrays(named, out, tensor_map, options, t); });
+                        [&](Transport& t) { return export_arrays(named, out, tensor_map, t, options); });
 }
 
-ImportOptions import_options(const Mesh& mesh, const Topology& topology, std::vector<LayoutRule> rules,
-                             std::optional<std::string> best_effort_axis, bool strict,
-                             const std::optional<std::string>& dtype, AxisSizes sizes,
+ImportOptions import_options(const std::optional<std::string>& dtype, AxisSizes sizes,
                              std::optional<std::filesystem::path> base, bool replace) {
-  ImportOptions options(CheckpointLayout{mesh, topology, std::move(rules), std::move(best_effort_axis), strict});
+  ImportOptions options;
   if (dtype) options.dtype = dtype_from_string(*dtype);
   options.sizes = std::move(sizes);
   options.base = std::move(base);
@@ -133,14 +131,14 @@ void bind_export_import(nb::module_& m) {
                              bool strict, const std::optional<std::string>& dtype, AxisSizes sizes,
                              std::optional<std::filesystem::path> base, Transport* transport) {
     const TensorMap tensor_map = tensor_map_from(map);
-    const ImportOptions options = import_options(mesh, topology, rules_from_python(rules), std::move(best_effort),
-                                                 strict, dtype, std::move(sizes), std::move(base), true);
-    ImportResult result;
-    std::vector<NamedArray> named = with_transport(
-        transport, topology, [&](Transport& t) { return import_arrays(hf_dir, tensor_map, options, t, &result); });
+    const CheckpointLayout layout{mesh, topology, rules_from_python(rules), std::move(best_effort), strict};
+    const ImportOptions options = import_options(dtype, std::move(sizes), std::move(base), true);
+    ImportResult result = with_transport(
+        transport, topology, [&](Transport& t) { return import_arrays(hf_dir, tensor_map, layout, t, options); });
     std::vector<std::pair<std::string, ShardedArray>> out;
-    for (NamedArray& a : named) out.emplace_back(std::move(a.name), std::move(a.array));
-    return std::make_pair(std::move(out), result);
+    for (NamedArray& a : result.arrays) out.emplace_back(std::move(a.name), std::move(a.array));
+    result.arrays.clear();  // Python gets them as pairs; the result keeps the counts
+    return std::make_pair(std::move(out), std::move(result));
   }, nb::arg("hf_dir"), nb::arg("map"), nb::arg("mesh"), nb::arg("topology"), nb::arg("rules").none(),
         nb::arg("best_effort").none(), nb::arg("strict"), nb::arg("dtype").none(), nb::arg("sizes"),
         nb::arg("base").none(), nb::arg("transport").none() = nb::none(),
@@ -151,10 +149,10 @@ void bind_export_import(nb::module_& m) {
                                  const std::optional<std::string>& dtype, AxisSizes sizes,
                                  std::optional<std::filesystem::path> base, bool replace, Transport* transport) {
     const TensorMap tensor_map = tensor_map_from(map);
-    const ImportOptions options = import_options(mesh, topology, rules_from_python(rules), std::move(best_effort),
-                                                 strict, dtype, std::move(sizes), std::move(base), replace);
+    const CheckpointLayout layout{mesh, topology, rules_from_python(rules), std::move(best_effort), strict};
+    const ImportOptions options = import_options(dtype, std::move(sizes), std::move(base), replace);
     return with_transport(transport, topology, [&](Transport& t) {
-      return import_checkpoint(hf_dir, checkpoint, tensor_map, options, t);
+      return import_checkpoint(hf_dir, checkpoint, tensor_map, layout, t, options);
     });
   }, nb::arg("hf_dir"), nb::arg("checkpoint"), nb::arg("map"), nb::arg("mesh"), nb::arg("topology"),
         nb::arg("rules").none(), nb::arg("best_effort").none(), nb::arg("strict"), nb::arg("dtype").none(),

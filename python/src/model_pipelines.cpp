@@ -80,12 +80,12 @@ ConvertResult convert(const std::filesystem::path& src, const std::filesystem::p
   }
   if (options.layout) {
     return with_transport(transport, options.layout->topology,
-                          [&](Transport& t) { return convert_model(src, dst, options, t); });
+                          [&](Transport& t) { return convert_model(src, dst, t, options); });
   }
-  return run_collective(transport, [&](Transport& t) { return convert_model(src, dst, options, t); });
+  return run_collective(transport, [&](Transport& t) { return convert_model(src, dst, t, options); });
 }
 
-MergeLoraSummary merge_lora(const std::filesystem::path& base, const std::filesystem::path& adapter,
+MergeLoraResult merge_lora(const std::filesystem::path& base, const std::filesystem::path& adapter,
                             const std::filesystem::path& out, const std::optional<std::string>& dtype,
                             uint64_t max_shard_size, bool replace, size_t chunk_bytes) {
   MergeLoraOptions options;
@@ -102,7 +102,7 @@ MergeLoraSummary merge_lora(const std::filesystem::path& base, const std::filesy
 void bind_pipelines(nb::module_& m) {
   // The C++ options' defaults, so that the Python signatures show the same values.
   m.attr("DEFAULT_MAX_SHARD_SIZE") = kDefaultMaxShardSize;
-  m.attr("DEFAULT_STAGING_BYTES") = SaveOptions{}.staging_bytes;
+  m.attr("DEFAULT_STAGING_BYTES") = kDefaultStagingBytes;
   m.attr("DEFAULT_MERGE_CHUNK_BYTES") = MergeLoraOptions{}.chunk_bytes;
   bind_checkpoint(m);
   bind_export_import(m);
@@ -116,17 +116,17 @@ void bind_pipelines(nb::module_& m) {
         return "ConvertResult(files=" + std::to_string(r.files) + ", tensors=" + std::to_string(r.tensors) +
                ", bytes=" + std::to_string(r.bytes) + ")";
       });
-  nb::class_<MergeLoraSummary>(m, "MergeLoraSummary", "What a LoRA merge wrote.")
-      .def_ro("tensors", &MergeLoraSummary::tensors, "Tensors in the output.")
-      .def_ro("merged", &MergeLoraSummary::merged, "Weights a LoRA delta was added to.")
-      .def_ro("files", &MergeLoraSummary::files, "Weight files written.")
-      .def_ro("bytes", &MergeLoraSummary::bytes, "Tensor bytes written.")
-      .def_ro("replaced", &MergeLoraSummary::replaced,
+  nb::class_<MergeLoraResult>(m, "MergeLoraResult", "What a LoRA merge wrote.")
+      .def_ro("tensors", &MergeLoraResult::tensors, "Tensors in the output.")
+      .def_ro("merged", &MergeLoraResult::merged, "Weights a LoRA delta was added to.")
+      .def_ro("files", &MergeLoraResult::files, "Weight files written.")
+      .def_ro("bytes", &MergeLoraResult::bytes, "Tensor bytes written.")
+      .def_ro("replaced", &MergeLoraResult::replaced,
               "Tensors taken whole from the adapter (modules_to_save, saved base layers).")
-      .def_ro("copied", &MergeLoraSummary::copied, "The base folder's non-weight files carried beside the weights.")
-      .def_ro("warnings", &MergeLoraSummary::warnings, "What the output lacks that its users will miss.")
-      .def("__repr__", [](const MergeLoraSummary& s) {
-        return "MergeLoraSummary(tensors=" + std::to_string(s.tensors) + ", merged=" + std::to_string(s.merged) +
+      .def_ro("copied", &MergeLoraResult::copied, "The base folder's non-weight files carried beside the weights.")
+      .def_ro("warnings", &MergeLoraResult::warnings, "What the output lacks that its users will miss.")
+      .def("__repr__", [](const MergeLoraResult& s) {
+        return "MergeLoraResult(tensors=" + std::to_string(s.tensors) + ", merged=" + std::to_string(s.merged) +
                ", files=" + std::to_string(s.files) + ", bytes=" + std::to_string(s.bytes) + ")";
       });
 

@@ -78,7 +78,7 @@ void convert(const ConvertFlags& flags) {
     progress.emplace("converting", 0);
     options.progress = [&progress](uint64_t bytes) { progress->advance(bytes); };
   }
-  const ConvertResult result = convert_model(flags.src, flags.dst, options, transport);
+  const ConvertResult result = convert_model(flags.src, flags.dst, transport, options);
   if (progress) progress->finish();
   if (world.rank != 0) return;
   for (const std::string& warning : result.warnings) {

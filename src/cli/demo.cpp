@@ -14,7 +14,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.h"
-#include "cli/demo_steps.h"
+#include "cli/demo/demo_steps.h"
 #include "cli/job.h"
 #include "reshard/execute/in_process_transport.h"
 #include "reshard/layout/error.h"

@@ -88,7 +88,7 @@ void run_export(const ExportFlags& flags) {
     progress.emplace("exporting", 0);
     options.progress = [&progress](uint64_t bytes) { progress->advance(bytes); };
   }
-  const ExportResult result = export_checkpoint(flags.checkpoint, flags.out, map, options, transport);
+  const ExportResult result = export_checkpoint(flags.checkpoint, flags.out, map, transport, options);
   if (progress) progress->finish();
   if (world.rank != 0) return;
   std::cout << fmt::format("wrote {}: {} ({} file{}, {} tensors{}, {} bytes of tensor data)\n", flags.out,

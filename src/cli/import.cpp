@@ -35,7 +35,8 @@ void import_model(const ImportFlags& flags) {
   if (flags.layout.mesh.empty()) throw Error(ErrorCode::kParse, "--mesh is required: the checkpoint's layout");
   const TensorMap map = load_tensor_map(flags.map);
   const JobWorld world = job_world();
-  ImportOptions options(checkpoint_layout_from_flags(flags.layout, world.size));
+  const CheckpointLayout layout = checkpoint_layout_from_flags(flags.layout, world.size);
+  ImportOptions options;
   options.dtype = float_cast_from_flag(flags.dtype);
   options.replace = flags.force;
   Transport& transport = job_transport();
@@ -44,7 +45,7 @@ void import_model(const ImportFlags& flags) {
     progress.emplace("importing", 0);
     options.progress = [&progress](uint64_t bytes) { progress->advance(bytes); };
   }
-  const ImportResult result = import_checkpoint(flags.hf_dir, flags.checkpoint, map, options, transport);
+  const ImportResult result = import_checkpoint(flags.hf_dir, flags.checkpoint, map, layout, transport, options);
   if (progress) progress->finish();
   if (world.rank != 0) return;
   std::cout << fmt::format("wrote {}: checkpoint ({} tensors, {} bytes of tensor data; process 0 of {} read {} bytes "

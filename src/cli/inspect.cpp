@@ -13,8 +13,8 @@
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "cli/sha256.h"
+#include "formats/checksum.h"
 #include "reshard/formats/checkpoint_reader.h"
-#include "reshard/formats/checksum.h"
 #include "reshard/formats/model_files.h"
 #include "reshard/formats/tensor_stream.h"
 

@@ -51,7 +51,7 @@ void merge_lora(const MergeLoraCliOptions& cli) {
   }
   Progress progress("merging", total);
   options.progress = [&progress](uint64_t bytes) { progress.advance(bytes); };
-  const MergeLoraSummary summary = merge_lora_folder(cli.base, cli.adapter, cli.out, options);
+  const MergeLoraResult summary = merge_lora_folder(cli.base, cli.adapter, cli.out, options);
   progress.finish();
   for (const std::string& warning : summary.warnings) {
     const std::string line = "warning: " + warning + "\n";

@@ -4,8 +4,8 @@
 #include <map>
 #include <tuple>
 
+#include "layout/checked.h"
 #include "reshard/execute/sharded_array.h"
-#include "reshard/layout/checked.h"
 #include "reshard/layout/error.h"
 
 namespace reshard {

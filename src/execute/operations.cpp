@@ -4,8 +4,8 @@
 
 #include "execute_moves.h"
 #include "host_layout.h"
+#include "layout/checked.h"
 #include "parallel_copy.h"
-#include "reshard/layout/checked.h"
 #include "reshard/layout/error.h"
 #include "reshard/plan/plan_cache.h"
 

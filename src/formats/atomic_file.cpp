@@ -1,4 +1,4 @@
-#include "reshard/formats/atomic_file.h"
+#include "formats/atomic_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>

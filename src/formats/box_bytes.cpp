@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "formats/json_escape.h"
 #include "layout/box_copy.h"
-#include "reshard/formats/json_escape.h"
-#include "reshard/layout/checked.h"
+#include "layout/checked.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::safetensors::detail {

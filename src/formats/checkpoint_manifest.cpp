@@ -8,9 +8,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "reshard/formats/checksum.h"
-#include "reshard/formats/json_escape.h"
-#include "reshard/layout/checked.h"
+#include "formats/checksum.h"
+#include "formats/json_escape.h"
+#include "layout/checked.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::checkpoint {

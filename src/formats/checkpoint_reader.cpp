@@ -12,9 +12,9 @@
 
 #include <fmt/format.h>
 
+#include "formats/checksum.h"
+#include "formats/json_escape.h"
 #include "layout/box_copy.h"
-#include "reshard/formats/checksum.h"
-#include "reshard/formats/json_escape.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::checkpoint {

@@ -1,4 +1,4 @@
-#include "reshard/formats/checksum.h"
+#include "formats/checksum.h"
 
 #include <xxhash.h>
 

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "reshard/formats/json_escape.h"
+#include "formats/json_escape.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::safetensors::detail {

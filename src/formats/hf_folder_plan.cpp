@@ -1,11 +1,11 @@
-#include "reshard/formats/hf_folder_plan.h"
+#include "formats/hf_folder_plan.h"
 
 #include <unordered_set>
 
 #include <fmt/format.h>
 
+#include "layout/checked.h"
 #include "reshard/formats/hf_split.h"
-#include "reshard/layout/checked.h"
 #include "reshard/layout/error.h"
 
 namespace reshard {

@@ -1,13 +1,13 @@
-#include "reshard/formats/hf_folder_writer.h"
+#include "formats/hf_folder_writer.h"
 
 #include <algorithm>
 #include <system_error>
 
 #include <fmt/format.h>
 
-#include "reshard/formats/atomic_file.h"
+#include "formats/atomic_file.h"
+#include "formats/staged_folder.h"
 #include "reshard/formats/safetensors_writer.h"
-#include "reshard/formats/staged_folder.h"
 #include "reshard/layout/error.h"
 
 namespace reshard {

@@ -1,4 +1,4 @@
-#include "reshard/formats/json_escape.h"
+#include "formats/json_escape.h"
 
 namespace reshard {
 namespace {

@@ -9,9 +9,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "formats/json_escape.h"
 #include "header_json.h"
-#include "reshard/formats/json_escape.h"
-#include "reshard/layout/checked.h"
+#include "layout/checked.h"
 #include "reshard/layout/error.h"
 #include "utf8.h"
 

@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "reshard/formats/json_escape.h"
-#include "reshard/layout/checked.h"
+#include "formats/json_escape.h"
+#include "layout/checked.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::safetensors {

@@ -7,8 +7,9 @@
 #include <fmt/format.h>
 
 #include "box_bytes.h"
-#include "reshard/formats/json_escape.h"
-#include "reshard/layout/checked.h"
+#include "formats/atomic_file.h"
+#include "formats/json_escape.h"
+#include "layout/checked.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::safetensors {
@@ -33,11 +34,17 @@ const TensorInfo& tensor_named(const FileLayout& layout, std::string_view name,
 
 StreamWriter::StreamWriter(std::filesystem::path path, FileLayout layout, size_t buffer_bytes)
     : layout_(std::move(layout)),
-      file_(AtomicFile::create(path)),
+      file_(std::make_unique<AtomicFile>(AtomicFile::create(path))),
       buffer_bytes_(std::max<size_t>(buffer_bytes, 4096)) {
   buffer_.reserve(buffer_bytes_);
   buffer_ = layout_.header_bytes();
 }
+
+StreamWriter::StreamWriter(StreamWriter&&) noexcept = default;
+StreamWriter& StreamWriter::operator=(StreamWriter&&) noexcept = default;
+StreamWriter::~StreamWriter() = default;
+
+const std::filesystem::path& StreamWriter::path() const { return file_->final_path(); }
 
 void StreamWriter::write(std::span<const std::byte> bytes) {
   const uint64_t left = layout_.header().data_bytes() - data_written_;
@@ -54,7 +61,7 @@ void StreamWriter::write(std::span<const std::byte> bytes) {
     if (bytes.size() < buffer_bytes_) {
       buffer_.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     } else {
-      file_.write(bytes);
+      file_->write(bytes);
     }
   }
   data_written_ += bytes.size();
@@ -84,7 +91,7 @@ const TensorInfo* StreamWriter::next_tensor() const {
 }
 
 void StreamWriter::flush() {
-  file_.write(as_bytes(buffer_));
+  file_->write(as_bytes(buffer_));
   buffer_.clear();
 }
 
@@ -96,13 +103,19 @@ void StreamWriter::commit() {
                             data_written_, expected));
   }
   flush();
-  file_.commit();
+  file_->commit();
 }
 
 // ---- PositionalWriter ----
 
 PositionalWriter::PositionalWriter(FileLayout layout, AtomicFile file)
-    : layout_(std::move(layout)), file_(std::move(file)) {}
+    : layout_(std::move(layout)), file_(std::make_unique<AtomicFile>(std::move(file))) {}
+
+PositionalWriter::PositionalWriter(PositionalWriter&&) noexcept = default;
+PositionalWriter& PositionalWriter::operator=(PositionalWriter&&) noexcept = default;
+PositionalWriter::~PositionalWriter() = default;
+
+const std::filesystem::path& PositionalWriter::path() const { return file_->final_path(); }
 
 PositionalWriter PositionalWriter::create(const std::filesystem::path& path, FileLayout layout) {
   AtomicFile file = AtomicFile::create(path);
@@ -133,7 +146,7 @@ void PositionalWriter::write(std::string_view name, uint64_t offset,
                 fmt::format("{}: tensor {}: bytes [{}, {}) pass its end at {}", path().string(),
                             json_quoted(name), offset, end, tensor.byte_size()));
   }
-  file_.write_at(layout_.header().file_offset(tensor) + offset, bytes);
+  file_->write_at(layout_.header().file_offset(tensor) + offset, bytes);
 }
 
 void PositionalWriter::write_box(std::string_view name, const Box& box,
@@ -148,7 +161,7 @@ void PositionalWriter::write_box(std::string_view name, const Box& box,
     }
     const uint64_t base = layout_.header().file_offset(tensor);
     detail::for_each_byte_run(tensor, box, [&](const detail::ByteRun& run) {
-      file_.write_at(base + run.tensor_offset, bytes.subspan(run.box_offset, run.length));
+      file_->write_at(base + run.tensor_offset, bytes.subspan(run.box_offset, run.length));
     });
   } catch (const Error& e) {
     if (e.code() == ErrorCode::kIo) throw;
@@ -156,11 +169,13 @@ void PositionalWriter::write_box(std::string_view name, const Box& box,
   }
 }
 
-void PositionalWriter::sync() const { file_.sync(); }
+void PositionalWriter::sync() const { file_->sync(); }
 
-void PositionalWriter::commit() { file_.commit(); }
+void PositionalWriter::commit() { file_->commit(); }
 
-void PositionalWriter::abandon() noexcept { file_.abandon(); }
+void PositionalWriter::abandon() noexcept {
+  if (file_) file_->abandon();  // a moved-from writer owns nothing
+}
 
 // ---- write_file ----
 

@@ -1,4 +1,4 @@
-#include "reshard/formats/staged_folder.h"
+#include "formats/staged_folder.h"
 
 #include <fcntl.h>
 #include <unistd.h>

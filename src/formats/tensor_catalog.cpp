@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "reshard/layout/checked.h"
+#include "layout/checked.h"
 #include "reshard/layout/error.h"
 
 namespace reshard {

@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "layout/float_convert.h"
 #include "reshard/layout/error.h"
-#include "reshard/layout/float_convert.h"
 
 namespace reshard {
 namespace {

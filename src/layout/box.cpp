@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "layout/box_copy.h"
-#include "reshard/layout/checked.h"
+#include "layout/checked.h"
 #include "reshard/layout/error.h"
 
 namespace reshard {

@@ -1,4 +1,4 @@
-#include "reshard/layout/checked.h"
+#include "layout/checked.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "reshard/layout/float_convert.h"
+#include "layout/float_convert.h"
 
 #include <bit>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "reshard/plan/box_overlap.h"
+#include "plan/box_overlap.h"
 
 #include <algorithm>
 #include <vector>

@@ -5,9 +5,9 @@
 
 #include <fmt/format.h>
 
-#include "reshard/layout/checked.h"
+#include "layout/checked.h"
+#include "plan/box_overlap.h"
 #include "reshard/layout/error.h"
-#include "reshard/plan/box_overlap.h"
 #include "reshard/plan/plan.h"
 
 namespace reshard {

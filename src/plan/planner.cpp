@@ -10,9 +10,9 @@
 
 #include "chunk_pieces.h"
 #include "fan_out.h"
+#include "layout/checked.h"
 #include "repeated_keys.h"
 #include "replica_chooser.h"
-#include "reshard/layout/checked.h"
 #include "reshard/layout/error.h"
 #include "sender_balance.h"
 #include "share_split.h"

@@ -5,7 +5,7 @@
 #include <map>
 #include <queue>
 
-#include "reshard/layout/checked.h"
+#include "layout/checked.h"
 
 namespace reshard::plan_detail {
 namespace {

@@ -12,9 +12,9 @@
 #include <fmt/format.h>
 
 #include "cli/support/run_reshard.h"
+#include "layout/float_convert.h"
 #include "reshard/formats/safetensors_reader.h"
 #include "reshard/formats/safetensors_writer.h"
-#include "reshard/layout/float_convert.h"
 #include "support/seed.h"
 
 namespace reshard {

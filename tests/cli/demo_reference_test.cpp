@@ -8,15 +8,15 @@
 
 #include <gtest/gtest.h>
 
-#include "cli/demo_export_checks.h"
-#include "cli/demo_files.h"
-#include "cli/demo_reference.h"
+#include "cli/demo/demo_export_checks.h"
+#include "cli/demo/demo_files.h"
+#include "cli/demo/demo_reference.h"
 #include "cli/support/run_reshard.h"
+#include "pipelines/lora/lora_merge.h"
 #include "reshard/execute/in_process_transport.h"
 #include "reshard/formats/safetensors_writer.h"
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/lora_config.h"
-#include "reshard/pipelines/lora_merge.h"
 #include "support/seed.h"
 
 namespace reshard::cli::demo {

@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/support/run_reshard.h"
-#include "reshard/formats/hf_folder_writer.h"
+#include "formats/hf_folder_writer.h"
 #include "reshard/formats/safetensors_writer.h"
 
 namespace reshard {

@@ -16,8 +16,8 @@
 #include <gtest/gtest.h>
 
 #include "cli/support/run_reshard.h"
+#include "formats/hf_folder_writer.h"
 #include "reshard/formats/hf_folder.h"
-#include "reshard/formats/hf_folder_writer.h"
 #include "reshard/formats/safetensors_writer.h"
 #include "reshard/pipelines/lora_config.h"
 #include "reshard/pipelines/peft_adapter.h"

@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "formats/checksum.h"
 #include "reshard/formats/checkpoint_manifest.h"
-#include "reshard/formats/checksum.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::checkpoint {

@@ -1,6 +1,6 @@
 // Writing Hugging Face folders: the split and names as transformers makes them,
 // every file byte-identical to a direct write, the index, and atomic output.
-#include "reshard/formats/hf_folder_writer.h"
+#include "formats/hf_folder_writer.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -9,13 +9,13 @@
 #include <map>
 #include <vector>
 
+#include "formats/hf_folder_plan.h"
+#include "formats/staged_folder.h"
 #include "formats/support/random_tensors.h"
 #include "formats/support/safetensors_files.h"
 #include "layout/support/expect_error.h"
 #include "reshard/formats/hf_folder.h"
-#include "reshard/formats/hf_folder_plan.h"
 #include "reshard/formats/safetensors_writer.h"
-#include "reshard/formats/staged_folder.h"
 #include "support/seed.h"
 
 namespace reshard {

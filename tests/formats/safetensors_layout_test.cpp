@@ -2,8 +2,8 @@
 // reference writer has them.
 #include <gtest/gtest.h>
 
+#include "formats/json_escape.h"
 #include "formats/support/safetensors_files.h"
-#include "reshard/formats/json_escape.h"
 #include "reshard/formats/safetensors_header.h"
 #include "reshard/formats/safetensors_layout.h"
 #include "reshard/layout/error.h"

@@ -4,12 +4,12 @@
 
 #include <cstring>
 
+#include "formats/json_escape.h"
 #include "formats/support/random_tensors.h"
 #include "formats/support/safetensors_files.h"
-#include "reshard/formats/json_escape.h"
+#include "layout/checked.h"
 #include "reshard/formats/safetensors_reader.h"
 #include "reshard/formats/safetensors_writer.h"
-#include "reshard/layout/checked.h"
 #include "reshard/layout/error.h"
 #include "support/seed.h"
 

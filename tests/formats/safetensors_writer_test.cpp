@@ -9,9 +9,9 @@
 #include <algorithm>
 #include <thread>
 
+#include "formats/atomic_file.h"
 #include "formats/support/random_tensors.h"
 #include "formats/support/safetensors_files.h"
-#include "reshard/formats/atomic_file.h"
 #include "reshard/formats/safetensors_reader.h"
 #include "reshard/formats/safetensors_writer.h"
 #include "reshard/layout/error.h"

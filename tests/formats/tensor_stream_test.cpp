@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "formats/support/safetensors_files.h"
+#include "layout/float_convert.h"
 #include "layout/support/expect_error.h"
 #include "reshard/formats/safetensors_writer.h"
-#include "reshard/layout/float_convert.h"
 #include "support/seed.h"
 
 namespace reshard {

@@ -1,6 +1,7 @@
 # Checks the include graph between the layers: every #include in src/<layer>/
 # and include/reshard/<layer>/ must name a header of its own layer or of one
-# it builds on (as CMakeLists.txt links them). Prints which layer includes
+# it builds on (as CMakeLists.txt links them), and no installed header
+# (include/) may include an internal one (src/). Prints which layer includes
 # which, and fails on any other include, naming the file and the line.
 #   cmake -DSOURCE_DIR=<repository> -P check_includes.cmake
 cmake_minimum_required(VERSION 3.25)
@@ -59,7 +60,9 @@ set(violations "")
 set(edges "")
 foreach(file IN LISTS files)
   layer_of("${file}" from)
-  if(from STREQUAL "" OR from STREQUAL "api")
+  # An installed header may include only installed headers: src/ does not ship.
+  string(FIND "${file}" "${SOURCE_DIR}/include/" public_at)
+  if(from STREQUAL "" OR (from STREQUAL "api" AND NOT public_at EQUAL 0))
     continue()
   endif()
   get_filename_component(dir "${file}" DIRECTORY)
@@ -71,6 +74,16 @@ foreach(file IN LISTS files)
     set(name "${CMAKE_MATCH_1}")
     resolve("${dir}" "${name}" target)
     if(target STREQUAL "")
+      continue()
+    endif()
+    if(public_at EQUAL 0)
+      string(FIND "${target}" "${SOURCE_DIR}/src/" internal_at)
+      if(internal_at EQUAL 0)
+        file(RELATIVE_PATH rel "${SOURCE_DIR}" "${file}")
+        list(APPEND violations "${rel}: an installed header includes an internal one: ${line}")
+      endif()
+    endif()
+    if(from STREQUAL "api")
       continue()
     endif()
     layer_of("${target}" to)
@@ -106,5 +119,5 @@ message(STATUS "includes between layers:\n${summary}")
 if(violations)
   list(JOIN violations "\n  " shown)
   message(FATAL_ERROR "includes against the layering (layout < plan < execute < pipelines, "
-                      "formats on layout alone, cli on top):\n  ${shown}")
+                      "formats on layout alone, cli on top; installed headers on installed ones):\n  ${shown}")
 endif()

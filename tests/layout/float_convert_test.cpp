@@ -1,6 +1,6 @@
 // f32 <-> f16 <-> bf16, checked against an independent reference written with
 // double arithmetic and std::nearbyint (round to nearest, ties to even).
-#include "reshard/layout/float_convert.h"
+#include "layout/float_convert.h"
 
 #include <bit>
 #include <cmath>

@@ -11,9 +11,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "reshard/layout/checked.h"
-#include "reshard/layout/sharding.h"
+#include "layout/checked.h"
 #include "layout/support/printers.h"
+#include "reshard/layout/sharding.h"
 #include "support/seed.h"
 
 namespace reshard {

@@ -39,12 +39,12 @@ void run_pipelines(const fs::path& dir, Transport& transport) {
   model.push_back({"stacked.w", make_array(4, 6, 0, "x", transport)});
   model.push_back({"w.lora_a", make_array(2, 6, 100, "", transport)});
   model.push_back({"w.lora_b", make_array(4, 2, 200, "x", transport)});
-  save_checkpoint(dir / "ckpt", model, transport);
+  save_checkpoint(model, dir / "ckpt", transport);
 
   const Topology topology = Topology::uniform(2, 2);
   const NamedSharding columns(Mesh({{"x", 2}}, {1, 0}), PartitionSpec::parse("None,x"));
   const std::vector<RestoreTarget> targets = {{"stacked.w", columns, topology}};
-  const std::vector<NamedArray> restored = restore_checkpoint(dir / "ckpt", targets, transport);
+  const std::vector<NamedArray> restored = restore_checkpoint(dir / "ckpt", targets, transport).arrays;
   require(restored.size() == 1 && restored[0].array.sharding() == columns, "restore_checkpoint");
 
   const TensorMap map = parse_tensor_map(R"({"rules": [
@@ -54,20 +54,20 @@ void run_pipelines(const fs::path& dir, Transport& transport) {
                                          "map");
   ExportOptions to_model;
   to_model.hf_config_json = R"({"model_type": "llama"})";
-  require(export_arrays(model, dir / "hf", map, to_model, transport).tensors == 1, "export_arrays");
+  require(export_arrays(model, dir / "hf", map, transport, to_model).tensors == 1, "export_arrays");
 
   ConvertOptions convert;
   convert.output = ConvertOutput::kHfFolder;
-  require(convert_model(dir / "hf", dir / "hf-copy", convert, transport).tensors == 1, "convert_model");
+  require(convert_model(dir / "hf", dir / "hf-copy", transport, convert).tensors == 1, "convert_model");
 
-  ImportOptions import(CheckpointLayout{Mesh({{"x", 2}}, {0, 1}), topology, {}, std::string("x"), false});
-  const std::vector<NamedArray> imported = import_arrays(dir / "hf", map, import, transport);
+  const CheckpointLayout framework{Mesh({{"x", 2}}, {0, 1}), topology, {}, std::string("x"), false};
+  const std::vector<NamedArray> imported = import_arrays(dir / "hf", map, framework, transport).arrays;
   require(imported.size() == 1 && imported[0].name == "stacked.w", "import_arrays");
 
   ExportOptions to_adapter;
   to_adapter.kind = ExportKind::kAdapterOnly;
   to_adapter.lora_config = parse_lora_config(R"({"peft_type": "LORA", "r": 2, "lora_alpha": 4})", "config");
-  require(export_checkpoint(dir / "ckpt", dir / "adapter", map, to_adapter, transport).tensors == 2,
+  require(export_checkpoint(dir / "ckpt", dir / "adapter", map, transport, to_adapter).tensors == 2,
           "export_checkpoint");
 
   if (transport.rank() == 0) {

@@ -29,6 +29,8 @@ string(SUBSTRING "${rest}" 0 ${end} example)
 file(WRITE "${WORK_DIR}/readme_example.cpp" "${example}")
 
 run(${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${WORK_DIR}/prefix")
+include("${CMAKE_CURRENT_LIST_DIR}/check_installed_headers.cmake")
+check_installed_headers("${WORK_DIR}/prefix" "${SOURCE_DIR}/docs/api.md")
 run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/tests/package" -B "${WORK_DIR}/build" -G "${GENERATOR}"
     "-DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix" "-DCMAKE_CXX_COMPILER=${CXX}" "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}"
     "-DEXAMPLE_SOURCE=${WORK_DIR}/readme_example.cpp" -DCMAKE_BUILD_TYPE=Release)

@@ -43,7 +43,7 @@ void save(const fs::path& path, uint64_t version, uint64_t block_bytes = kBlockB
   SaveOptions options;
   options.checksum_block_bytes = block_bytes;
   testing::run_ranks(layout.processes, [&](Transport& transport) {
-    save_checkpoint(path, testing::make_arrays(testing::small_model(), layout, transport.rank(), version), transport,
+    save_checkpoint(testing::make_arrays(testing::small_model(), layout, transport.rank(), version), path, transport,
                     options);
   });
 }
@@ -150,7 +150,7 @@ TEST(CheckpointDamage, AFlippedBitInABlockNotReadIsStillCaughtByVerify) {
   testing::run_ranks(1, [&](Transport& transport) {
     std::vector<RestoreTarget> targets = testing::targets_for(testing::small_model(), one);
     targets.pop_back();  // opt.m
-    const auto arrays = restore_checkpoint(dir / "c", targets, transport);
+    const auto arrays = restore_checkpoint(dir / "c", targets, transport).arrays;
     for (const NamedArray& array : arrays) EXPECT_EQ(testing::mismatch(array, 4), "");
   });
   expect_error_naming(verify_error(dir / "c"), ErrorCode::kChecksumMismatch,
@@ -243,7 +243,7 @@ TEST(CheckpointDamage, AFullDiskFailsTheSaveEverywhereAndKeepsTheOldOne) {
       arrays.push_back({"big", ShardedArray::from_function({2048}, DType::kF32, NamedSharding(Mesh({{"x", 1}}, {1}), PartitionSpec()),
                                                            topology, transport.rank(), fill)});
       try {
-        save_checkpoint(dir / "c", arrays, transport);
+        save_checkpoint(arrays, dir / "c", transport);
       } catch (const Error& e) {
         codes[static_cast<size_t>(transport.rank())] = static_cast<int>(e.code());
         messages[static_cast<size_t>(transport.rank())] = e.what();
@@ -292,7 +292,7 @@ TEST(CheckpointDamage, ASaveKilledAtRandomMomentsNeverLeavesAPartialCheckpoint) 
     // Whatever is under the name is whole: the last committed version, or this one.
     bool is_old = true, is_new = true;
     testing::run_ranks(1, [&](Transport& transport) {
-      const auto arrays = restore_checkpoint(dir / "c", testing::targets_for(testing::small_model(), one), transport);
+      const auto arrays = restore_checkpoint(dir / "c", testing::targets_for(testing::small_model(), one), transport).arrays;
       for (const NamedArray& array : arrays) {
         is_old = is_old && testing::mismatch(array, committed).empty();
         is_new = is_new && testing::mismatch(array, version).empty();

@@ -10,13 +10,13 @@
 #include <mutex>
 
 #include "execute/support/rank_threads.h"
+#include "pipelines/checkpoint/save_plan.h"
 #include "pipelines/support/checkpoint_arrays.h"
 #include "reshard/formats/checkpoint_reader.h"
 #include "reshard/formats/safetensors_reader.h"
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/checkpoint_restore.h"
 #include "reshard/pipelines/checkpoint_save.h"
-#include "reshard/pipelines/save_plan.h"
 #include "support/seed.h"
 
 namespace reshard {
@@ -45,7 +45,7 @@ std::vector<LayoutDef> layouts() {
 void save_on(const fs::path& path, const LayoutDef& layout, uint64_t version, const SaveOptions& options = {}) {
   testing::run_ranks(layout.processes, [&](Transport& transport) {
     const auto arrays = testing::make_arrays(testing::small_model(), layout, transport.rank(), version);
-    save_checkpoint(path, arrays, transport, options);
+    save_checkpoint(arrays, path, transport, options);
   });
 }
 
@@ -53,7 +53,7 @@ void expect_restores(const fs::path& path, const LayoutDef& layout, uint64_t ver
   std::mutex mutex;
   std::vector<std::string> problems;
   testing::run_ranks(layout.processes, [&](Transport& transport) {
-    const auto arrays = restore_checkpoint(path, testing::targets_for(testing::small_model(), layout), transport);
+    const auto arrays = restore_checkpoint(path, testing::targets_for(testing::small_model(), layout), transport).arrays;
     for (const NamedArray& array : arrays) {
       const std::string problem = testing::mismatch(array, version);
       std::lock_guard lock(mutex);
@@ -145,19 +145,19 @@ TEST(Checkpoint, AsyncSaveStagesInWavesAndReturnsBeforeWriting) {
   options.staging_bytes = 64;  // far below the model: several waves
   options.metadata = safetensors::Metadata{{"step", "12"}};
   std::mutex mutex;
-  std::vector<SaveStats> stats;
+  std::vector<SaveResult> stats;
   testing::run_ranks(layout.processes, [&](Transport& transport) {
     auto arrays = testing::make_arrays(testing::small_model(), layout, transport.rank(), 5);
-    SaveHandle handle = save_checkpoint_async(dir / "c", arrays, transport, options);
+    SaveHandle handle = save_checkpoint_async(arrays, dir / "c", transport, options);
     // The arrays may change at once: the save has its own copies.
     for (NamedArray& array : arrays) {
       for (size_t i = 0; i < array.array.shards().size(); ++i) std::ranges::fill(array.array.writable_bytes(i), std::byte{0});
     }
-    const SaveStats mine = handle.wait();
+    const SaveResult mine = handle.wait();
     std::lock_guard lock(mutex);
     stats.push_back(mine);
   });
-  for (const SaveStats& s : stats) {
+  for (const SaveResult& s : stats) {
     EXPECT_GE(s.waves, 1u);
     EXPECT_GT(s.peak_staged_bytes, 0u);
     EXPECT_LE(s.peak_staged_bytes, options.staging_bytes) << "staged within the budget";
@@ -201,14 +201,13 @@ TEST(Checkpoint, EachProcessReadsOnlyWhatItsDevicesNeed) {
   const LayoutDef target{mesh_of({{"x", 2}, {"r", 2}}, {0, 1, 2, 3}), {spec("x"), spec("x"), spec("x"), spec(""), spec("x")}, 2};
   for (const bool verify : {true, false}) {
     std::mutex mutex;
-    std::vector<RestoreStats> stats(2);
+    std::vector<RestoreResult> stats(2);
     testing::run_ranks(2, [&](Transport& transport) {
-      RestoreStats mine;
       RestoreOptions options;
       options.verify_checksums = verify;
-      const auto arrays = restore_checkpoint(dir / "c", testing::targets_for(testing::small_model(), target), transport,
-                                             options, &mine);
-      for (const NamedArray& array : arrays) EXPECT_EQ(testing::mismatch(array, 3), "");
+      const RestoreResult mine =
+          restore_checkpoint(dir / "c", testing::targets_for(testing::small_model(), target), transport, options);
+      for (const NamedArray& array : mine.arrays) EXPECT_EQ(testing::mismatch(array, 3), "");
       std::lock_guard lock(mutex);
       stats[static_cast<size_t>(transport.rank())] = mine;
     });
@@ -239,13 +238,12 @@ TEST(Checkpoint, EachProcessReadsOnlyWhatItsDevicesNeed) {
     std::mutex mutex;
     uint64_t total = 0, total_whole_chunks = 0;
     testing::run_ranks(8, [&](Transport& transport) {
-      RestoreStats mine;
       RestoreOptions options;
       options.verify_checksums = verify;
-      const auto arrays = restore_checkpoint(dir / "b", testing::targets_for(testing::small_model(), finer), transport,
-                                             options, &mine);
+      const RestoreResult mine =
+          restore_checkpoint(dir / "b", testing::targets_for(testing::small_model(), finer), transport, options);
       uint64_t need = 0, chunks_met = 0, whole_chunks = 0;
-      for (const NamedArray& array : arrays) {
+      for (const NamedArray& array : mine.arrays) {
         EXPECT_EQ(testing::mismatch(array, 3), "");
         const checkpoint::TensorEntry& tensor = blocked.tensor(array.name);
         const Box& slice = array.array.shards()[0].box;  // one device per process

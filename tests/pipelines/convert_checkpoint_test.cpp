@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "execute/support/rank_threads.h"
+#include "layout/float_convert.h"
 #include "reshard/formats/checkpoint_reader.h"
 #include "reshard/formats/safetensors_reader.h"
 #include "reshard/formats/safetensors_writer.h"
-#include "reshard/layout/float_convert.h"
 #include "reshard/pipelines/convert.h"
 #include "support/seed.h"
 #include "support/temp_dir.h"
@@ -57,7 +57,7 @@ std::vector<ConvertResult> convert_on(int processes, const fs::path& src, const 
   options.output = ConvertOutput::kCheckpoint;
   options.layout = layout_of(processes);
   testing::run_ranks(processes, [&](Transport& transport) {
-    const ConvertResult result = convert_model(src, dst, options, transport);
+    const ConvertResult result = convert_model(src, dst, transport, options);
     std::lock_guard lock(mutex);
     results[static_cast<size_t>(transport.rank())] = result;
   });

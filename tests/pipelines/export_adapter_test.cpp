@@ -41,7 +41,7 @@ class ExportAdapterTest : public ::testing::Test {
   void export_adapter(int ranks, const fs::path& out, const TensorMap& map, const ExportOptions& extra = {}) {
     ExportOptions options = extra;
     options.kind = ExportKind::kAdapterOnly;
-    testing::run_ranks(ranks, [&](Transport& transport) { export_checkpoint(dir_ / "ckpt", out, map, options, transport); });
+    testing::run_ranks(ranks, [&](Transport& transport) { export_checkpoint(dir_ / "ckpt", out, map, transport, options); });
   }
 
   testing::LevanterDims dims_;
@@ -148,7 +148,7 @@ TEST_F(ExportAdapterTest, WhatTheCheckpointLacksForItsConfigIsRefusedByName) {
       ErrorCode::kUnsupported, {"use_dora", "lora_magnitude_vector"}));
   options.kind = ExportKind::kMergedModel;
   EXPECT_TRUE(testing::throws_error(
-      [&] { testing::run_ranks(2, [&](Transport& t) { export_checkpoint(dir_ / "ckpt", dir_ / "merged", *tensor_map_preset("levanter-llama"), options, t); }); },
+      [&] { testing::run_ranks(2, [&](Transport& t) { export_checkpoint(dir_ / "ckpt", dir_ / "merged", *tensor_map_preset("levanter-llama"), t, options); }); },
       ErrorCode::kUnsupported, {"use_dora", "lora_magnitude_vector"}));
   EXPECT_FALSE(fs::exists(dir_ / "adapter"));
   EXPECT_FALSE(fs::exists(dir_ / "merged"));

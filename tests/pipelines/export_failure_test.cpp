@@ -29,7 +29,7 @@ class ExportFailureTest : public ::testing::Test {
   }
 
   void run_export(int ranks, const TensorMap& map, const ExportOptions& options) {
-    testing::run_ranks(ranks, [&](Transport& transport) { export_checkpoint(dir_ / "ckpt", dir_ / "out", map, options, transport); });
+    testing::run_ranks(ranks, [&](Transport& transport) { export_checkpoint(dir_ / "ckpt", dir_ / "out", map, transport, options); });
   }
 
   // The preset with rule `index` changed by `edit`.
@@ -87,7 +87,7 @@ TEST_F(ExportFailureTest, AFailureOnOneProcessLeavesNothingAtTheOutput) {
         if (rank == 1 && ++blocks == 3) throw Error(ErrorCode::kIo, "injected failure on rank 1");
       };
       EXPECT_TRUE(testing::throws_error(
-          [&] { export_checkpoint(dir_ / "ckpt", dir_ / "out", *tensor_map_preset("levanter-llama"), options, transport); },
+          [&] { export_checkpoint(dir_ / "ckpt", dir_ / "out", *tensor_map_preset("levanter-llama"), transport, options); },
           transport.rank() == 1 ? ErrorCode::kIo : ErrorCode::kPeerFailed, {"injected failure on rank 1"}));
     });
     expect_nothing_written();
@@ -109,7 +109,7 @@ TEST_F(ExportFailureTest, AFailedReplaceKeepsTheFolderThatWasThere) {
     options.progress = [&, rank = transport.rank()](uint64_t) {
       if (rank == 0 && !failed.exchange(true)) throw Error(ErrorCode::kIo, "injected failure on rank 0");
     };
-    EXPECT_ANY_THROW(export_checkpoint(dir_ / "ckpt", dir_ / "out", *tensor_map_preset("levanter-llama"), options, transport));
+    EXPECT_ANY_THROW(export_checkpoint(dir_ / "ckpt", dir_ / "out", *tensor_map_preset("levanter-llama"), transport, options));
   });
   EXPECT_EQ(testing::read_folder_files(dir_ / "out"), (std::map<std::string, std::string>{{"model.safetensors", "old weights"}}));
 }

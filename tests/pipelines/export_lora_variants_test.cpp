@@ -12,12 +12,12 @@
 #include <random>
 
 #include "execute/support/rank_threads.h"
+#include "layout/float_convert.h"
 #include "pipelines/support/export_files.h"
 #include "pipelines/support/lora_test_files.h"
 #include "reshard/execute/operations.h"
 #include "reshard/formats/safetensors_writer.h"
 #include "reshard/layout/error.h"
-#include "reshard/layout/float_convert.h"
 #include "reshard/pipelines/checkpoint_save.h"
 #include "reshard/pipelines/export_model.h"
 #include "reshard/pipelines/merge_lora.h"
@@ -132,7 +132,7 @@ class ExportLoraVariants : public ::testing::TestWithParam<DType> {
 
   void export_arrays_to(const fs::path& out, const std::vector<Tensor>& tensors, const ExportOptions& o) const {
     testing::run_ranks(2, [&](Transport& transport) {
-      export_arrays(arrays(tensors, transport), out, identity_map(tensors), o, transport);
+      export_arrays(arrays(tensors, transport), out, identity_map(tensors), transport, o);
     });
   }
 
@@ -173,10 +173,10 @@ TEST_P(ExportLoraVariants, MergedFromArraysEqualsMergeLoraByteForByte) {
 
 TEST_P(ExportLoraVariants, MergedFromACheckpointOnOtherRankCountsEqualsMergeLora) {
   const auto reference = merge_lora_reference();
-  testing::run_ranks(2, [&](Transport& transport) { save_checkpoint(dir_ / "ckpt", arrays(all(), transport), transport); });
+  testing::run_ranks(2, [&](Transport& transport) { save_checkpoint(arrays(all(), transport), dir_ / "ckpt", transport); });
   for (const int ranks : {1, 3}) {
     testing::run_ranks(ranks, [&](Transport& transport) {
-      export_checkpoint(dir_ / "ckpt", dir_ / "merged", identity_map(all()), options(ExportKind::kMergedModel), transport);
+      export_checkpoint(dir_ / "ckpt", dir_ / "merged", identity_map(all()), transport, options(ExportKind::kMergedModel));
     });
     expect_same_tensors(testing::read_folder_tensors(dir_ / "merged"), reference, fmt::format("{} ranks", ranks));
     fs::remove_all(dir_ / "merged");

@@ -12,10 +12,10 @@
 #include <nlohmann/json.hpp>
 
 #include "execute/support/rank_threads.h"
+#include "layout/float_convert.h"
 #include "pipelines/support/export_files.h"
 #include "reshard/formats/hf_folder.h"
 #include "reshard/formats/hf_index.h"
-#include "reshard/layout/float_convert.h"
 #include "support/seed.h"
 #include "support/temp_dir.h"
 
@@ -55,7 +55,7 @@ class ExportTest : public ::testing::Test {
   void export_with(int ranks, const fs::path& out, const ExportOptions& options) {
     const TensorMap map = *tensor_map_preset("levanter-llama");
     testing::run_ranks(ranks, [&](Transport& transport) {
-      const ExportResult result = export_checkpoint(dir_ / "ckpt", out, map, options, transport);
+      const ExportResult result = export_checkpoint(dir_ / "ckpt", out, map, transport, options);
       EXPECT_GT(result.tensors, 0u);
     });
   }
@@ -214,7 +214,7 @@ TEST_F(ExportTest, ExportArraysWritesWhatTheCheckpointExportWrites) {
       options.gather_to = gather;
       testing::run_ranks(2, [&](Transport& transport) {
         const std::vector<NamedArray> arrays = testing::levanter_arrays(model_, transport.rank());
-        export_arrays(arrays, dir_ / "from-arrays", map, options, transport);
+        export_arrays(arrays, dir_ / "from-arrays", map, transport, options);
       });
       EXPECT_EQ(testing::read_folder_files(dir_ / "from-arrays"), testing::read_folder_files(dir_ / "from-ckpt"))
           << static_cast<int>(kind) << (gather ? " gathered" : " shared");

@@ -23,11 +23,11 @@
 #include "pipelines/support/axis_groups.h"
 #include "pipelines/support/hf_llama_folder.h"
 #include "pipelines/support/sub_box.h"
+#include "pipelines/tensor_map/tensor_map_copy.h"
 #include "reshard/formats/checkpoint_reader.h"
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/checkpoint_restore.h"
 #include "reshard/pipelines/checkpoint_save.h"
-#include "reshard/pipelines/tensor_map_copy.h"
 #include "support/seed.h"
 #include "support/temp_dir.h"
 
@@ -122,16 +122,15 @@ TEST(ImportModel, EveryShardIsTheHuggingFaceElementTheMapSays) {
   testing::TempDir dir;
   const LlamaFolder folder = write_llama_folder(dir / "hf", true, rng);
   ASSERT_TRUE(fs::exists(dir / "hf" / "model.safetensors.index.json"));  // several files
-  ImportOptions options{llama_layout()};
+  const CheckpointLayout layout = llama_layout();
   const auto expected = testing::levanter_llama_specs(folder.dims, true);
   const auto framework = by_name(expected);
   uint64_t folder_bytes = 0;
   for (const auto& [name, bytes] : folder.bytes) folder_bytes += bytes.size();
   std::mutex mutex;
   testing::run_ranks(2, [&](Transport& transport) {
-    ImportResult result;
-    const std::vector<NamedArray> arrays = import_arrays(dir / "hf", *tensor_map_preset("levanter-llama"), options,
-                                                         transport, &result);
+    const ImportResult result = import_arrays(dir / "hf", *tensor_map_preset("levanter-llama"), layout, transport);
+    const std::vector<NamedArray>& arrays = result.arrays;
     ASSERT_EQ(arrays.size(), expected.size());
     EXPECT_EQ(result.tensors, expected.size());
     for (const NamedArray& array : arrays) {
@@ -140,9 +139,9 @@ TEST(ImportModel, EveryShardIsTheHuggingFaceElementTheMapSays) {
       const TensorSpec& spec = framework.at(array.name);
       EXPECT_EQ(array.array.shape(), safetensors::layout_shape(spec));
       EXPECT_EQ(array.array.dtype(), spec.dtype);
-      EXPECT_EQ(array.array.sharding(), options.layout.sharding_for(array.name, array.array.shape()));
+      EXPECT_EQ(array.array.sharding(), layout.sharding_for(array.name, array.array.shape()));
       EXPECT_EQ(array.array.shards().size(), 2u);  // this process's devices only
-      for (const Shard& shard : array.array.shards()) EXPECT_EQ(options.layout.topology.process_of(shard.device), transport.rank());
+      for (const Shard& shard : array.array.shards()) EXPECT_EQ(layout.topology.process_of(shard.device), transport.rank());
       EXPECT_EQ(mismatch(array, folder), "");
     }
     const uint64_t bound = distinct_slice_bytes(arrays, framework);
@@ -164,10 +163,11 @@ TEST(ImportModel, CastsFloatsToTheImportDtype) {
   auto rng = testing::seeded_rng();
   testing::TempDir dir;
   const LlamaFolder folder = write_llama_folder(dir / "hf", false, rng);
-  ImportOptions options{{Mesh({{"model", 2}}, {1, 0}), Topology::uniform(2, 1), {}, "model"}};
+  const CheckpointLayout layout{Mesh({{"model", 2}}, {1, 0}), Topology::uniform(2, 1), {}, "model"};
+  ImportOptions options;
   options.dtype = DType::kBF16;
   testing::run_ranks(1, [&](Transport& transport) {
-    const auto arrays = import_arrays(dir / "hf", *tensor_map_preset("levanter-llama"), options, transport);
+    const auto arrays = import_arrays(dir / "hf", *tensor_map_preset("levanter-llama"), layout, transport, options).arrays;
     ASSERT_EQ(arrays.size(), testing::levanter_llama_specs(folder.dims, false).size());
     for (const NamedArray& array : arrays) {
       EXPECT_EQ(array.array.dtype(), DType::kBF16) << array.name;
@@ -225,9 +225,9 @@ TEST(ImportModel, PresetRoundTripsFromAForwardCopy) {
   std::vector<TensorSpec> hf_specs;
   const TensorBytes hf = forward_copy(map, framework, original, hf_specs);
   testing::write_hf_model_folder(dir / "hf", hf_specs, hf, uint64_t{1} << 30, testing::hf_llama_config_json(dims));
-  ImportOptions options{llama_layout()};
   testing::run_ranks(2, [&](Transport& transport) {
-    EXPECT_EQ(mismatch_with_original(import_arrays(dir / "hf", map, options, transport), framework, original), "");
+    EXPECT_EQ(mismatch_with_original(import_arrays(dir / "hf", map, llama_layout(), transport).arrays, framework, original),
+              "");
   });
 }
 
@@ -306,9 +306,8 @@ TEST(ImportModel, RandomMapsRoundTripFromAForwardCopy) {
     std::vector<TensorSpec> hf_specs;
     const TensorBytes hf = forward_copy(map, framework, original, hf_specs);
     testing::write_hf_model_folder(dir / "hf", hf_specs, hf, 200, std::nullopt);
-    ImportOptions options{layout};
     testing::run_ranks(2, [&](Transport& transport) {
-      EXPECT_EQ(mismatch_with_original(import_arrays(dir / "hf", map, options, transport), framework, original), "");
+      EXPECT_EQ(mismatch_with_original(import_arrays(dir / "hf", map, layout, transport).arrays, framework, original), "");
     });
   }
 }
@@ -317,12 +316,12 @@ TEST(ImportModel, RandomMapsRoundTripFromAForwardCopy) {
 
 // Imports `folder` into `checkpoint` on two processes; both must fail with
 // `code` and a message containing each of `words`.
-void expect_import_fails(const fs::path& folder, const fs::path& checkpoint, const ImportOptions& options,
-                         ErrorCode code, const std::vector<std::string>& words) {
+void expect_import_fails(const fs::path& folder, const fs::path& checkpoint, const CheckpointLayout& layout,
+                         const ImportOptions& options, ErrorCode code, const std::vector<std::string>& words) {
   SCOPED_TRACE(fmt::format("importing {} into {}", folder.string(), checkpoint.string()));
   testing::run_ranks(2, [&](Transport& transport) {
     try {
-      import_checkpoint(folder, checkpoint, *tensor_map_preset("levanter-llama"), options, transport);
+      import_checkpoint(folder, checkpoint, *tensor_map_preset("levanter-llama"), layout, transport, options);
       ADD_FAILURE() << "importing " << folder << " into " << checkpoint << " succeeded on rank " << transport.rank();
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), code) << e.what();
@@ -335,10 +334,11 @@ TEST(ImportModel, MapMismatchesFailBeforeAnythingIsWritten) {
   auto rng = testing::seeded_rng();
   testing::TempDir dir;
   const LlamaFolder folder = write_llama_folder(dir / "hf", false, rng);
-  ImportOptions options{llama_layout()};
+  const CheckpointLayout layout = llama_layout();
+  const ImportOptions options;
   // A checkpoint already at the path stays as it was.
   testing::run_ranks(2, [&](Transport& transport) {
-    import_checkpoint(dir / "hf", dir / "ck", *tensor_map_preset("levanter-llama"), options, transport);
+    import_checkpoint(dir / "hf", dir / "ck", *tensor_map_preset("levanter-llama"), layout, transport);
   });
   const std::string manifest_before = checkpoint::Reader::open(dir / "ck").manifest().tensors.front().name;
   const auto files_before = std::distance(fs::directory_iterator(dir / "ck"), fs::directory_iterator());
@@ -350,12 +350,12 @@ TEST(ImportModel, MapMismatchesFailBeforeAnythingIsWritten) {
   {
     std::ofstream(dir / "bad-dims" / "config.json") << testing::hf_llama_config_json(wrong);
   }
-  expect_import_fails(dir / "bad-dims", dir / "ck", options, ErrorCode::kIndivisible,
+  expect_import_fails(dir / "bad-dims", dir / "ck", layout, options, ErrorCode::kIndivisible,
                       {"model.layers.0.self_attn.q_proj.weight", "rule 1"});
   // The caller's sizes win over config.json's: the same error from good files.
   ImportOptions bad_sizes = options;
   bad_sizes.sizes["head_dim"] = 3;
-  expect_import_fails(dir / "hf", dir / "new", bad_sizes, ErrorCode::kIndivisible, {"q_proj", "rule 1"});
+  expect_import_fails(dir / "hf", dir / "new", layout, bad_sizes, ErrorCode::kIndivisible, {"q_proj", "rule 1"});
 
   // A tensor no rule matches, and a layer missing from a stack.
   std::vector<TensorSpec> specs = folder.specs;
@@ -363,27 +363,27 @@ TEST(ImportModel, MapMismatchesFailBeforeAnythingIsWritten) {
   specs.push_back({"model.extra.weight", DType::kF32, {3}});
   bytes["model.extra.weight"] = Bytes(12);
   testing::write_hf_model_folder(dir / "extra", specs, bytes, 6000, testing::hf_llama_config_json(folder.dims));
-  expect_import_fails(dir / "extra", dir / "ck", options, ErrorCode::kInvalidArgument, {"model.extra.weight"});
+  expect_import_fails(dir / "extra", dir / "ck", layout, options, ErrorCode::kInvalidArgument, {"model.extra.weight"});
   specs = folder.specs;
   specs.erase(std::find_if(specs.begin(), specs.end(),
                            [](const TensorSpec& s) { return s.name == "model.layers.1.mlp.up_proj.weight"; }));
   testing::write_hf_model_folder(dir / "gap", specs, bytes, 6000, testing::hf_llama_config_json(folder.dims));
-  expect_import_fails(dir / "gap", dir / "ck", options, ErrorCode::kMissingTensor, {"up_proj", "rule 6"});
+  expect_import_fails(dir / "gap", dir / "ck", layout, options, ErrorCode::kMissingTensor, {"up_proj", "rule 6"});
 
   // A layout rule that does not fit the framework tensor it matches, when strictness is asked for.
-  ImportOptions bad_layout = options;
-  bad_layout.layout.rules.insert(bad_layout.layout.rules.begin(), {"transformer.norm.weight", PartitionSpec::parse("data,model")});
-  bad_layout.layout.strict = true;
-  expect_import_fails(dir / "hf", dir / "ck", bad_layout, ErrorCode::kRank, {"transformer.norm.weight"});
+  CheckpointLayout bad_layout = layout;
+  bad_layout.rules.insert(bad_layout.rules.begin(), {"transformer.norm.weight", PartitionSpec::parse("data,model")});
+  bad_layout.strict = true;
+  expect_import_fails(dir / "hf", dir / "ck", bad_layout, options, ErrorCode::kRank, {"transformer.norm.weight"});
   // A layout for another job, or over devices the job does not have.
-  ImportOptions one_process(CheckpointLayout{options.layout.mesh, Topology::uniform(4, 1), {}, "model"});
-  expect_import_fails(dir / "hf", dir / "ck", one_process, ErrorCode::kInvalidArgument, {"1 processes", "the job 2"});
-  ImportOptions far_device(CheckpointLayout{Mesh({{"model", 4}}, {0, 1, 2, 5}), Topology::uniform(4, 2), {}, "model"});
-  expect_import_fails(dir / "hf", dir / "ck", far_device, ErrorCode::kUnknownDevice, {"device 5"});
+  const CheckpointLayout one_process{layout.mesh, Topology::uniform(4, 1), {}, "model"};
+  expect_import_fails(dir / "hf", dir / "ck", one_process, options, ErrorCode::kInvalidArgument, {"1 processes", "the job 2"});
+  const CheckpointLayout far_device{Mesh({{"model", 4}}, {0, 1, 2, 5}), Topology::uniform(4, 2), {}, "model"};
+  expect_import_fails(dir / "hf", dir / "ck", far_device, options, ErrorCode::kUnknownDevice, {"device 5"});
   // Without --force an existing checkpoint is refused before any reading.
   ImportOptions keep = options;
   keep.replace = false;
-  expect_import_fails(dir / "hf", dir / "ck", keep, ErrorCode::kAlreadyExists, {"already exists"});
+  expect_import_fails(dir / "hf", dir / "ck", layout, keep, ErrorCode::kAlreadyExists, {"already exists"});
 
   EXPECT_FALSE(fs::exists(dir / "new"));
   EXPECT_EQ(checkpoint::Reader::open(dir / "ck").manifest().tensors.front().name, manifest_before);
@@ -399,15 +399,16 @@ TEST(ImportModel, CheckpointRestoresToTheImportedArrays) {
   auto rng = testing::seeded_rng();
   testing::TempDir dir;
   const LlamaFolder folder = write_llama_folder(dir / "hf", true, rng);
-  ImportOptions options{llama_layout()};
+  const CheckpointLayout layout = llama_layout();
   const TensorMap map = *tensor_map_preset("levanter-llama");
   testing::run_ranks(2, [&](Transport& transport) {
-    const ImportResult result = import_checkpoint(dir / "hf", dir / "ck", map, options, transport);
+    const ImportResult result = import_checkpoint(dir / "hf", dir / "ck", map, layout, transport);
     EXPECT_EQ(result.tensors, testing::levanter_llama_specs(folder.dims, true).size());
-    const std::vector<NamedArray> imported = import_arrays(dir / "hf", map, options, transport);
+    EXPECT_TRUE(result.arrays.empty());  // saved, not kept
+    const std::vector<NamedArray> imported = import_arrays(dir / "hf", map, layout, transport).arrays;
     std::vector<RestoreTarget> targets;
-    for (const NamedArray& array : imported) targets.push_back({array.name, array.array.sharding(), options.layout.topology});
-    const std::vector<NamedArray> restored = restore_checkpoint(dir / "ck", targets, transport);
+    for (const NamedArray& array : imported) targets.push_back({array.name, array.array.sharding(), layout.topology});
+    const std::vector<NamedArray> restored = restore_checkpoint(dir / "ck", targets, transport).arrays;
     ASSERT_EQ(restored.size(), imported.size());
     for (size_t t = 0; t < restored.size(); ++t) {
       ASSERT_EQ(restored[t].name, imported[t].name);
@@ -432,7 +433,7 @@ TEST(ImportModel, CheckpointRestoresToTheImportedArrays) {
       const NamedSharding sharding(mesh, PartitionSpec::parse(spec.shape.size() > 1 && spec.shape[1] % 4 == 0 ? "None,m" : ""));
       targets.push_back({spec.name, sharding, Topology::uniform(4, 1)});
     }
-    for (const NamedArray& array : restore_checkpoint(dir / "ck", targets, transport)) EXPECT_EQ(mismatch(array, folder), "");
+    for (const NamedArray& array : restore_checkpoint(dir / "ck", targets, transport).arrays) EXPECT_EQ(mismatch(array, folder), "");
   });
 }
 
@@ -445,14 +446,15 @@ TEST(ImportModel, PeftAdapterFolderImportsItsFactors) {
   folder.specs = lora;
   for (const TensorSpec& spec : lora) folder.bytes[spec.name] = testing::random_values(spec, rng);
   testing::write_peft_files(dir / "adapter", lora, folder.bytes, testing::hf_adapter_config_json(dims));
-  ImportOptions options{llama_layout()};
+  const CheckpointLayout layout = llama_layout();
+  ImportOptions options;
   // No config.json in an adapter folder: o_proj's A splits (heads head_dim) only with the sizes given.
-  expect_import_fails(dir / "adapter", dir / "ck", options, ErrorCode::kInvalidArgument, {"lora_B", "rule 13", "sizes"});
+  expect_import_fails(dir / "adapter", dir / "ck", layout, options, ErrorCode::kInvalidArgument, {"lora_B", "rule 13", "sizes"});
   options.sizes = {{"heads", dims.heads}, {"head_dim", dims.head_dim}, {"kv_heads", dims.kv_heads},
                    {"q_per_group", dims.q_per_group()}};
   testing::run_ranks(2, [&](Transport& transport) {
-    ImportResult result;
-    const auto arrays = import_arrays(dir / "adapter", *tensor_map_preset("levanter-llama"), options, transport, &result);
+    const ImportResult result = import_arrays(dir / "adapter", *tensor_map_preset("levanter-llama"), layout, transport, options);
+    const std::vector<NamedArray>& arrays = result.arrays;
     ASSERT_EQ(arrays.size(), 4u);
     for (const NamedArray& array : arrays) {
       EXPECT_NE(array.name.find(".lora.lora_"), std::string::npos) << array.name;

@@ -1,6 +1,6 @@
 // LoRA merge against a plain dense computation written here: f32 and bf16
 // bases, rsLoRA, rank/alpha patterns, fan_in_fan_out, and boxes of W.
-#include "reshard/pipelines/lora_merge.h"
+#include "pipelines/lora/lora_merge.h"
 
 #include <cmath>
 #include <cstring>
@@ -9,9 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include "layout/float_convert.h"
 #include "layout/support/expect_error.h"
 #include "reshard/layout/error.h"
-#include "reshard/layout/float_convert.h"
 #include "reshard/pipelines/lora_config.h"
 #include "support/seed.h"
 

@@ -1,5 +1,5 @@
 // The regex subset of rank_pattern / alpha_pattern keys, as Python's re reads them.
-#include "pipelines/lora_pattern.h"
+#include "pipelines/lora/lora_pattern.h"
 
 #include <gtest/gtest.h>
 

@@ -10,12 +10,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "layout/float_convert.h"
 #include "layout/support/expect_error.h"
 #include "pipelines/support/lora_test_files.h"
 #include "reshard/formats/hf_folder.h"
 #include "reshard/formats/safetensors_writer.h"
 #include "reshard/layout/error.h"
-#include "reshard/layout/float_convert.h"
 #include "reshard/pipelines/peft_adapter.h"
 #include "support/seed.h"
 
@@ -129,7 +129,7 @@ TEST_P(MergeLoraFolder, MergesAdaptedWeightsAndCopiesTheRest) {
 
   MergeLoraOptions options;
   options.chunk_bytes = 40;  // a few rows per block: the blocks must join up exactly
-  const MergeLoraSummary summary = merge_lora_folder(dir.path() / "base", dir.path() / "adapter",
+  const MergeLoraResult summary = merge_lora_folder(dir.path() / "base", dir.path() / "adapter",
                                                      dir.path() / "merged", options);
   EXPECT_EQ(summary.tensors, 4u);
   EXPECT_EQ(summary.merged, 2u);

@@ -8,11 +8,11 @@
 #include <gtest/gtest.h>
 
 #include "layout/support/expect_error.h"
-#include "pipelines/peft_keys.h"
+#include "pipelines/lora/peft_keys.h"
+#include "pipelines/support/lora_test_files.h"
 #include "reshard/formats/hf_folder.h"
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/lora_config.h"
-#include "pipelines/support/lora_test_files.h"
 
 namespace reshard {
 namespace {

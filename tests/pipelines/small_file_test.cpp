@@ -1,13 +1,13 @@
 // Config texts beside the weights: read whole, bounded, errors naming the
 // file; an import refuses an empty config.json where merge-lora copies it.
-#include "pipelines/small_file.h"
+#include "pipelines/common/small_file.h"
 
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "layout/support/expect_error.h"
-#include "pipelines/import_source.h"
+#include "pipelines/import/import_source.h"
 #include "pipelines/support/hf_llama_folder.h"
 #include "pipelines/support/lora_test_files.h"
 #include "support/temp_dir.h"

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <thread>
 
-#include "pipelines/staging_budget.h"
+#include "pipelines/checkpoint/staging_budget.h"
 #include "reshard/layout/box.h"
 
 namespace reshard::pipelines_detail {

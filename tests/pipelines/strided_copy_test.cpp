@@ -1,6 +1,6 @@
 // run_strided_copy on random walks (permuted, padded axes on both sides, every
 // pair of dtypes it copies between), against one element at a time.
-#include "reshard/pipelines/strided_copy.h"
+#include "pipelines/tensor_map/strided_copy.h"
 
 #include <algorithm>
 #include <cstring>
@@ -11,8 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include "layout/float_convert.h"
 #include "reshard/layout/error.h"
-#include "reshard/layout/float_convert.h"
 #include "support/seed.h"
 
 namespace reshard {

@@ -1,7 +1,7 @@
 // Applying maps: random maps and shapes, checked element by element against a
 // reference written here from the rearrange alone, and export-then-import
 // returning the original bytes.
-#include "reshard/pipelines/tensor_map_copy.h"
+#include "pipelines/tensor_map/tensor_map_copy.h"
 
 #include <algorithm>
 #include <cstring>
@@ -13,11 +13,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "layout/float_convert.h"
 #include "pipelines/support/axis_groups.h"
 #include "pipelines/support/levanter_specs.h"
 #include "pipelines/support/sub_box.h"
 #include "reshard/layout/error.h"
-#include "reshard/layout/float_convert.h"
 #include "reshard/pipelines/tensor_map.h"
 #include "support/seed.h"
 

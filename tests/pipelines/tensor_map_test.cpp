@@ -8,8 +8,8 @@
 
 #include "layout/support/expect_error.h"
 #include "pipelines/support/levanter_specs.h"
+#include "pipelines/tensor_map/tensor_map_resolve.h"
 #include "reshard/layout/error.h"
-#include "reshard/pipelines/tensor_map_resolve.h"
 
 namespace reshard {
 namespace {

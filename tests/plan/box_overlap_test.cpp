@@ -1,5 +1,5 @@
 // find_overlap against comparing every pair.
-#include "reshard/plan/box_overlap.h"
+#include "plan/box_overlap.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The manifest of a reshard checkpoint (src/formats/CHECKPOINT.md): which
+// The manifest of a reshard checkpoint (docs/checkpoint-format.md): which
 // tensors it holds and where each stored chunk's bytes are, with checksums.
 #pragma once
 

@@ -12,7 +12,7 @@
 
 namespace reshard {
 
-// The formats of spec/cli.md's `inspect --json` ("checkpoint" comes later).
+// The formats `reshard inspect --json` names ("checkpoint" comes later).
 enum class ModelFormat { kSafetensors, kHf, kPeft };
 
 // "safetensors", "hf" or "peft".

@@ -1,5 +1,5 @@
 // The safetensors header: tensor entries and metadata, parsed and validated
-// by every reader rule of spec/safetensors.md, in the order it gives.
+// by every rule the safetensors reference's reader checks, in its order.
 #pragma once
 
 #include <cstddef>

@@ -5,14 +5,18 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 
-#include "reshard/formats/atomic_file.h"
 #include "reshard/formats/safetensors_layout.h"
 #include "reshard/layout/box.h"
+
+namespace reshard {
+class AtomicFile;  // the temporary sibling each writer fills (internal)
+}  // namespace reshard
 
 namespace reshard::safetensors {
 
@@ -26,6 +30,9 @@ class StreamWriter {
 
   StreamWriter(std::filesystem::path path, FileLayout layout,
                size_t buffer_bytes = kDefaultBufferBytes);
+  StreamWriter(StreamWriter&&) noexcept;
+  StreamWriter& operator=(StreamWriter&&) noexcept;
+  ~StreamWriter();
 
   // Appends the next bytes of the data buffer (tensors back to back, in
   // layout().header().tensors() order). Throws Error(kInvalidArgument) when
@@ -41,13 +48,13 @@ class StreamWriter {
   void commit();
 
   const FileLayout& layout() const { return layout_; }
-  const std::filesystem::path& path() const { return file_.final_path(); }
+  const std::filesystem::path& path() const;
 
  private:
   void flush();
 
   FileLayout layout_;
-  AtomicFile file_;
+  std::unique_ptr<AtomicFile> file_;
   std::string buffer_;
   size_t buffer_bytes_;
   uint64_t data_written_ = 0;  // data-buffer bytes accepted so far
@@ -84,14 +91,18 @@ class PositionalWriter {
   // Creator: removes the temporary. Participant: closes. Idempotent.
   void abandon() noexcept;
 
+  PositionalWriter(PositionalWriter&&) noexcept;
+  PositionalWriter& operator=(PositionalWriter&&) noexcept;
+  ~PositionalWriter();
+
   const FileLayout& layout() const { return layout_; }
-  const std::filesystem::path& path() const { return file_.final_path(); }
+  const std::filesystem::path& path() const;
 
  private:
   PositionalWriter(FileLayout layout, AtomicFile file);
 
   FileLayout layout_;
-  AtomicFile file_;
+  std::unique_ptr<AtomicFile> file_;
 };
 
 // Writes a whole file in one call from (spec, bytes) pairs given in any order;

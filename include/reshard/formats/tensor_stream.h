@@ -14,6 +14,10 @@ namespace reshard {
 // Receives bytes in order, in pieces of any size.
 using ByteSink = std::function<void(std::span<const std::byte>)>;
 
+// Produces all bytes of `tensor` (its dtype, shape and size as planned) into
+// the sink: how a writer asks for each tensor of a file it writes.
+using TensorProducer = std::function<void(const safetensors::TensorInfo& tensor, const ByteSink& sink)>;
+
 // The dtype a tensor of `dtype` is written as under `--dtype target`: F32, F16
 // and BF16 tensors take the target; every other (integer, bool, F64, F8...)
 // keeps its own, since a cast would lose what it means.

@@ -8,7 +8,7 @@
 namespace reshard {
 
 // In the order of the safetensors reference's `Dtype` enum: that order decides
-// where tensors go in a file, so it is part of the format (spec/safetensors.md).
+// where tensors go in a file, so it is part of the format.
 enum class DType : uint8_t {
   kBool, kF4, kF6E2M3, kF6E3M2, kU8, kI8, kF8E5M2, kF8E4M3, kF8E8M0,
   kF8E4M3Fnuz, kF8E5M2Fnuz, kI16, kU16, kF16, kBF16, kI32, kU32, kF32,

@@ -12,7 +12,7 @@ enum class ErrorCode {
   kInvalidArgument,  // a value the caller passed makes no sense
   kParse,            // text (a flag, a spec, a size) could not be parsed
   kOverflow,         // a size or offset computed from input overflows
-  // Sharding (spec/sharding.md): each names the spec, axis or dimension.
+  // Sharding (Sharding::validate): each names the spec, axis or dimension.
   kIndivisible,
   kDuplicateAxis,
   kUnknownAxis,
@@ -25,7 +25,7 @@ enum class ErrorCode {
   kTransport,
   kTimeout,
   kPeerFailed,
-  // Files (spec/safetensors.md, reader checks in order).
+  // Files (the safetensors reader's checks, in the order it makes them).
   kIo,
   kHeaderTooSmall,
   kHeaderTooLarge,

@@ -18,7 +18,7 @@ struct MeshAxis {
 };
 
 // The device list is in row-major order of the mesh: position i is logical
-// device i. The order is part of the mesh (spec/sharding.md).
+// device i. The order is part of the mesh, as in JAX.
 class Mesh {
  public:
   Mesh() = default;

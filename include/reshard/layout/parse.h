@@ -1,4 +1,4 @@
-// Parsing of the layout flags of spec/cli.md: meshes, device lists, shapes, sizes.
+// Parsing of the command line's layout flags: meshes, device lists, shapes, sizes.
 #pragma once
 
 #include <cstdint>

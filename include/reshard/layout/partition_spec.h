@@ -20,7 +20,7 @@ class PartitionSpec {
   // one-element tuple is that axis (the same entry either way here).
   explicit PartitionSpec(std::vector<SpecEntry> entries);
 
-  // Parses either syntax of spec/cli.md: `None,data,(a,b)` (with `_` for None)
+  // Parses either syntax of the command line: `None,data,(a,b)` (with `_` for None)
   // or JAX's printed form `P('data', None)` / `PartitionSpec(('a','b'),)`.
   // An empty string or `P()` is fully replicated. Throws Error(kParse) naming
   // the bad part, Error(kNestedTuple) for a tuple inside a tuple.

@@ -54,7 +54,7 @@ class NamedSharding {
   // The same sharding in another memory kind.
   NamedSharding with_memory_kind(MemoryKind kind) const;
 
-  // Throws the typed errors of spec/sharding.md for this sharding on `shape`:
+  // Throws when this sharding does not fit `shape`, with the typed error:
   // kDuplicateAxis, kUnknownAxis, kRank, and kIndivisible (unless uneven).
   void validate(const Shape& shape) const;
 

@@ -29,8 +29,9 @@ struct Device {
 class Topology {
  public:
   // Device d belongs to process floor(d / (num_devices / num_processes)), the
-  // rule of spec/cli.md. Throws Error(kInvalidArgument) unless num_devices > 0,
-  // num_processes > 0 and num_processes divides num_devices.
+  // rule the command line and the default topology use. Throws
+  // Error(kInvalidArgument) unless num_devices > 0, num_processes > 0 and
+  // num_processes divides num_devices.
   static Topology uniform(int64_t num_devices, int num_processes);
 
   // process_of_device[d] owns device d. Processes must be 0..P-1, each owning

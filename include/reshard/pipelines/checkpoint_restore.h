@@ -30,8 +30,9 @@ struct RestoreOptions {
   bool verify_checksums = true;
 };
 
-// What one process read from the files.
-struct RestoreStats {
+// What one process restored and read from the files.
+struct RestoreResult {
+  std::vector<NamedArray> arrays;  // restore_checkpoint: this process's part of each target, in order
   uint64_t header_bytes_read = 0;  // the manifest and the data files' headers
   uint64_t data_bytes_read = 0;    // chunk bytes
 };
@@ -44,13 +45,13 @@ struct RestoreStats {
 // mismatch is Error(kChecksumMismatch) naming the tensor, the chunk and the
 // file; no byte that failed its check is ever copied into an array. A
 // failure on any process fails the restore on every process.
-std::vector<NamedArray> restore_checkpoint(const std::filesystem::path& path, std::span<const RestoreTarget> targets,
-                                           Transport& transport, const RestoreOptions& options = {},
-                                           RestoreStats* stats = nullptr);
+RestoreResult restore_checkpoint(const std::filesystem::path& path, std::span<const RestoreTarget> targets,
+                                 Transport& transport, const RestoreOptions& options = {});
 
 // The same into arrays allocated by the caller (names choose the tensors;
-// shape and dtype must match the saved ones, Error(kInvalidArgument)).
-void restore_checkpoint_into(const std::filesystem::path& path, std::span<NamedArray> arrays, Transport& transport,
-                             const RestoreOptions& options = {}, RestoreStats* stats = nullptr);
+// shape and dtype must match the saved ones, Error(kInvalidArgument)). The
+// result's `arrays` is empty: the bytes are in `arrays`.
+RestoreResult restore_checkpoint_into(const std::filesystem::path& path, std::span<NamedArray> arrays,
+                                      Transport& transport, const RestoreOptions& options = {});
 
 }  // namespace reshard

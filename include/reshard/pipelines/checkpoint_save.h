@@ -8,10 +8,14 @@
 #include <span>
 
 #include "reshard/execute/transport.h"
+#include "reshard/formats/checkpoint_manifest.h"
 #include "reshard/formats/safetensors_header.h"
 #include "reshard/pipelines/named_array.h"
 
 namespace reshard {
+
+// Host memory a save or conversion may hold staged by default.
+inline constexpr uint64_t kDefaultStagingBytes = uint64_t{1} << 30;
 
 struct SaveOptions {
   // The checkpoint's own metadata (string to string), kept in its manifest.
@@ -25,16 +29,16 @@ struct SaveOptions {
   // at most, 64 MiB at most) that a background thread writes while the next
   // are staged; at most this many bytes are staged at once (a piece is at
   // least one element).
-  uint64_t staging_bytes = uint64_t{1} << 30;
+  uint64_t staging_bytes = kDefaultStagingBytes;
   // Each chunk gets a checksum per block of this many bytes (the last
   // shorter), so that a restore needing part of a chunk reads and verifies
   // only the blocks it needs. 0 writes format version 1 (one checksum per
   // chunk), which older readers read.
-  uint64_t checksum_block_bytes = uint64_t{1} << 20;
+  uint64_t checksum_block_bytes = checkpoint::kDefaultBlockBytes;
 };
 
 // What one process did.
-struct SaveStats {
+struct SaveResult {
   uint64_t chunks_written = 0;
   uint64_t bytes_written = 0;  // chunk bytes this process wrote
   // save_checkpoint_async: 1 + the times staging waited for the writer to
@@ -55,7 +59,7 @@ class SaveHandle {
   // Blocks until the save is committed everywhere, or failed; rethrows the
   // failure (this process's own, or Error(kPeerFailed) naming the rank that
   // failed). Call once.
-  SaveStats wait();
+  SaveResult wait();
   // Whether wait() would return at once.
   bool ready() const;
 
@@ -63,7 +67,7 @@ class SaveHandle {
   struct State;
   explicit SaveHandle(std::shared_ptr<State> state);
   // The one way to make a handle of a running save.
-  friend SaveHandle save_checkpoint_async(const std::filesystem::path& path, std::span<const NamedArray> arrays,
+  friend SaveHandle save_checkpoint_async(std::span<const NamedArray> arrays, const std::filesystem::path& path,
                                           Transport& transport, const SaveOptions& options);
 
   std::shared_ptr<State> state_;
@@ -79,7 +83,7 @@ class SaveHandle {
 // one process writes the manifest last and renames the folder into place.
 // A failure on any process fails the save on every process and leaves what
 // was at `path` before.
-SaveStats save_checkpoint(const std::filesystem::path& path, std::span<const NamedArray> arrays, Transport& transport,
+SaveResult save_checkpoint(std::span<const NamedArray> arrays, const std::filesystem::path& path, Transport& transport,
                           const SaveOptions& options = {});
 
 // The same, returning once every byte of this process's chunks is copied
@@ -89,7 +93,7 @@ SaveStats save_checkpoint(const std::filesystem::path& path, std::span<const Nam
 // The rest of the writing and the commit go on in the background. `arrays`
 // may change as soon as it returns; `transport` must not be used by
 // anything else until wait() returns.
-SaveHandle save_checkpoint_async(const std::filesystem::path& path, std::span<const NamedArray> arrays,
+SaveHandle save_checkpoint_async(std::span<const NamedArray> arrays, const std::filesystem::path& path,
                                  Transport& transport, const SaveOptions& options = {});
 
 }  // namespace reshard

@@ -12,6 +12,7 @@
 #include "reshard/execute/transport.h"
 #include "reshard/formats/hf_split.h"
 #include "reshard/layout/dtype.h"
+#include "reshard/pipelines/checkpoint_save.h"
 #include "reshard/pipelines/layout_rules.h"
 
 namespace reshard {
@@ -35,7 +36,7 @@ struct ConvertOptions {
   // written (a background thread writes each while the next are read); at
   // most this many bytes are held at once, plus, when casting, one piece in
   // the source's dtype.
-  uint64_t staging_bytes = uint64_t{1} << 30;
+  uint64_t staging_bytes = kDefaultStagingBytes;
 };
 
 struct ConvertResult {
@@ -65,8 +66,8 @@ struct ConvertResult {
 // chunks of the new layout it writes, streamed through
 // `options.staging_bytes` of memory); the output appears only when complete, and a
 // failure on any process fails the conversion on every one.
-ConvertResult convert_model(const std::filesystem::path& src, const std::filesystem::path& dst,
-                            const ConvertOptions& options, Transport& transport);
+ConvertResult convert_model(const std::filesystem::path& src, const std::filesystem::path& dst, Transport& transport,
+                            const ConvertOptions& options = {});
 
 // What a conversion to `dst` writes when the caller does not say (the CLI's
 // rule, which the Python API shares): a checkpoint when a layout is given;

@@ -102,13 +102,13 @@ struct ExportResult {
 // the checkpoint byte ranges its share needs. The folder appears complete or
 // not at all; a failure on any process fails the export on every one.
 ExportResult export_checkpoint(const std::filesystem::path& checkpoint, const std::filesystem::path& out,
-                               const TensorMap& map, const ExportOptions& options, Transport& transport);
+                               const TensorMap& map, Transport& transport, const ExportOptions& options = {});
 
 // The same from sharded arrays in memory (one call per process, same names,
 // shapes, dtypes and layouts everywhere): each process writes the output
 // pieces whose source bytes its own devices hold; only the options give the
 // configs.
 ExportResult export_arrays(std::span<const NamedArray> arrays, const std::filesystem::path& out,
-                           const TensorMap& map, const ExportOptions& options, Transport& transport);
+                           const TensorMap& map, Transport& transport, const ExportOptions& options = {});
 
 }  // namespace reshard

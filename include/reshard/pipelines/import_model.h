@@ -7,25 +7,20 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
-#include <utility>
 #include <vector>
 
 #include "reshard/execute/transport.h"
 #include "reshard/formats/safetensors_header.h"
 #include "reshard/layout/dtype.h"
-#include "reshard/pipelines/layout_rules.h"
 #include "reshard/pipelines/export_model.h"
+#include "reshard/pipelines/layout_rules.h"
+#include "reshard/pipelines/named_array.h"
 #include "reshard/pipelines/named_array.h"
 #include "reshard/pipelines/tensor_map.h"
 
 namespace reshard {
 
 struct ImportOptions {
-  // A layout has no default (its topology has none): options start from one.
-  explicit ImportOptions(CheckpointLayout framework_layout) : layout(std::move(framework_layout)) {}
-
-  // The framework layout of every imported tensor (mesh, topology, rules).
-  CheckpointLayout layout;
   // Cast F32/F16/BF16 tensors to this.
   std::optional<DType> dtype;
   // Axis sizes the shapes alone do not give (heads, head_dim...); the
@@ -41,6 +36,7 @@ struct ImportOptions {
 };
 
 struct ImportResult {
+  std::vector<NamedArray> arrays;  // import_arrays: this process's part of each framework tensor
   size_t tensors = 0;       // framework tensors produced
   uint64_t bytes = 0;       // their bytes
   uint64_t bytes_read = 0;  // source tensor bytes this process's copies read (each distinct slice once)
@@ -52,7 +48,8 @@ struct ImportResult {
 
 // Collective over `transport`: every process builds the slices of the
 // framework tensors its devices hold straight from the folder's files
-// (reading only those byte ranges), returned as arrays in `options.layout`.
+// (reading only those byte ranges), returned as arrays in `layout` (the
+// framework layout of every tensor: mesh, topology, rules).
 // `map` is the forward map (framework to Hugging Face, as export and --map
 // take it); import runs inverse_tensor_map of it. `hf_dir` is a model folder
 // (model.safetensors or an index; an adapter_model.safetensors beside them is
@@ -60,13 +57,14 @@ struct ImportResult {
 // nothing) or a .safetensors file. Every error (a tensor no rule matches, a
 // shape that does not factor, a layout that does not fit, naming the tensor
 // and the rule) is raised on every process before a byte is read.
-std::vector<NamedArray> import_arrays(const std::filesystem::path& hf_dir, const TensorMap& map,
-                                      const ImportOptions& options, Transport& transport,
-                                      ImportResult* result = nullptr);
+ImportResult import_arrays(const std::filesystem::path& hf_dir, const TensorMap& map, const CheckpointLayout& layout,
+                          Transport& transport, const ImportOptions& options = {});
 
 // The same, saved as the checkpoint `checkpoint` (save_checkpoint's atomic
-// commit; a failure anywhere leaves what was there).
+// commit; a failure anywhere leaves what was there). The result's `arrays` is
+// empty: they are in the checkpoint.
 ImportResult import_checkpoint(const std::filesystem::path& hf_dir, const std::filesystem::path& checkpoint,
-                               const TensorMap& map, const ImportOptions& options, Transport& transport);
+                               const TensorMap& map, const CheckpointLayout& layout, Transport& transport,
+                               const ImportOptions& options = {});
 
 }  // namespace reshard

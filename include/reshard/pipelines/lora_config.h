@@ -1,5 +1,5 @@
 // adapter_config.json of a PEFT LoRA adapter: read, written as PEFT writes it,
-// and the per-module rank, alpha and scaling it implies (spec/hf-peft.md).
+// and the per-module rank, alpha and scaling it implies, as PEFT reads them.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +36,7 @@ struct LoraConfig {
 LoraConfig parse_lora_config(std::string_view json, std::string_view label);
 
 // The file as PEFT's save_pretrained writes it: json.dumps(config, indent=2,
-// sort_keys=True), no trailing newline, with the fields of spec/hf-peft.md.
+// sort_keys=True), no trailing newline, with the fields LoraConfig holds.
 std::string lora_config_json(const LoraConfig& config);
 
 // One adapted module's rank, alpha and the scaling its delta is multiplied by.

@@ -24,7 +24,7 @@ struct MergeLoraOptions {
   std::function<void(uint64_t bytes)> progress;   // output bytes produced, as they are
 };
 
-struct MergeLoraSummary {
+struct MergeLoraResult {
   size_t tensors = 0;        // in the output
   size_t merged = 0;         // weights a LoRA delta was added to
   size_t replaced = 0;       // tensors taken whole from the adapter (modules_to_save, saved base layers)
@@ -44,14 +44,14 @@ struct MergeLoraSummary {
 // adapter holds (modules_to_save copies, saved base layers), which replace the
 // base's. The base folder's non-weight files (config.json with its dtype keys
 // following options.dtype, generation_config.json, the tokenizer's files, ...)
-// are carried; a base without config.json gives a warning in the summary.
+// are carried; a base without config.json gives a warning in the result.
 // Every adapter key is checked against the base and the config first (Error
 // kMissingTensor naming the key or module, kUnsupported for a kind PEFT does
 // not write or the config does not enable, kInvalidArgument for a shape that
 // does not fit), before anything is written. Base tensors are read with pread
 // in blocks, so memory stays at a few blocks plus each module's factors,
 // whatever the model's size.
-MergeLoraSummary merge_lora_folder(const std::filesystem::path& base, const std::filesystem::path& adapter,
+MergeLoraResult merge_lora_folder(const std::filesystem::path& base, const std::filesystem::path& adapter,
                                    const std::filesystem::path& out, const MergeLoraOptions& options = {});
 
 }  // namespace reshard

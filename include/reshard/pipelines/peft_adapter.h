@@ -1,6 +1,6 @@
 // PEFT LoRA adapter folders: the key names, the check that every key names a
 // module of the base model, and writing adapter_model.safetensors with
-// adapter_config.json (spec/hf-peft.md).
+// adapter_config.json, as PEFT names and writes them.
 #pragma once
 
 #include <filesystem>
@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "reshard/formats/hf_folder_writer.h"
 #include "reshard/formats/safetensors_layout.h"
+#include "reshard/formats/tensor_stream.h"
 #include "reshard/pipelines/lora_config.h"
 
 namespace reshard {

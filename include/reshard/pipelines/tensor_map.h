@@ -1,6 +1,6 @@
 // The map file: how a training framework's tensors become Hugging Face tensors
 // (rename, unstack, merge or split axes, transpose, cast), and back.
-// The format is described in src/pipelines/tensor_map.md.
+// The format is described in docs/tensor-map.md.
 #pragma once
 
 #include <cstdint>
@@ -70,7 +70,7 @@ std::vector<std::string> tensor_map_preset_names();
 TensorMap load_tensor_map(std::string_view file_or_preset);
 
 // A short description of the map-file format and the presets, for the --help
-// of the commands that take --map (the full text is src/pipelines/tensor_map.md).
+// of the commands that take --map (the full text is docs/tensor-map.md).
 std::string tensor_map_help();
 
 // The preset's axis sizes that a Hugging Face config.json gives (heads,

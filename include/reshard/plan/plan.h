@@ -24,7 +24,7 @@ struct Transfer {
   bool operator==(const Transfer&) const = default;
 };
 
-// Byte counts of a plan (spec/cli.md `reshard plan --json`). The same-device,
+// Byte counts of a plan (what `reshard plan --json` prints). The same-device,
 // same-process and cross-process counts split the stage-0 bytes only.
 struct PlanStats {
   uint64_t bytes_total = 0;

@@ -41,7 +41,7 @@ struct PlanOptions {
 // and an array whose key equals an earlier one's in the batch (a model's
 // layers) copies that plan, only its shared pieces' senders settled anew.
 //
-// Throws the sharding errors of spec/sharding.md when a layout does not fit
+// Throws the sharding errors of Sharding::validate when a layout does not fit
 // its shape (naming the key's index when there are several), and
 // Error(kUnknownDevice) for a mesh device outside the topology.
 std::vector<Plan> make_plans(std::span<const PlanKey> keys, const PlanOptions& options = {});

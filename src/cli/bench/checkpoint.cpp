@@ -91,10 +91,10 @@ Setup interleaved_thirds(int processes) {
 
 // Seconds of a restore onto `targets` with checksums verified, and what it read.
 double timed_restore(Transport& transport, const fs::path& path, const std::vector<RestoreTarget>& targets,
-                     RestoreStats* stats) {
+                     RestoreResult* stats) {
   RestoreOptions verified;
   verified.verify_checksums = true;
-  return timed(transport, [&] { restore_checkpoint(path, targets, transport, verified, stats); });
+  return timed(transport, [&] { *stats = restore_checkpoint(path, targets, transport, verified); });
 }
 
 }  // namespace
@@ -134,7 +134,7 @@ BenchReport run_checkpoint_benchmark() {
     };
     const auto save = [&] {
       save_s = std::min(save_s, timed(transport, [&] {
-        save_checkpoint(scratch / fmt::format("ckpt{}", round), arrays, transport);
+        save_checkpoint(arrays, scratch / fmt::format("ckpt{}", round), transport);
       }));
     };
     if (round == 0) {
@@ -152,7 +152,7 @@ BenchReport run_checkpoint_benchmark() {
     options.staging_bytes = budget;
     return timed(transport, [&] {
       const auto start = std::chrono::steady_clock::now();
-      SaveHandle handle = save_checkpoint_async(scratch / "ckpt0", arrays, transport, options);
+      SaveHandle handle = save_checkpoint_async(arrays, scratch / "ckpt0", transport, options);
       blocked_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       handle.wait();
     });
@@ -160,7 +160,7 @@ BenchReport run_checkpoint_benchmark() {
   double blocked_s = 0, blocked_small_s = 0;
   const double async_s = async_save(SaveOptions{}.staging_bytes, blocked_s);
   const double async_small_s = async_save(std::max<uint64_t>(my_bytes / 4, 1), blocked_small_s);
-  RestoreStats same_stats, other_stats, thirds_stats;
+  RestoreResult same_stats, other_stats, thirds_stats;
   const double restore_same_s = timed_restore(transport, scratch / "ckpt1", same, &same_stats);
   const double restore_other_s = timed_restore(transport, scratch / "ckpt1", other, &other_stats);
   const double restore_thirds_s = timed_restore(transport, scratch / "ckpt1", thirds, &thirds_stats);

@@ -114,7 +114,7 @@ void save_model(const fs::path& path, int64_t rows, Transport& transport) {
     ShardedArray& array = arrays.back().array;
     for (size_t i = 0; i < array.shards().size(); ++i) std::ranges::fill(array.writable_bytes(i), std::byte(t + 1));
   }
-  save_checkpoint(path, arrays, transport);
+  save_checkpoint(arrays, path, transport);
 }
 
 TensorMap bench_map() {
@@ -162,7 +162,7 @@ BenchReport run_export_benchmark() {
       const fs::path out = scratch / fmt::format("hf{}", round);
       reset_peak_rss();
       ExportResult result;
-      const double s = timed(transport, [&] { result = export_checkpoint(scratch / "ckpt", out, map, options, transport); });
+      const double s = timed(transport, [&] { result = export_checkpoint(scratch / "ckpt", out, map, transport, options); });
       if (s < export_s) best_times = result.seconds;
       export_s = std::min(export_s, s);
       files = static_cast<int>(result.files);
@@ -172,7 +172,7 @@ BenchReport run_export_benchmark() {
     };
     const auto exported_serially = [&] {
       const fs::path out = scratch / fmt::format("serial{}", round);
-      serial_s = std::min(serial_s, timed(transport, [&] { export_checkpoint(scratch / "ckpt", out, map, serial, transport); }));
+      serial_s = std::min(serial_s, timed(transport, [&] { export_checkpoint(scratch / "ckpt", out, map, transport, serial); }));
       transport.barrier();
       if (transport.rank() == 0) fs::remove_all(out);
     };

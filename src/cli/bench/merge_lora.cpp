@@ -17,11 +17,11 @@
 #include <fmt/format.h>
 
 #include "cli/bench_report.h"
-#include "reshard/formats/hf_folder_writer.h"
+#include "formats/hf_folder_writer.h"
+#include "pipelines/lora/lora_merge.h"
 #include "reshard/formats/safetensors_layout.h"
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/lora_config.h"
-#include "reshard/pipelines/lora_merge.h"
 #include "reshard/pipelines/merge_lora.h"
 #include "reshard/pipelines/peft_adapter.h"
 

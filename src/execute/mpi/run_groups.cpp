@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "reshard/layout/checked.h"
+#include "layout/checked.h"
 
 namespace reshard::mpi_detail {
 namespace {

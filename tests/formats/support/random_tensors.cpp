@@ -3,7 +3,7 @@
 #include <set>
 
 #include "formats/support/safetensors_files.h"
-#include "reshard/layout/checked.h"
+#include "layout/checked.h"
 
 namespace reshard::testing {
 namespace {

@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "pipelines/support/checkpoint_arrays.h"
 #include "pipelines/mpi/shared_folder_test.h"
+#include "pipelines/support/checkpoint_arrays.h"
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/checkpoint_restore.h"
 #include "reshard/pipelines/checkpoint_save.h"
@@ -36,10 +36,10 @@ TEST_F(CheckpointMpi, SavedOnOneLayoutRestoresOntoEveryOther) {
   const auto all = layouts(world.size());
   for (size_t from = 0; from < all.size(); ++from) {
     const fs::path path = dir / fmt::format("ckpt{}", from);
-    save_checkpoint(path, testing::make_arrays(testing::small_model(), all[from], world.rank(), from + 1), world);
+    save_checkpoint(testing::make_arrays(testing::small_model(), all[from], world.rank(), from + 1), path, world);
     for (size_t to = 0; to < all.size(); ++to) {
       SCOPED_TRACE(fmt::format("saved on layout {}, restored on layout {}, {} processes", from, to, world.size()));
-      const auto arrays = restore_checkpoint(path, testing::targets_for(testing::small_model(), all[to]), world);
+      const auto arrays = restore_checkpoint(path, testing::targets_for(testing::small_model(), all[to]), world).arrays;
       for (const NamedArray& array : arrays) EXPECT_EQ(testing::mismatch(array, from + 1), "");
     }
   }
@@ -52,10 +52,10 @@ TEST_F(CheckpointMpi, AsyncSaveWaitsForEveryProcess) {
   SaveOptions options;
   options.staging_bytes = 100;
   auto arrays = testing::make_arrays(testing::small_model(), layout, world.rank(), 4);
-  SaveHandle handle = save_checkpoint_async(dir / "c", arrays, world, options);
-  const SaveStats stats = handle.wait();
+  SaveHandle handle = save_checkpoint_async(arrays, dir / "c", world, options);
+  const SaveResult stats = handle.wait();
   EXPECT_GE(stats.waves, 1u);
-  const auto restored = restore_checkpoint(dir / "c", testing::targets_for(testing::small_model(), layouts(world.size())[3]), world);
+  const auto restored = restore_checkpoint(dir / "c", testing::targets_for(testing::small_model(), layouts(world.size())[3]), world).arrays;
   for (const NamedArray& array : restored) EXPECT_EQ(testing::mismatch(array, 4), "");
 }
 
@@ -63,7 +63,7 @@ TEST_F(CheckpointMpi, AFailureOnOneProcessFailsEveryProcess) {
   Transport& world = testing::world_transport();
   const fs::path dir = shared_folder();
   const LayoutDef layout = layouts(world.size())[0];
-  save_checkpoint(dir / "c", testing::make_arrays(testing::small_model(), layout, world.rank(), 1), world);
+  save_checkpoint(testing::make_arrays(testing::small_model(), layout, world.rank(), 1), dir / "c", world);
   // The last rank asks for a tensor the checkpoint does not have.
   auto targets = testing::targets_for(testing::small_model(), layout);
   if (world.rank() == world.size() - 1) targets[0].name = "missing";

@@ -39,9 +39,8 @@ TEST_F(ImportMpi, EveryRankBuildsItsSlicesFromTheFolder) {
   const fs::path dir = shared_folder([&](const fs::path& path) {
     testing::write_hf_model_folder(path / "hf", specs, bytes, 4000, testing::hf_llama_config_json(dims));
   });
-  ImportResult result;
-  const auto arrays = import_arrays(dir / "hf", *tensor_map_preset("levanter-llama"), ImportOptions(layout_for(world.size())),
-                                    world, &result);
+  const ImportResult result = import_arrays(dir / "hf", *tensor_map_preset("levanter-llama"), layout_for(world.size()), world);
+  const std::vector<NamedArray>& arrays = result.arrays;
   EXPECT_EQ(arrays.size(), testing::levanter_llama_specs(dims, false).size());
   for (const NamedArray& array : arrays) {
     for (const Shard& shard : array.array.shards()) {
@@ -67,8 +66,7 @@ TEST_F(ImportMpi, AFolderThatDoesNotFitFailsOnEveryRank) {
     testing::write_hf_model_folder(path / "hf", specs, bytes, 4000, testing::hf_llama_config_json(dims));
   });
   try {
-    import_checkpoint(dir / "hf", dir / "ck", *tensor_map_preset("levanter-llama"), ImportOptions(layout_for(world.size())),
-                      world);
+    import_checkpoint(dir / "hf", dir / "ck", *tensor_map_preset("levanter-llama"), layout_for(world.size()), world);
     ADD_FAILURE() << "the import succeeded on rank " << world.rank();
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();

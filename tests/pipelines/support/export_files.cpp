@@ -17,7 +17,7 @@ void save_levanter_checkpoint(const std::vector<FrameworkTensor>& model, const f
     const std::vector<NamedArray> arrays = levanter_arrays(model, transport.rank());
     SaveOptions options;
     options.metadata = metadata;
-    save_checkpoint(path, arrays, transport, options);
+    save_checkpoint(arrays, path, transport, options);
   });
 }
 

@@ -6,10 +6,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "reshard/formats/hf_folder_plan.h"
-#include "reshard/formats/hf_folder_writer.h"
+#include "formats/hf_folder_plan.h"
+#include "formats/hf_folder_writer.h"
+#include "layout/float_convert.h"
 #include "reshard/formats/safetensors_writer.h"
-#include "reshard/layout/float_convert.h"
 
 namespace reshard::testing {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "reshard/layout/float_convert.h"
+#include "layout/float_convert.h"
 #include "reshard/layout/mesh.h"
 #include "reshard/layout/partition_spec.h"
 #include "reshard/layout/topology.h"

@@ -1,0 +1,138 @@
+#include "reshard/pipelines/export_model.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "pipelines/common/agreement.h"
+#include "pipelines/export/export_blocks.h"
+#include "pipelines/export/export_inputs.h"
+#include "pipelines/export/export_plan.h"
+#include "pipelines/export/export_produce.h"
+#include "pipelines/export/export_run.h"
+#include "reshard/layout/error.h"
+
+namespace reshard {
+namespace {
+
+namespace fs = std::filesystem;
+namespace detail = pipelines_detail;
+
+void check_options(const ExportOptions& options, const Transport& transport) {
+  if (options.gather_to && (*options.gather_to < 0 || *options.gather_to >= transport.size())) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("gather to process {}: the job has processes 0..{}",
+                                                         *options.gather_to, transport.size() - 1));
+  }
+  if (options.block_bytes == 0) throw Error(ErrorCode::kInvalidArgument, "export block size must be positive");
+  if (options.blocks_in_flight == 0) throw Error(ErrorCode::kInvalidArgument, "export blocks in flight must be positive");
+}
+
+// Runs `step` on every process and fails all of them if it fails on any.
+template <typename Step>
+void agreed_step(Transport& transport, std::string_view what, Step&& step) {
+  detail::Failure failure;
+  detail::run_step(failure, step);
+  const auto reports = detail::exchange_reports(transport, {failure.message, {}});
+  detail::require_all_succeeded(reports, transport.rank(), what, failure.error);
+}
+
+std::optional<std::string> metadata_value(const std::optional<safetensors::Metadata>& metadata, std::string_view key) {
+  if (!metadata) return std::nullopt;
+  for (const auto& [name, value] : *metadata) {
+    if (name == key) return value;
+  }
+  return std::nullopt;
+}
+
+bool readable(const detail::ExportPlan& plan, const detail::ExportInput& input, int process,
+              const detail::ExportBlock& block) {
+  const auto sources = detail::block_sources(plan, plan.tensors[block.tensor], block.box);
+  return std::all_of(sources.begin(), sources.end(),
+                     [&](const auto& source) { return input.readable_by(process, source.first, source.second); });
+}
+
+// The arrays each tensor needs brought whole to one process: those of the
+// tensors whose blocks no process can produce from its own shards.
+std::vector<std::vector<std::pair<size_t, int>>> place_unplaced(const detail::ExportPlan& plan,
+                                                                std::vector<detail::ExportBlock>& blocks,
+                                                                int processes) {
+  std::vector<std::vector<std::pair<size_t, int>>> bring(plan.tensors.size());
+  for (size_t t = 0; t < plan.tensors.size(); ++t) {
+    const bool unplaced = std::any_of(blocks.begin(), blocks.end(),
+                                      [&](const auto& block) { return block.tensor == t && block.process < 0; });
+    if (!unplaced) continue;
+    const int root = detail::assign_unplaced(blocks, t, processes);
+    const safetensors::TensorSpec& spec = plan.tensors[t].spec;
+    std::set<size_t> sources;
+    for (const auto& [source, box] :
+         detail::block_sources(plan, plan.tensors[t], Box::whole(safetensors::layout_shape(spec.shape, spec.name)))) {
+      sources.insert(source);
+    }
+    for (const size_t source : sources) bring[t].emplace_back(source, root);
+  }
+  return bring;
+}
+
+}  // namespace
+
+ExportResult export_checkpoint(const fs::path& checkpoint, const fs::path& out, const TensorMap& map,
+                               Transport& transport, const ExportOptions& options) {
+  check_options(options, transport);
+  std::optional<detail::CheckpointInput> input;
+  detail::ExportPlan plan;
+  std::vector<detail::ExportBlock> blocks;
+  agreed_step(transport, fmt::format("exporting {}", checkpoint.string()), [&] {
+    input.emplace(checkpoint::Reader::open(checkpoint));
+    const auto& metadata = input->reader().manifest().metadata;
+    const detail::ExportConfigs configs{metadata_value(metadata, kHfConfigMetadataKey),
+                                        metadata_value(metadata, kLoraConfigMetadataKey),
+                                        fmt::format("checkpoint {}", checkpoint.string()),
+                                        metadata_value(metadata, kGenerationConfigMetadataKey)};
+    plan = detail::plan_export(input->specs(), map, options, configs);
+    blocks = detail::cut_blocks(plan, options.block_bytes, transport.size(), [](int, const auto&) { return true; });
+  });
+  return detail::run_export(plan, blocks, *input, out, options, transport);
+}
+
+ExportResult export_arrays(std::span<const NamedArray> arrays, const fs::path& out, const TensorMap& map,
+                           Transport& transport, const ExportOptions& options) {
+  check_options(options, transport);
+  for (const NamedArray& array : arrays) {
+    if (array.array.topology().num_processes() != transport.size()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("array '{}': its topology has {} processes, the job {}", array.name,
+                              array.array.topology().num_processes(), transport.size()));
+    }
+  }
+  std::optional<detail::ArraysInput> input;
+  detail::ExportPlan plan;
+  std::vector<detail::ExportBlock> blocks;
+  std::vector<std::vector<std::pair<size_t, int>>> bring;
+  agreed_step(transport, "exporting arrays", [&] {
+    input.emplace(arrays, transport.rank());
+    plan = detail::plan_export(input->specs(), map, options, {std::nullopt, std::nullopt, "the arrays", std::nullopt});
+    blocks = detail::cut_blocks(plan, options.block_bytes, transport.size(), [&](int process, const auto& block) {
+      return readable(plan, *input, process, block);
+    });
+    bring = place_unplaced(plan, blocks, transport.size());
+  });
+  detail::ExportSteps steps;
+  std::set<std::pair<size_t, int>> whole;  // arrays brought whole, and where
+  steps.before = [&](size_t t) {
+    for (const auto& entry : bring[t]) {
+      if (whole.insert(entry).second) input->bring_whole(entry.first, entry.second, transport);
+    }
+  };
+  steps.after = [&](size_t t) {
+    for (const auto& entry : bring[t]) {
+      const bool next_needs = t + 1 < bring.size() && std::find(bring[t + 1].begin(), bring[t + 1].end(), entry) != bring[t + 1].end();
+      if (next_needs) continue;
+      input->release(entry.first);
+      whole.erase(entry);
+    }
+  };
+  return detail::run_export(plan, blocks, *input, out, options, transport, steps);
+}
+
+}  // namespace reshard

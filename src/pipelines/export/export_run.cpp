@@ -1,0 +1,217 @@
+#include "pipelines/export/export_run.h"
+
+#include <chrono>
+#include <cstring>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "pipelines/common/agreement.h"
+#include "pipelines/export/export_output.h"
+#include "pipelines/export/export_produce.h"
+#include "pipelines/export/export_write_queue.h"
+#include "reshard/layout/error.h"
+
+namespace reshard::pipelines_detail {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// The input, with the time spent reading it counted (on the producing thread).
+class TimedInput final : public ExportInput {
+ public:
+  explicit TimedInput(const ExportInput& input) : input_(input) {}
+  const std::vector<safetensors::TensorSpec>& specs() const override { return input_.specs(); }
+  bool readable_by(int process, size_t source, const Box& box) const override {
+    return input_.readable_by(process, source, box);
+  }
+  void read(size_t source, const Box& box, std::span<std::byte> out) const override {
+    const auto start = Clock::now();
+    input_.read(source, box, out);
+    seconds_ += since(start);
+  }
+  double seconds() const { return seconds_; }
+
+ private:
+  const ExportInput& input_;
+  mutable double seconds_ = 0;
+};
+
+// One process's side of the export.
+class ExportRun {
+ public:
+  ExportRun(const ExportPlan& plan, const std::vector<ExportBlock>& blocks, const ExportInput& input,
+            const fs::path& out, const ExportOptions& options, Transport& transport)
+      : plan_(plan), blocks_(blocks), input_(input), producer_(plan, input_), options_(options), transport_(transport),
+        output_(out, plan, options.max_shard_size, options.replace), rank_(transport.rank()),
+        root_(options.gather_to.value_or(0)), gather_(options.gather_to.has_value()),
+        what_(fmt::format("exporting to {}", out.string())) {}
+
+  ExportResult run(const ExportSteps& steps) {
+    const auto start = Clock::now();
+    open_files();
+    if (gather_) tags_ = transport_.begin_operation();
+    if (!gather_) start_queue();
+    size_t next = 0;
+    for (size_t t = 0; t < plan_.tensors.size(); ++t) {
+      if (steps.before) steps.before(t);
+      for (; next < blocks_.size() && blocks_[next].tensor == t; ++next) {
+        gather_ ? gather_block(next) : queue_own_block(next);
+      }
+      if (steps.after) steps.after(t);
+    }
+    if (queue_) {
+      run_step(failure_, [&] { queue_->finish(); });
+      times_.write = queue_->write_seconds();
+      queue_.reset();
+    }
+    auto phase = Clock::now();
+    if (writes_here()) run_step(failure_, [&] { output_.sync(); });
+    times_.sync = since(phase);
+    phase = Clock::now();
+    agree();
+    if (rank_ == root_) run_step(failure_, [&] { output_.commit(); });
+    agree();
+    times_.commit = since(phase);
+    times_.read = input_.seconds();
+    times_.total = since(start);
+    return {plan_.tensors.size(), plan_.merged, output_.files(), plan_.total_bytes(), written_, times_};
+  }
+
+ private:
+  bool writes_here() const { return !gather_ || rank_ == root_; }
+
+  void agree() {
+    const auto reports = exchange_reports(transport_, {failure_.message, {}});
+    require_all_succeeded(reports, rank_, what_, failure_.error);
+  }
+
+  // The root creates the staging folder and files; with shared writing the
+  // others open them there.
+  void open_files() {
+    fs::path staging;
+    if (rank_ == root_) run_step(failure_, [&] { staging = output_.create(); });
+    agree();
+    if (gather_) return;
+    const std::string mine = staging.string();
+    const auto all = transport_.all_gather(std::as_bytes(std::span(mine)));
+    const auto& theirs = all[static_cast<size_t>(root_)];
+    staging = std::string(reinterpret_cast<const char*>(theirs.data()), theirs.size());
+    if (rank_ != root_) run_step(failure_, [&] { output_.join(staging); });
+  }
+
+  // Produces `block` into `out` (its bytes long).
+  void produce(const ExportBlock& block, std::span<std::byte> out) {
+    const ExportTensor& tensor = plan_.tensors[block.tensor];
+    const auto start = Clock::now();
+    try {
+      producer_.produce(tensor, block.box, out);
+    } catch (const Error& e) {
+      throw e.with_context(fmt::format("tensor '{}' {}", tensor.spec.name, block.box.to_string()));
+    }
+    times_.produce += since(start);
+    if (options_.progress) options_.progress(block.bytes);
+  }
+  void produce(const ExportBlock& block) {
+    buffer_.resize(static_cast<size_t>(block.bytes));
+    produce(block, buffer_);
+  }
+
+  void write(const ExportBlock& block, std::span<const std::byte> bytes) {
+    const ExportTensor& tensor = plan_.tensors[block.tensor];
+    try {
+      output_.write(tensor.spec.name, block.box, bytes);
+    } catch (const Error& e) {
+      throw e.with_context(fmt::format("writing tensor '{}' {}", tensor.spec.name, block.box.to_string()));
+    }
+    written_ += block.bytes;
+  }
+  void write(const ExportBlock& block) {
+    const auto start = Clock::now();
+    write(block, buffer_);
+    times_.write += since(start);
+  }
+
+  // Shared writing: this process's blocks are written by the queue's thread
+  // while the next is produced here.
+  void start_queue() {
+    queue_.emplace(options_.blocks_in_flight,
+                   [this](size_t index, std::span<const std::byte> bytes) { write(blocks_[index], bytes); });
+  }
+
+  void queue_own_block(size_t index) {
+    const ExportBlock& block = blocks_[index];
+    if (block.process != rank_) return;
+    run_step(failure_, [&] {
+      std::vector<std::byte> bytes = queue_->take(static_cast<size_t>(block.bytes));
+      try {
+        produce(block, bytes);
+      } catch (...) {
+        queue_->give_back(std::move(bytes));
+        throw;
+      }
+      queue_->push(index, std::move(bytes));
+    });
+  }
+
+  // Block `index` streamed to the root: a status word, then (when the owner
+  // produced it) its bytes. Both sides go through every block even after a
+  // failure, so that nobody waits for a message that never comes.
+  void gather_block(size_t index) {
+    const ExportBlock& block = blocks_[index];
+    const Tag status_tag = tags_ + 2 * index;
+    if (block.process == rank_ && rank_ == root_) {
+      run_step(failure_, [&] {
+        produce(block);
+        write(block);
+      });
+    } else if (block.process == rank_) {
+      run_step(failure_, [&] { produce(block); });
+      const uint64_t status = failure_ ? 1 : 0;
+      transport_.send(root_, status_tag, std::as_bytes(std::span(&status, 1)));
+      if (status == 0) transport_.send(root_, status_tag + 1, buffer_);
+    } else if (rank_ == root_) {
+      uint64_t status = 0;
+      transport_.recv(block.process, status_tag, std::as_writable_bytes(std::span(&status, 1)));
+      if (status != 0) return;  // the owner reports its own failure when all agree
+      buffer_.resize(static_cast<size_t>(block.bytes));
+      transport_.recv(block.process, status_tag + 1, buffer_);
+      run_step(failure_, [&] { write(block); });
+    }
+  }
+
+  const ExportPlan& plan_;
+  const std::vector<ExportBlock>& blocks_;
+  TimedInput input_;
+  BlockProducer producer_;  // after input_, which it reads
+  const ExportOptions& options_;
+  Transport& transport_;
+  ExportOutput output_;
+  int rank_ = 0;
+  int root_ = 0;
+  bool gather_ = false;
+  std::string what_;
+  Failure failure_;
+  Tag tags_ = 0;
+  std::vector<std::byte> buffer_;  // gathering: the block in hand
+  uint64_t written_ = 0;           // shared writing: counted on the queue's thread, read after it ends
+  ExportTimes times_;
+  std::optional<BlockWriteQueue> queue_;  // last: destroyed (its thread joined) first
+};
+
+}  // namespace
+
+ExportResult run_export(const ExportPlan& plan, const std::vector<ExportBlock>& blocks, const ExportInput& input,
+                        const fs::path& out, const ExportOptions& options, Transport& transport,
+                        const ExportSteps& steps) {
+  if (2 * blocks.size() > Transport::kTagsPerOperation && options.gather_to) {
+    throw Error(ErrorCode::kUnsupported, fmt::format("exporting to {}: {} blocks are more than one gather can tag; "
+                                                     "raise the block size", out.string(), blocks.size()));
+  }
+  return ExportRun(plan, blocks, input, out, options, transport).run(steps);
+}
+
+}  // namespace reshard::pipelines_detail

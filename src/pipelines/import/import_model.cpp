@@ -1,0 +1,114 @@
+#include "reshard/pipelines/import_model.h"
+
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "layout/checked.h"
+#include "pipelines/common/agreement.h"
+#include "pipelines/import/import_fill.h"
+#include "pipelines/import/import_plan.h"
+#include "pipelines/import/import_source.h"
+#include "reshard/layout/error.h"
+#include "reshard/pipelines/checkpoint_save.h"
+
+namespace reshard {
+namespace {
+
+namespace fs = std::filesystem;
+namespace detail = pipelines_detail;
+
+// Every process learns whether every step so far succeeded everywhere.
+void agree(Transport& transport, const detail::Failure& failure, std::string_view what) {
+  const auto reports = detail::exchange_reports(transport, {failure.message, {}});
+  detail::require_all_succeeded(reports, transport.rank(), what, failure.error);
+}
+
+void check_layout_fits(const CheckpointLayout& layout, const Transport& transport) {
+  if (layout.topology.num_processes() != transport.size()) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("the layout's topology has {} processes, the job {}", layout.topology.num_processes(),
+                            transport.size()));
+  }
+  for (const DeviceId device : layout.mesh.devices()) {
+    if (device < 0 || device >= layout.topology.num_devices()) {
+      throw Error(ErrorCode::kUnknownDevice, fmt::format("the mesh's device {} is not one of the topology's {} devices",
+                                                         device, layout.topology.num_devices()));
+    }
+  }
+}
+
+safetensors::Metadata configs_as_metadata(const detail::ImportSource& source) {
+  safetensors::Metadata metadata;
+  if (source.config_json()) metadata.emplace_back(kHfConfigMetadataKey, *source.config_json());
+  if (source.adapter_config_json()) metadata.emplace_back(kLoraConfigMetadataKey, *source.adapter_config_json());
+  if (source.generation_config_json()) {
+    metadata.emplace_back(kGenerationConfigMetadataKey, *source.generation_config_json());
+  }
+  return metadata;
+}
+
+uint64_t output_bytes(const ResolvedMap& map) {
+  uint64_t total = 0;
+  for (const ResolvedTensor& tensor : map.outputs) {
+    const uint64_t elements = safetensors::element_count(tensor.out.shape, tensor.out.name);
+    total = checked_add(total, dtype_byte_size(tensor.out.dtype, elements), "import size");
+  }
+  return total;
+}
+
+// An existing path that save_checkpoint would refuse, refused before reading.
+void refuse_existing(const fs::path& checkpoint, bool replace) {
+  std::error_code ec;
+  if (!replace && fs::exists(checkpoint, ec)) {
+    throw Error(ErrorCode::kAlreadyExists, fmt::format("{}: already exists", checkpoint.string()));
+  }
+}
+
+}  // namespace
+
+ImportResult import_arrays(const fs::path& hf_dir, const TensorMap& map, const CheckpointLayout& layout,
+                          Transport& transport, const ImportOptions& options) {
+  const std::string what = fmt::format("importing {}", hf_dir.string());
+  std::optional<detail::ImportSource> source;
+  std::optional<detail::ImportPlan> plan;
+  detail::Failure failure;
+  // Everything that can be wrong with the folder, the map or the layout, before a byte is read.
+  detail::run_step(failure, [&] {
+    check_layout_fits(layout, transport);
+    source.emplace(detail::ImportSource::open(hf_dir));
+    plan.emplace(detail::plan_import(*source, map, layout, options));
+  });
+  agree(transport, failure, what);
+  ImportResult result;
+  detail::FillStats stats;
+  detail::run_step(failure, [&] {
+    for (size_t t = 0; t < plan->map.outputs.size(); ++t) {
+      result.arrays.push_back({plan->map.outputs[t].out.name,
+                               detail::fill_import_tensor(*plan, t, *source, layout.topology, transport.rank(), stats,
+                                                          options.progress)});
+    }
+  });
+  agree(transport, failure, what);
+  result.tensors = result.arrays.size();
+  result.bytes = output_bytes(plan->map);
+  result.bytes_read = stats.bytes_read;
+  result.metadata = configs_as_metadata(*source);
+  return result;
+}
+
+ImportResult import_checkpoint(const fs::path& hf_dir, const fs::path& checkpoint, const TensorMap& map,
+                               const CheckpointLayout& layout, Transport& transport, const ImportOptions& options) {
+  detail::Failure failure;
+  detail::run_step(failure, [&] { refuse_existing(checkpoint, options.replace); });
+  agree(transport, failure, fmt::format("importing into {}", checkpoint.string()));
+  ImportResult result = import_arrays(hf_dir, map, layout, transport, options);
+  SaveOptions save;
+  if (!result.metadata.empty()) save.metadata = result.metadata;
+  save.replace = options.replace;
+  save_checkpoint(result.arrays, checkpoint, transport, save);
+  result.arrays.clear();  // saved: this process's memory is given back now
+  return result;
+}
+
+}  // namespace reshard

@@ -1,0 +1,66 @@
+#include "pipelines/import/tensor_source.h"
+
+#include <fmt/format.h>
+
+#include "reshard/layout/error.h"
+
+namespace reshard::pipelines_detail {
+
+TensorSource TensorSource::open(const std::filesystem::path& path) {
+  TensorSource source;
+  if (checkpoint::is_checkpoint(path)) {
+    source.checkpoint_.emplace(checkpoint::Reader::open(path));
+    for (const checkpoint::TensorEntry& tensor : source.checkpoint_->manifest().tensors) {
+      source.tensors_.push_back({tensor.name, tensor.dtype, safetensors::dims_of(tensor.shape)});
+    }
+    return source;
+  }
+  source.model_.emplace(open_model_files(path));
+  if (source.model_->format == ModelFormat::kPeft) {
+    throw Error(ErrorCode::kUnsupported, fmt::format("{}: converting PEFT adapter folders is not supported", path.string()));
+  }
+  for (const TensorCatalog::Entry& entry : source.model_->catalog.tensors()) {
+    source.tensors_.push_back({entry.info->name, entry.info->dtype, entry.info->shape});
+  }
+  return source;
+}
+
+std::optional<safetensors::Metadata> TensorSource::metadata() const {
+  return checkpoint_ ? checkpoint_->manifest().metadata : model_->catalog.metadata();
+}
+
+size_t TensorSource::file_count() const {
+  return checkpoint_ ? checkpoint_->manifest().files.size() : model_->catalog.files().size();
+}
+
+std::vector<Box> TensorSource::pieces(size_t tensor, int parts) const {
+  if (checkpoint_) {
+    std::vector<Box> boxes;
+    for (const checkpoint::Chunk& chunk : checkpoint_->manifest().tensors[tensor].chunks) boxes.push_back(chunk.box);
+    return boxes;
+  }
+  const SourceTensor& info = tensors_[tensor];
+  if (safetensors::element_count(info.dims, info.name) == 0) return {};
+  const Shape shape = safetensors::layout_shape(info.dims, info.name);
+  if (shape.empty() || shape[0] < parts) return {Box::whole(shape)};
+  std::vector<Box> boxes;
+  for (int p = 0; p < parts; ++p) {
+    std::vector<int64_t> origin(shape.size(), 0);
+    Shape extent = shape;
+    origin[0] = shape[0] * p / parts;
+    extent[0] = shape[0] * (p + 1) / parts - origin[0];
+    boxes.emplace_back(std::move(origin), std::move(extent));
+  }
+  return boxes;
+}
+
+void TensorSource::read_box(size_t tensor, const Box& box, std::span<std::byte> out) const {
+  if (checkpoint_) {
+    checkpoint_->read_box(checkpoint_->manifest().tensors[tensor], box, out);
+    return;
+  }
+  const TensorCatalog::Entry& entry = model_->catalog.tensors()[tensor];
+  model_->catalog.file_of(entry).read_box(*entry.info, box, out);
+}
+
+}  // namespace reshard::pipelines_detail

@@ -1,0 +1,210 @@
+#include "pipelines/lora/lora_merge.h"
+
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "layout/float_convert.h"
+#include "pipelines/tensor_map/strided_copy.h"
+#include "reshard/layout/error.h"
+
+namespace reshard {
+namespace {
+
+// The box's elements as f32, dense row-major.
+std::vector<float> read_f32(const LoraFactor& factor, const Box& box) {
+  const auto count = static_cast<size_t>(box.volume());
+  std::vector<float> values(count);
+  if (factor.dtype == DType::kF32) {
+    factor.read(box, std::as_writable_bytes(std::span(values)));
+    return values;
+  }
+  std::vector<std::byte> raw(count * static_cast<size_t>(dtype_bits(factor.dtype) / 8));
+  factor.read(box, raw);
+  convert_floats(factor.dtype, raw, DType::kF32, std::as_writable_bytes(std::span(values)), count);
+  return values;
+}
+
+// The [cols, rows] transpose of a dense [rows, cols] matrix.
+std::vector<float> transposed(const std::vector<float>& m, int64_t rows, int64_t cols) {
+  std::vector<float> t(m.size());
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) t[static_cast<size_t>(j * rows + i)] = m[static_cast<size_t>(i * cols + j)];
+  }
+  return t;
+}
+
+// Columns go in tiles of kTile whose sums stay in registers across k.
+constexpr int64_t kTile = 64;
+
+// sums[j] = sum over k = 0..r-1, in order, of left[k] * right[k, j0 + j] for
+// one tile: one rounding per product and per sum, which is what the result is
+// defined by. Always inlined, so each CPU copy of its callers compiles it for
+// that CPU.
+[[gnu::always_inline]] inline void tile_sums(float* __restrict sums, const float* __restrict left,
+                                             const float* __restrict right, int64_t r, int64_t cols, int64_t j0) {
+  for (int64_t k = 0; k < r; ++k) {
+    const float l = left[k];
+    const float* __restrict row = right + k * cols + j0;
+    for (int64_t j = 0; j < kTile; ++j) sums[j] += l * row[j];
+  }
+}
+
+// The same sum for one column j past the last whole tile.
+[[gnu::always_inline]] inline float column_sum(const float* __restrict left, const float* __restrict right, int64_t r,
+                                               int64_t cols, int64_t j) {
+  float sum = 0.0f;
+  for (int64_t k = 0; k < r; ++k) sum += left[k] * right[k * cols + j];
+  return sum;
+}
+
+// acc[j] = sum over k of left[k] * right[k, j], tile by tile. A second copy for
+// AVX2 and AVX-512 CPUs is picked at load time (no FMA: the same roundings).
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void accumulate_row(float* __restrict acc, const float* __restrict left, const float* __restrict right, int64_t r,
+                    int64_t cols) {
+  int64_t j0 = 0;
+  for (; j0 + kTile <= cols; j0 += kTile) {
+    float sums[kTile] = {};
+    tile_sums(sums, left, right, r, cols, j0);
+    for (int64_t j = 0; j < kTile; ++j) acc[j0 + j] = sums[j];
+  }
+  for (int64_t j = j0; j < cols; ++j) acc[j] = column_sum(left, right, r, cols, j);
+}
+
+// The f32 case fused into one pass: out[j] = w[j] + acc[j] * scaling, tile by
+// tile straight from the row bytes (fixed-size memcpys compile to loads).
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void merge_row_f32(std::byte* out, const std::byte* w, const float* __restrict left, const float* __restrict right,
+                   int64_t r, int64_t cols, float scaling) {
+  int64_t j0 = 0;
+  for (; j0 + kTile <= cols; j0 += kTile) {
+    float sums[kTile] = {};
+    tile_sums(sums, left, right, r, cols, j0);
+    float tile[kTile];
+    std::memcpy(tile, w + j0 * 4, sizeof(tile));
+    for (int64_t j = 0; j < kTile; ++j) tile[j] += sums[j] * scaling;
+    std::memcpy(out + j0 * 4, tile, sizeof(tile));
+  }
+  for (int64_t j = j0; j < cols; ++j) {
+    float value;
+    std::memcpy(&value, w + j * 4, 4);
+    value += column_sum(left, right, r, cols, j) * scaling;
+    std::memcpy(out + j * 4, &value, 4);
+  }
+}
+
+void add_scaled(float* __restrict merged, const float* __restrict acc, float scaling, int64_t cols) {
+  for (int64_t j = 0; j < cols; ++j) merged[j] += acc[j] * scaling;
+}
+
+void require_float(DType dtype, std::string_view what, std::string_view module) {
+  if (!is_castable_float(dtype)) {
+    throw Error(ErrorCode::kUnsupported,
+                fmt::format("module '{}': {} is {}; LoRA merges F32, F16 and BF16", module, what, dtype_name(dtype)));
+  }
+}
+
+}  // namespace
+
+LoraFactor LoraFactor::in_memory(DType dtype, Shape shape, std::span<const std::byte> bytes) {
+  LoraFactor factor{dtype, shape, nullptr};
+  factor.read = [dtype, shape, bytes](const Box& box, std::span<std::byte> out) {
+    const uint64_t expected = dtype_byte_size(dtype, static_cast<uint64_t>(box.volume()));
+    if (!Box::whole(shape).contains(box) || box.rank() != shape.size() || out.size() != expected ||
+        bytes.size() != dtype_byte_size(dtype, static_cast<uint64_t>(Box::whole(shape).volume()))) {
+      throw Error(ErrorCode::kInvalidArgument, fmt::format("LoRA factor [{}]: cannot read box {} into {} bytes",
+                                                           fmt::join(shape, ", "), box.to_string(), out.size()));
+    }
+    StridedCopy copy;
+    copy.shape = box.shape();
+    copy.src_strides = row_major_strides(shape);
+    copy.dst_strides = row_major_strides(box.shape());
+    for (size_t d = 0; d < shape.size(); ++d) copy.src_offset += box.origin()[d] * copy.src_strides[d];
+    copy.src_dtype = copy.dst_dtype = dtype;
+    run_strided_copy(copy, bytes.data(), out.data());
+  };
+  return factor;
+}
+
+void check_lora_shapes(const LoraDelta& delta, const Shape& w_shape, DType w_dtype, std::string_view module) {
+  require_float(w_dtype, "the weight", module);
+  require_float(delta.a.dtype, "lora_A", module);
+  require_float(delta.b.dtype, "lora_B", module);
+  const Shape& a = delta.a.shape;
+  const Shape& b = delta.b.shape;
+  const bool ranks = a.size() == 2 && b.size() == 2 && w_shape.size() == 2;
+  const int64_t out = ranks ? w_shape[delta.fan_in_fan_out ? 1 : 0] : 0;
+  const int64_t in = ranks ? w_shape[delta.fan_in_fan_out ? 0 : 1] : 0;
+  if (!ranks || a[0] != b[1] || a[1] != in || b[0] != out) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("module '{}': lora_A [{}] and lora_B [{}] do not fit the weight [{}]{} (A must be "
+                            "[r, in], B [out, r])",
+                            module, fmt::join(a, ", "), fmt::join(b, ", "), fmt::join(w_shape, ", "),
+                            delta.fan_in_fan_out ? " with fan_in_fan_out ([in, out])" : ""));
+  }
+}
+
+void merge_lora_box(const LoraDelta& delta, const Box& w_box, DType w_dtype, std::span<const std::byte> w,
+                    DType out_dtype, std::span<std::byte> out) {
+  if (w_box.rank() != 2) throw Error(ErrorCode::kInvalidArgument, "LoRA merge: the weight box must be 2-D");
+  const int64_t rows = w_box.shape()[0], cols = w_box.shape()[1];
+  const auto count = static_cast<size_t>(rows * cols);
+  const auto w_width = static_cast<size_t>(dtype_bits(w_dtype) / 8);
+  const auto out_width = static_cast<size_t>(dtype_bits(out_dtype) / 8);
+  if (w.size() != count * w_width || out.size() != count * out_width) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("LoRA merge: box {} needs {} and {} bytes, got {} and {}",
+                                                         w_box.to_string(), count * w_width, count * out_width,
+                                                         w.size(), out.size()));
+  }
+  if (delta.a.shape.size() != 2 || delta.b.shape.size() != 2 || delta.a.shape[0] != delta.b.shape[1]) {
+    throw Error(ErrorCode::kInvalidArgument, "LoRA merge: A must be [r, in] and B [out, r]");
+  }
+  if (count == 0) return;
+  const int64_t r = delta.a.shape[0];
+  const Interval row_range = w_box.interval(0), col_range = w_box.interval(1);
+  // W's extent, as the factors give it: [out, in], or [in, out] with fan_in_fan_out.
+  const Shape w_shape = delta.fan_in_fan_out ? Shape{delta.a.shape[1], delta.b.shape[0]}
+                                             : Shape{delta.b.shape[0], delta.a.shape[1]};
+  if (!Box::whole(w_shape).contains(w_box) || row_range.begin < 0 || col_range.begin < 0) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("LoRA merge: box {} is outside the weight [{}]",
+                                                         w_box.to_string(), fmt::join(w_shape, ", ")));
+  }
+  // left[i, k] and right[k, j] so that delta[i, j] = sum_k left[i, k] * right[k, j]:
+  // B's rows and A's columns, or with fan_in_fan_out A's columns (transposed) and B's rows (transposed).
+  std::vector<float> left, right;
+  if (!delta.fan_in_fan_out) {
+    left = read_f32(delta.b, Box({row_range.begin, 0}, {rows, r}));
+    right = read_f32(delta.a, Box({0, col_range.begin}, {r, cols}));
+  } else {
+    left = transposed(read_f32(delta.a, Box({0, row_range.begin}, {r, rows})), r, rows);
+    right = transposed(read_f32(delta.b, Box({col_range.begin, 0}, {cols, r})), cols, r);
+  }
+  std::vector<float> acc(static_cast<size_t>(cols)), merged(static_cast<size_t>(cols));
+  std::vector<std::byte> rounded(static_cast<size_t>(cols) * w_width);
+  const auto row_count = static_cast<uint64_t>(cols);
+  for (int64_t i = 0; i < rows; ++i) {
+    const auto at = static_cast<size_t>(i * cols);
+    if (w_dtype == DType::kF32 && out_dtype == DType::kF32) {
+      merge_row_f32(out.data() + at * 4, w.data() + at * 4, left.data() + i * r, right.data(), r, cols, delta.scaling);
+      continue;
+    }
+    accumulate_row(acc.data(), left.data() + i * r, right.data(), r, cols);
+    // merged = W + acc * scaling, in f32.
+    const std::span<const std::byte> w_row = w.subspan(at * w_width, static_cast<size_t>(cols) * w_width);
+    convert_floats(w_dtype, w_row, DType::kF32, std::as_writable_bytes(std::span(merged)), row_count);
+    add_scaled(merged.data(), acc.data(), delta.scaling, cols);
+    const std::span<std::byte> out_row = out.subspan(at * out_width, static_cast<size_t>(cols) * out_width);
+    if (w_dtype == DType::kF32 || w_dtype == out_dtype) {
+      // Rounding to W's dtype is the cast itself (or nothing).
+      convert_floats(DType::kF32, std::as_bytes(std::span(merged)), out_dtype, out_row, row_count);
+    } else {
+      convert_floats(DType::kF32, std::as_bytes(std::span(merged)), w_dtype, rounded, row_count);
+      convert_floats(w_dtype, rounded, out_dtype, out_row, row_count);
+    }
+  }
+}
+
+}  // namespace reshard

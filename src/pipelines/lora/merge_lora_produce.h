@@ -1,0 +1,31 @@
+// Producing merge-lora's merged tensors block by block: a weight with its
+// LoRA delta (DoRA's rescaling included) and a bias with lora_B's.
+#pragma once
+
+#include <cstddef>
+
+#include "formats/hf_folder_writer.h"
+#include "pipelines/lora/merge_lora_plan.h"
+#include "reshard/formats/tensor_catalog.h"
+
+namespace reshard::pipelines_detail {
+
+// Streams the merged weight `w` (from `w_catalog`: the base, or the adapter
+// when the adapter replaces it) in `out_dtype`, a block of rows of at most
+// about `chunk_bytes` at a time. Per element, in f32: W + scaling * sum_k
+// B[i,k] A[k,j] (transposed for fan_in_fan_out), rounded once to W's dtype.
+// With DoRA (PEFT's merge): that value times magnitude[o] / ||row o of
+// W + ΔW|| for output feature o (a row of W, or a column with
+// fan_in_fan_out), the norm summed in f64 from the f32 values and rounded to
+// f32, the factor an f32 division; a first pass over the blocks computes the
+// norms, so memory stays a block.
+void produce_merged_weight(const TensorCatalog& w_catalog, const TensorCatalog::Entry& w,
+                           const TensorCatalog& adapter, const MergeModule& module, DType out_dtype,
+                           size_t chunk_bytes, const ByteSink& sink);
+
+// Streams the bias `bias` plus scaling * lora_B.bias, in f32, rounded once to
+// the bias's dtype, then written as `out_dtype`.
+void produce_merged_bias(const TensorCatalog& catalog, const TensorCatalog::Entry& bias, const TensorCatalog& adapter,
+                         const MergeModule& module, DType out_dtype, const ByteSink& sink);
+
+}  // namespace reshard::pipelines_detail
