@@ -91,7 +91,7 @@ def specs() -> dict[str, object]:
 
 
 def shapes() -> dict[str, tuple[int, ...]]:
-    """The levanter-llama preset's framework shapes (src/pipelines/tensor_map.md)."""
+    """The levanter-llama preset's framework shapes (docs/tensor-map.md)."""
     return {
         "embeddings.token_embeddings.weight": (VOCAB, EMBED),
         f"{STACKED}.self_attn.q_proj.weight": (LAYERS, KV_HEADS, Q_PER_GROUP, HEAD_DIM, EMBED),

@@ -205,7 +205,7 @@ def bench_checkpoint(job: Job, mib: int) -> None:
 
     figures = {
         "orbax save": job.timed(orbax_save),
-        "reshard save": job.timed(lambda: rjax.save(folder / "reshard", tree, transport=job.transport)),
+        "reshard save": job.timed(lambda: rjax.save(tree, folder / "reshard", transport=job.transport)),
     }
     last = folder / f"orbax-{next(runs) - 1}"
     for name, target, orbax_target in (("the saved shardings", saved, abstract), ("others", other, other_abstract)):

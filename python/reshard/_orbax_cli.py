@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             if rank == 0:
                 print(f"exported {result.tensors} tensors to {args.out}")
         else:
-            stats = orbax.convert(args.path, args.out, transport, item=args.item, replace=args.force)
+            stats = orbax.convert(args.path, args.out, transport=transport, item=args.item, replace=args.force)
             print(f"process {rank}: wrote {stats.bytes_written} B of {args.out}")
         return 0
     except (errors.ReshardError, OSError) as e:

@@ -21,7 +21,7 @@ _BYTES_READ = "/tensorstore/kvstore/file/bytes_read"
 
 
 @dataclasses.dataclass(frozen=True)
-class RestoreStats:
+class RestoreResult:
     """What one process's restore read: `bytes_read` from files (as TensorStore counts them, data and
     metadata), `boxes` read and `bytes_needed` (the elements its devices hold, each distinct box once)."""
 
@@ -121,7 +121,7 @@ def _start_reads(store: ts.TensorStore, array: ShardedArray) -> tuple[list[Any],
 
 
 def read(item: _layout.Item, names: Sequence[str], shardings: Any, topology: _core.Topology, process: int,
-         expect: Mapping[str, Any] | None = None) -> tuple[dict[str, ShardedArray], RestoreStats]:
+         expect: Mapping[str, Any] | None = None) -> tuple[dict[str, ShardedArray], RestoreResult]:
     """The arrays `names`, each laid out by its entry of `shardings` (or by ``shardings(name, shape)``,
     for layouts that depend on the stored shapes: each array is opened once either way)."""
     leaves = []
@@ -160,7 +160,7 @@ def read(item: _layout.Item, names: Sequence[str], shardings: Any, topology: _co
         raise _error(*failed) from failed[1]
     for source, target in repeats:
         target[...] = source
-    return arrays, RestoreStats(len(names), boxes, needed, _file_bytes_read() - before)
+    return arrays, RestoreResult(len(names), boxes, needed, _file_bytes_read() - before)
 
 
 def _check_expected(name: str, shape: tuple[int, ...], dtype: str, want: Any) -> None:

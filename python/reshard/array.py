@@ -171,7 +171,7 @@ def _is_sharding(x: Any) -> bool:
     return isinstance(x, _core.NamedSharding)
 
 
-def reshard(arrays: Any, shardings: Any, transport: _core.Transport | None = None) -> Any:
+def reshard(arrays: Any, shardings: Any, *, transport: _core.Transport | None = None) -> Any:
     """The array laid out by `sharding`: any mesh, device order, device set or memory kind.
 
     `arrays` is one ShardedArray, or a dict / list / tuple nesting of them (a
@@ -190,7 +190,7 @@ def reshard(arrays: Any, shardings: Any, transport: _core.Transport | None = Non
     return rebuild([ShardedArray(m) for m in moved])
 
 
-def reshard_into(array: ShardedArray, out: ShardedArray, transport: _core.Transport | None = None) -> None:
+def reshard_into(array: ShardedArray, out: ShardedArray, *, transport: _core.Transport | None = None) -> None:
     """Writes `array` into `out`'s existing shards, in `out`'s layout (same shape and dtype).
 
     `out` must be writable: a shard adopted from a read-only numpy array (or a
@@ -199,7 +199,7 @@ def reshard_into(array: ShardedArray, out: ShardedArray, transport: _core.Transp
     _core._reshard_into(array._array, out._array, transport)
 
 
-def to_host(arrays: Any, transport: _core.Transport | None = None, root: int | None = None) -> Any:
+def to_host(arrays: Any, *, transport: _core.Transport | None = None, root: int | None = None) -> Any:
     """The whole array as one numpy array (it owns reshard's host buffer; no extra copy).
 
     A dict / list / tuple nesting of ShardedArrays gives the same nesting of
@@ -231,6 +231,7 @@ def from_host(
     host: Any,
     sharding: _core.NamedSharding,
     topology: _core.Topology | None = None,
+    *,
     transport: _core.Transport | None = None,
     root: int | None = None,
 ) -> ShardedArray:

@@ -2,7 +2,7 @@
 
 A checkpoint is a folder of safetensors data files (one per writing process)
 and a ``manifest.json`` of every tensor's chunks with their checksums (see
-src/formats/CHECKPOINT.md). Each process writes only the chunks it holds (a
+docs/checkpoint-format.md). Each process writes only the chunks it holds (a
 replicated chunk once), and the folder appears under its name only when whole.
 A restore reads only the chunks this process's devices need, checks their
 checksums first (a damaged chunk is a ``ChecksumMismatchError`` naming it),
@@ -23,10 +23,10 @@ from .array import ShardedArray, _default_topology
 from .errors import ArgumentTypeError
 
 SaveHandle = _core.SaveHandle
-SaveStats = _core.SaveStats
-RestoreStats = _core.RestoreStats
+SaveResult = _core.SaveResult
+RestoreResult = _core.RestoreResult
 
-__all__ = ["RestoreStats", "SaveHandle", "SaveStats", "restore", "restore_into", "save", "save_async"]
+__all__ = ["RestoreResult", "SaveHandle", "SaveResult", "restore", "restore_into", "save", "save_async"]
 
 
 def _named(arrays: Mapping[str, ShardedArray]) -> tuple[list[str], list[_core._ShardedArray]]:
@@ -40,9 +40,9 @@ def _named(arrays: Mapping[str, ShardedArray]) -> tuple[list[str], list[_core._S
 
 
 class Restored(dict):
-    """What :func:`restore` returns: {name: ShardedArray}, and ``stats``, this process's RestoreStats."""
+    """What :func:`restore` returns: {name: ShardedArray}, and ``stats``, this process's RestoreResult."""
 
-    def __init__(self, arrays: Any = (), stats: RestoreStats | None = None) -> None:
+    def __init__(self, arrays: Any = (), stats: RestoreResult | None = None) -> None:
         # Callable as dict is (tree utilities rebuild a mapping as type(mapping)(items)).
         super().__init__(arrays)
         self.stats = stats
@@ -64,12 +64,13 @@ def _metadata(metadata: Mapping[str, str] | None) -> list[tuple[str, str]] | Non
 
 
 def save(
-    path: str | os.PathLike,
     arrays: Mapping[str, ShardedArray],
+    path: str | os.PathLike,
+    *,
     metadata: Mapping[str, str] | None = None,
     replace: bool = True,
     transport: _core.Transport | None = None,
-) -> SaveStats:
+) -> SaveResult:
     """Saves `arrays` (name to ShardedArray) as the checkpoint folder `path`; what this process wrote.
 
     `metadata` (str to str; another type is an ArgumentTypeError naming its
@@ -82,8 +83,9 @@ def save(
 
 
 def save_async(
-    path: str | os.PathLike,
     arrays: Mapping[str, ShardedArray],
+    path: str | os.PathLike,
+    *,
     metadata: Mapping[str, str] | None = None,
     replace: bool = True,
     staging_bytes: int = _core.DEFAULT_STAGING_BYTES,
@@ -93,7 +95,7 @@ def save_async(
 
     The arrays may change as soon as it returns; the writing and the commit go
     on in the background. ``handle.wait()`` (which releases the GIL) returns
-    the SaveStats or raises the save's error; ``handle.ready()`` polls. A larger
+    the SaveResult or raises the save's error; ``handle.ready()`` polls. A larger
     save stages in waves of at most `staging_bytes`. `transport` must not be
     used by anything else until wait() returns.
     """
@@ -106,13 +108,14 @@ def restore(
     path: str | os.PathLike,
     targets: Mapping[str, _core.NamedSharding],
     topology: _core.Topology | None = None,
+    *,
     verify_checksums: bool = True,
     transport: _core.Transport | None = None,
 ) -> Restored:
     """The tensors named by `targets` (any subset, name to NamedSharding), each laid out by its sharding.
 
     Returns a :class:`Restored`: {name: ShardedArray} in the order of `targets`,
-    with this process's RestoreStats as ``.stats``. A name the checkpoint lacks is a
+    with this process's RestoreResult as ``.stats``. A name the checkpoint lacks is a
     MissingTensorError; a damaged chunk a ChecksumMismatchError (unless
     ``verify_checksums=False``, which reads only the bytes the slices need).
     """
@@ -126,9 +129,10 @@ def restore(
 def restore_into(
     path: str | os.PathLike,
     arrays: Mapping[str, ShardedArray],
+    *,
     verify_checksums: bool = True,
     transport: _core.Transport | None = None,
-) -> RestoreStats:
+) -> RestoreResult:
     """Fills `arrays` (name to ShardedArray, allocated by the caller in any layout) from the checkpoint.
 
     Shapes and dtypes must match the saved ones; a read-only array (adopted from

@@ -202,7 +202,7 @@ def _targets(shardings: Any, tree: Any) -> list[Any]:
     return [_as_jax_sharding(t) for t in jax.tree_util.tree_leaves(broadcast, is_leaf=_is_jax_sharding)]
 
 
-def device_put(tree: Any, shardings: Any, transport: _core.Transport | None = None, *,
+def device_put(tree: Any, shardings: Any, *, transport: _core.Transport | None = None,
                donate: bool | Any = False) -> Any:
     """`tree` (a pytree of jax.Arrays, or numpy arrays) laid out by `shardings` (one target
     for all or a pytree prefix of `tree`: jax shardings, jax.Devices, or reshard's own
@@ -225,11 +225,11 @@ def device_put(tree: Any, shardings: Any, transport: _core.Transport | None = No
                 arrays.append(from_jax_array(leaf, topo))
                 moving.append(i)
             else:  # whole on every process: each copies out its shards, nothing moves
-                arrays.append(_array.from_host(np.asarray(leaf), target, topo, transport))
+                arrays.append(_array.from_host(np.asarray(leaf), target, topo, transport=transport))
         return treedef, leaves, arrays, moving, targets, ours, donated
 
     treedef, leaves, arrays, moving, targets, ours, donated = _collective(transport, prepare)
-    moved = _array.reshard([arrays[i] for i in moving], [ours[i] for i in moving], transport)
+    moved = _array.reshard([arrays[i] for i in moving], [ours[i] for i in moving], transport=transport)
     for i, m in zip(moving, moved):
         arrays[i] = m
     results = [_fresh_jax_array(a, t) if d else to_jax_array(a, sharding=t)
@@ -256,7 +256,7 @@ def _fresh_jax_array(array: _array.ShardedArray, sharding: Any) -> Any:
     return _assembled(array, sharding, [np.array(s.data) for s in array.shards], _ids())
 
 
-def to_host(tree: Any, transport: _core.Transport | None = None, root: int | None = None) -> Any:
+def to_host(tree: Any, *, transport: _core.Transport | None = None, root: int | None = None) -> Any:
     """Every jax.Array of `tree` whole, as numpy arrays in the same pytree, gathered in one
     operation. Collective over `transport`: every process gets every array whole; with
     `root`, only process `root` does (the others get None leaves, and send root just the
@@ -270,13 +270,13 @@ def to_host(tree: Any, transport: _core.Transport | None = None, root: int | Non
         return treedef, [from_jax_array(x, topo) for x in leaves]
 
     treedef, arrays = _collective(transport, prepare)
-    hosts = _array.to_host(arrays, transport, root)
+    hosts = _array.to_host(arrays, transport=transport, root=root)
     if root is not None and (0 if transport is None else transport.rank) != root:
         return jax.tree_util.tree_unflatten(treedef, [None] * len(arrays))
     return jax.tree_util.tree_unflatten(treedef, hosts)
 
 
-def from_host(tree: Any, shardings: Any, transport: _core.Transport | None = None, root: int | None = None) -> Any:
+def from_host(tree: Any, shardings: Any, *, transport: _core.Transport | None = None, root: int | None = None) -> Any:
     """`tree` (a pytree of numpy arrays, whole on every process) placed with `shardings`
     (one NamedSharding for all, or a pytree prefix of `tree`) as jax.Arrays: each process
     copies out its devices' slices and nothing is sent. With `root`, only process `root`'s
@@ -292,7 +292,7 @@ def from_host(tree: Any, shardings: Any, transport: _core.Transport | None = Non
         return treedef, leaves, ours, topo
 
     treedef, leaves, ours, topo = _collective(transport, prepare)
-    placed = [_array.from_host(leaf, target, topo, transport, root) for leaf, target in zip(leaves, ours)]
+    placed = [_array.from_host(leaf, target, topo, transport=transport, root=root) for leaf, target in zip(leaves, ours)]
     return jax.tree_util.tree_unflatten(treedef, [to_jax_array(p) for p in placed])
 
 
@@ -330,31 +330,34 @@ def _sharded_leaves(tree: Any, transport: _core.Transport | None) -> dict[str, _
         topo = _job_topology(transport)
         first = _core.NamedSharding(_core.Mesh([0], ("device",)), _core.PartitionSpec())
         return {name: from_jax_array(leaf, topo) if isinstance(leaf, jax.Array)
-                else _array.from_host(np.asarray(leaf), first, topo, transport)
+                else _array.from_host(np.asarray(leaf), first, topo, transport=transport)
                 for name, leaf in zip(names, leaves)}
 
     return _collective(transport, prepare)
 
 
-def save(path: str | os.PathLike, tree: Any, metadata: Mapping[str, str] | None = None, replace: bool = True,
-         transport: _core.Transport | None = None) -> _checkpoint.SaveStats:
+def save(tree: Any, path: str | os.PathLike, *, metadata: Mapping[str, str] | None = None, replace: bool = True,
+         transport: _core.Transport | None = None) -> _checkpoint.SaveResult:
     """Saves a pytree of jax.Arrays as a reshard checkpoint, each under its tree path
     (keys joined by dots: ``{"layers": [{"w": x}]}`` saves ``layers.0.w``).
 
     Every process writes only the chunks its devices hold, a replicated chunk
     once; numpy leaves are saved whole. Collective over `transport`.
     """
-    return _checkpoint.save(path, _sharded_leaves(tree, transport), metadata, replace, transport)
+    return _checkpoint.save(_sharded_leaves(tree, transport), path, metadata=metadata, replace=replace,
+                            transport=transport)
 
 
-def save_async(path: str | os.PathLike, tree: Any, metadata: Mapping[str, str] | None = None, replace: bool = True,
-               staging_bytes: int = _core.DEFAULT_STAGING_BYTES, transport: _core.Transport | None = None) -> _checkpoint.SaveHandle:
+def save_async(tree: Any, path: str | os.PathLike, *, metadata: Mapping[str, str] | None = None,
+               replace: bool = True, staging_bytes: int = _core.DEFAULT_STAGING_BYTES,
+               transport: _core.Transport | None = None) -> _checkpoint.SaveHandle:
     """Like ``save``, returning once this process's chunks are copied to host memory (the
     arrays may then be donated or freed); the writing and the commit go on in the
-    background. ``handle.wait()`` returns the SaveStats or raises the save's error, on
+    background. ``handle.wait()`` returns the SaveResult or raises the save's error, on
     every process. `transport` must not be used by anything else until wait() returns.
     """
-    return _checkpoint.save_async(path, _sharded_leaves(tree, transport), metadata, replace, staging_bytes, transport)
+    return _checkpoint.save_async(_sharded_leaves(tree, transport), path, metadata=metadata, replace=replace,
+                                  staging_bytes=staging_bytes, transport=transport)
 
 
 def _is_target(x: Any) -> bool:
@@ -369,8 +372,8 @@ def _sharding_of(target: Any) -> Any:
 _CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
 
 
-def restore(path: str | os.PathLike, shardings: Any, verify_checksums: bool = True,
-            transport: _core.Transport | None = None, *, mesh: Any = None, casting: str = "safe") -> Any:
+def restore(path: str | os.PathLike, shardings: Any, *, verify_checksums: bool = True,
+            transport: _core.Transport | None = None, mesh: Any = None, casting: str = "safe") -> Any:
     """The pytree of jax.Arrays saved at `path`, each laid out by its leaf of `shardings`.
 
     `shardings` is a pytree (any subset of the saved tree's paths) whose leaves
@@ -392,7 +395,7 @@ def restore(path: str | os.PathLike, shardings: Any, verify_checksums: bool = Tr
         return names, treedef, targets, wanted, _job_topology(transport)
 
     names, treedef, targets, wanted, topo = _collective(transport, prepare)
-    restored = _checkpoint.restore(path, targets, topo, verify_checksums, transport)
+    restored = _checkpoint.restore(path, targets, topology=topo, verify_checksums=verify_checksums, transport=transport)
     for name, leaf in wanted.items():  # the same on every process: the checkpoint and the tree are
         restored[name] = _as_requested(name, restored[name], tuple(leaf.shape), np.dtype(leaf.dtype), casting)
     return jax.tree_util.tree_unflatten(treedef, [to_jax_array(restored[n]) for n in names])
@@ -433,7 +436,7 @@ def _as_requested(name: str, array: _array.ShardedArray, shape: tuple[int, ...],
     return _array.ShardedArray.from_shards(shape, dtype, array.sharding, shards, array.topology, array.process)
 
 
-def export(tree: Any, out: str | os.PathLike, tensor_map: str, kind: Literal["model", "adapter", "merged"] = "model",
+def export(tree: Any, out: str | os.PathLike, tensor_map: str, *, kind: Literal["model", "adapter", "merged"] = "model",
            dtype: Any = None, transport: _core.Transport | None = None, **options: Any) -> _pipelines.ExportResult:
     """Exports a pytree of jax.Arrays (a model in a training framework's layout) to Hugging
     Face files through the tensor map `tensor_map`, as ``reshard.export``, without gathering.

@@ -43,11 +43,11 @@ from . import _orbax_read as _read
 from . import _orbax_targets as _targets
 from . import checkpoint as _checkpoint
 from . import pipelines as _pipelines
-from ._orbax_read import RestoreStats
+from ._orbax_read import RestoreResult
 from .array import ShardedArray, _default_topology, _mesh_topology
 from .errors import InvalidArgumentError
 
-__all__ = ["Inspection", "RestoreStats", "TensorInfo", "convert", "export", "inspect", "restore"]
+__all__ = ["Inspection", "RestoreResult", "TensorInfo", "convert", "export", "inspect", "restore", "restore_with_result"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,9 +110,9 @@ def inspect(path: str | os.PathLike, item: str | None = None) -> Inspection:
     return Inspection(str(it.folder), it.driver, it.use_ocdbt, tensors)
 
 
-def restore(path: str | os.PathLike, shardings: Any, transport: _core.Transport | None = None, *,
+def restore(path: str | os.PathLike, shardings: Any, *, transport: _core.Transport | None = None,
             rules: Sequence[tuple[str, Any]] | None = None, best_effort: str | None = None,
-            topology: _core.Topology | None = None, item: str | None = None, with_stats: bool = False) -> Any:
+            topology: _core.Topology | None = None, item: str | None = None) -> Any:
     """The arrays of the Orbax checkpoint at `path`, each laid out as `shardings` says.
 
     `shardings` is one of:
@@ -130,39 +130,43 @@ def restore(path: str | os.PathLike, shardings: Any, transport: _core.Transport 
       ``reshard.jax.save`` names them; returns that pytree of jax.Arrays.
     `topology` (reshard's forms) defaults to the mesh's devices spread evenly
     over the transport's processes. Each process reads only what its devices
-    hold; `with_stats` adds this process's RestoreStats. No data moves between
+    hold (``restore_with_result`` also says what it read). No data moves between
     processes (each reads the shared files), so `transport` only says which
     process this is.
     """
+    return restore_with_result(path, shardings, transport=transport, rules=rules, best_effort=best_effort,
+                               topology=topology, item=item)[0]
+
+
+def restore_with_result(path: str | os.PathLike, shardings: Any, *, transport: _core.Transport | None = None,
+                        rules: Sequence[tuple[str, Any]] | None = None, best_effort: str | None = None,
+                        topology: _core.Topology | None = None, item: str | None = None) -> tuple[Any, RestoreResult]:
+    """``restore``'s arrays, and this process's RestoreResult: what it read."""
     it = _item(path, item)
     process, _ = _targets.job(transport)
     if isinstance(shardings, _core.Mesh):
         mesh = shardings
         names = [leaf.name for leaf in it.leaves if leaf.is_array]
         topology = topology or _mesh_topology(mesh, transport)
-        arrays, stats = _read.read(it, names, lambda n, shape: _targets.by_rules(n, shape, mesh, rules, best_effort),
-                                   topology, process)
-        return (arrays, stats) if with_stats else arrays
+        return _read.read(it, names, lambda n, shape: _targets.by_rules(n, shape, mesh, rules, best_effort),
+                          topology, process)
     if rules is not None or best_effort is not None:
         raise InvalidArgumentError("rules and best_effort lay out a Mesh; shardings is not one")
     if _targets.is_sharding(shardings):
         names = [leaf.name for leaf in it.leaves if leaf.is_array]
         targets = [shardings] * len(names)
         topology = topology or _default_topology(targets, transport)
-        arrays, stats = _read.read(it, names, targets, topology, process)
-        return (arrays, stats) if with_stats else arrays
+        return _read.read(it, names, targets, topology, process)
     if _targets.has_shardings(shardings):
         flat: dict[str, _core.NamedSharding] = {}
         shape = _targets.flatten(shardings, "", flat)
         topology = topology or _default_topology(list(flat.values()), transport)
         arrays, stats = _read.read(it, list(flat), list(flat.values()), topology, process)
-        restored = _targets.rebuild(shape, "", arrays)
-        return (restored, stats) if with_stats else restored
-    restored, stats = _restore_jax(it, shardings, transport)
-    return (restored, stats) if with_stats else restored
+        return _targets.rebuild(shape, "", arrays), stats
+    return _restore_jax(it, shardings, transport)
 
 
-def _restore_jax(it: _layout.Item, shardings: Any, transport: _core.Transport | None) -> tuple[Any, RestoreStats]:
+def _restore_jax(it: _layout.Item, shardings: Any, transport: _core.Transport | None) -> tuple[Any, RestoreResult]:
     try:
         import jax
 
@@ -199,11 +203,11 @@ def _spread(path: Any, transport: _core.Transport | None, mesh: _core.Mesh | Non
     if mesh is None and rules is None and best_effort is None:
         best_effort = "process"
     mesh, topology = _job_layout(transport, mesh, topology)
-    return restore(path, mesh, transport, rules=rules, best_effort=best_effort, topology=topology, item=item)
+    return restore(path, mesh, transport=transport, rules=rules, best_effort=best_effort, topology=topology, item=item)
 
 
-def export(path: str | os.PathLike, out: str | os.PathLike, tensor_map: str, kind: str = "model", dtype: Any = None,
-           transport: _core.Transport | None = None, *, mesh: _core.Mesh | None = None,
+def export(path: str | os.PathLike, out: str | os.PathLike, tensor_map: str, *, kind: str = "model", dtype: Any = None,
+           transport: _core.Transport | None = None, mesh: _core.Mesh | None = None,
            rules: Sequence[tuple[str, Any]] | None = None, best_effort: str | None = None,
            topology: _core.Topology | None = None, item: str | None = None,
            **options: Any) -> _pipelines.ExportResult:
@@ -222,14 +226,14 @@ def export(path: str | os.PathLike, out: str | os.PathLike, tensor_map: str, kin
     return _pipelines.export(arrays, out, tensor_map, kind=kind, dtype=dtype, transport=transport, **options)
 
 
-def convert(path: str | os.PathLike, out: str | os.PathLike, transport: _core.Transport | None = None, *,
+def convert(path: str | os.PathLike, out: str | os.PathLike, *, transport: _core.Transport | None = None,
             mesh: _core.Mesh | None = None, rules: Sequence[tuple[str, Any]] | None = None,
             best_effort: str | None = None, topology: _core.Topology | None = None, item: str | None = None,
-            metadata: Mapping[str, str] | None = None, replace: bool = False) -> _checkpoint.SaveStats:
+            metadata: Mapping[str, str] | None = None, replace: bool = False) -> _checkpoint.SaveResult:
     """Saves the Orbax checkpoint at `path` as the reshard checkpoint `out` (``reshard.restore_checkpoint``
     then restores it onto any layout). Laid out as ``export`` lays it; collective over `transport`."""
     arrays = _agree.agreed(transport, lambda: _spread(path, transport, mesh, rules, best_effort, topology, item))
-    return _checkpoint.save(out, arrays, metadata, replace, transport)
+    return _checkpoint.save(arrays, out, metadata=metadata, replace=replace, transport=transport)
 
 
 if __name__ == "__main__":

@@ -17,11 +17,11 @@ from .array import _mesh_topology
 from .errors import ArgumentTypeError, InvalidArgumentError, MissingConfigWarning, ParseError
 
 ConvertResult = _core.ConvertResult
-MergeLoraSummary = _core.MergeLoraSummary
+MergeLoraResult = _core.MergeLoraResult
 ExportResult = _core.ExportResult
 ImportResult = _core.ImportResult
 
-__all__ = ["ConvertResult", "ExportResult", "ImportResult", "MergeLoraSummary", "convert", "export", "import_model",
+__all__ = ["ConvertResult", "ExportResult", "ImportResult", "MergeLoraResult", "convert", "export", "import_model",
            "merge_lora"]
 
 
@@ -42,6 +42,7 @@ def _byte_size(value: int | str, argument: str) -> int:
 def convert(
     src: str | os.PathLike,
     dst: str | os.PathLike,
+    *,
     output: str | None = None,
     dtype: Any = None,
     max_shard_size: int | str = _core.DEFAULT_MAX_SHARD_SIZE,
@@ -87,11 +88,12 @@ def merge_lora(
     base: str | os.PathLike,
     adapter: str | os.PathLike,
     out: str | os.PathLike,
+    *,
     dtype: Any = None,
     max_shard_size: int | str = _core.DEFAULT_MAX_SHARD_SIZE,
     replace: bool = False,
     chunk_bytes: int = _core.DEFAULT_MERGE_CHUNK_BYTES,
-) -> MergeLoraSummary:
+) -> MergeLoraResult:
     """Merges the PEFT LoRA `adapter` folder into `base` (a Hugging Face folder or a .safetensors file), as
     ``reshard merge-lora`` and PEFT's ``merge_and_unload``: the folder `out`, with the base folder's
     non-weight files (config.json, generation_config.json, tokenizer files) carried beside the weights.
@@ -146,7 +148,7 @@ def export(
 
     `source` is a reshard checkpoint's path, or {name: ShardedArray} in memory.
     `tensor_map` is a preset name (``"levanter-llama"``), a map file's path or its JSON
-    text (src/pipelines/tensor_map.md). `kind` is ``"model"`` (a Hugging Face
+    text (docs/tensor-map.md). `kind` is ``"model"`` (a Hugging Face
     folder), ``"adapter"`` (the map's outputs under ``base_model.model.`` as a
     PEFT adapter folder) or ``"merged"`` (the adapter merged in as
     :func:`merge_lora` merges it: plain LoRA, DoRA, LoRA on embeddings,

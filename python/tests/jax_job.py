@@ -348,8 +348,8 @@ class Job:
         values = model_values(self.seed)
         shardings = model_shardings(self.devices, self.interleaved(), 4, 0)
         tree = nest({k: self.make(values[k], shardings[k]) for k in values})
-        self.rjax.save(self.folder / f"ckpt-{self.size}", tree, transport=self.transport)
-        handle = self.rjax.save_async(self.folder / f"ckpt-{self.size}-async", tree, transport=self.transport)
+        self.rjax.save(tree, self.folder / f"ckpt-{self.size}", transport=self.transport)
+        handle = self.rjax.save_async(tree, self.folder / f"ckpt-{self.size}-async", transport=self.transport)
         del tree  # the arrays may go once the call returns
         handle.wait()
 

@@ -107,7 +107,7 @@ def main(folder: pathlib.Path, seed: int) -> int:
     if size > 1 and t.bytes_received == before:
         failures.append("the reshard received nothing from the other processes")
 
-    stats = reshard.save_checkpoint(folder / "ckpt", b, transport=t)
+    stats = reshard.save_checkpoint(b, folder / "ckpt", transport=t)
     restored = reshard.restore_checkpoint(folder / "ckpt", third, topology, transport=t)
     failures += wrong_shards(restored, values)
     into = {n: reshard.from_host(np.zeros_like(v), src[n], topology, transport=t) for n, v in values.items()}
@@ -116,7 +116,7 @@ def main(folder: pathlib.Path, seed: int) -> int:
     hosts = reshard.to_host(restored, transport=t)
     failures += [f"{n} on the host" for n, h in hosts.items() if h.tobytes() != values[n].tobytes()]
 
-    handle = reshard.save_checkpoint_async(folder / "ckpt-async", a, transport=t)
+    handle = reshard.save_checkpoint_async(a, folder / "ckpt-async", transport=t)
     async_stats = handle.wait()
     again = reshard.restore_checkpoint(folder / "ckpt-async", dst, topology, transport=t)
     failures += wrong_shards(again, values)

@@ -86,12 +86,12 @@ def check_form(form, path, values, gen, t, topology) -> list[str]:
     info = ro.inspect(path)
     zarr3 = info.driver == "zarr3"
     targets = {n: target(gen, v.shape) for n, v in values.items()}
-    arrays, stats = ro.restore(path, targets, t, topology=topology, with_stats=True)
+    arrays, stats = ro.restore_with_result(path, targets, transport=t, topology=topology)
     failures = [f"{form}: {n} on {s.device}" for n, a in arrays.items() for s in a.shards
                 if s.data.tobytes() != values[n][s.index].tobytes()]
     # Everything onto one device of this process, for the metadata TensorStore reads beside the chunks.
     mine = reshard.NamedSharding(reshard.Mesh([t.rank * (8 // t.size)], ("d",)), P())
-    _, whole = ro.restore(path, mine, t, topology=topology, with_stats=True)
+    _, whole = ro.restore_with_result(path, mine, transport=t, topology=topology)
     stored = StoredSizes(info)
     every = {n: [tuple((0, d) for d in v.shape)] for n, v in values.items()}
 

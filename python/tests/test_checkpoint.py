@@ -61,7 +61,7 @@ def assert_holds(arrays, values):
 
 def test_save_then_restore_onto_other_layouts(tmp_path, rng):
     values = model(rng)
-    stats = reshard.save_checkpoint(tmp_path / "ckpt", saved_arrays(values), metadata={"step": "7"})
+    stats = reshard.save_checkpoint(saved_arrays(values), tmp_path / "ckpt", metadata={"step": "7"})
     assert stats.bytes_written == sum(v.nbytes for v in values.values())  # each chunk once, replicas too
     restored = reshard.checkpoint.restore(tmp_path / "ckpt", RESTORED, TOPOLOGY)
     assert isinstance(restored, dict) and list(restored) == list(RESTORED)
@@ -75,12 +75,12 @@ def test_save_then_restore_onto_other_layouts(tmp_path, rng):
     with pytest.raises(errors.MissingTensorError, match="nope"):
         reshard.restore_checkpoint(tmp_path / "ckpt", {"nope": RESTORED["step"]})
     with pytest.raises(errors.InvalidArgumentError):
-        reshard.save_checkpoint(tmp_path / "ckpt", saved_arrays(values), replace=False)
+        reshard.save_checkpoint(saved_arrays(values), tmp_path / "ckpt", replace=False)
 
 
 def test_restore_into_allocated_arrays_and_never_into_read_only_ones(tmp_path, rng):
     values = model(rng)
-    reshard.save_checkpoint(tmp_path / "ckpt", saved_arrays(values))
+    reshard.save_checkpoint(saved_arrays(values), tmp_path / "ckpt")
     outs = {n: reshard.from_host(np.zeros_like(v), RESTORED[n], TOPOLOGY) for n, v in values.items()}
     stats = reshard.restore_checkpoint_into(tmp_path / "ckpt", outs)
     assert stats.data_bytes_read > 0
@@ -100,7 +100,7 @@ def test_restore_into_allocated_arrays_and_never_into_read_only_ones(tmp_path, r
 def test_async_save_stages_then_writes_in_the_background(tmp_path, rng):
     values = model(rng)
     arrays = saved_arrays(values)
-    handle = reshard.save_checkpoint_async(tmp_path / "ckpt", arrays, staging_bytes=256)
+    handle = reshard.save_checkpoint_async(arrays, tmp_path / "ckpt", staging_bytes=256)
     for array in arrays.values():  # the arrays may change at once: the save has its copies
         for shard in array.shards:
             shard.data[...] = 0
@@ -116,17 +116,17 @@ def test_async_save_stages_then_writes_in_the_background(tmp_path, rng):
         handle.wait()
     assert_holds(reshard.restore_checkpoint(tmp_path / "ckpt", RESTORED, TOPOLOGY), values)
     # A failing async save raises from wait(), typed.
-    bad = reshard.save_checkpoint_async(tmp_path / "ckpt", arrays, replace=False)
+    bad = reshard.save_checkpoint_async(arrays, tmp_path / "ckpt", replace=False)
     with pytest.raises(errors.InvalidArgumentError):
         bad.wait()
     # A handle dropped without wait() finishes its save.
-    reshard.save_checkpoint_async(tmp_path / "ckpt2", arrays)
+    reshard.save_checkpoint_async(arrays, tmp_path / "ckpt2")
     assert (tmp_path / "ckpt2" / "manifest.json").exists()
 
 
 def test_a_damaged_checkpoint_raises_the_checksum_error(tmp_path, rng):
     values = model(rng)
-    reshard.save_checkpoint(tmp_path / "ckpt", saved_arrays(values))
+    reshard.save_checkpoint(saved_arrays(values), tmp_path / "ckpt")
     data_files = sorted((tmp_path / "ckpt").glob("*.safetensors"))
     assert data_files
     f = reshard.safetensors.safe_open(data_files[0])
@@ -142,7 +142,7 @@ def test_a_damaged_checkpoint_raises_the_checksum_error(tmp_path, rng):
 
 def test_convert_checkpoint_to_safetensors_read_back_by_the_reference(tmp_path, rng):
     values = model(rng)
-    reshard.save_checkpoint(tmp_path / "ckpt", saved_arrays(values))
+    reshard.save_checkpoint(saved_arrays(values), tmp_path / "ckpt")
     result = reshard.convert(tmp_path / "ckpt", tmp_path / "model.safetensors")
     assert result.tensors == len(values) and result.files == 1
     theirs = safetensors.numpy.load_file(str(tmp_path / "model.safetensors"))

@@ -45,7 +45,7 @@ def test_export_arrays_and_checkpoints_then_import_back(tmp_path, rng):
     result = reshard.export(arrays, tmp_path / "hf", MAP)
     assert result.tensors == 4 and result.bytes == sum(v.nbytes for v in values.values())
     assert_hf_folder(tmp_path / "hf", values)
-    reshard.save_checkpoint(tmp_path / "ckpt", arrays)
+    reshard.save_checkpoint(arrays, tmp_path / "ckpt")
     reshard.export(tmp_path / "ckpt", tmp_path / "hf2", MAP, dtype=None)
     assert_hf_folder(tmp_path / "hf2", values)
 

@@ -155,7 +155,7 @@ def test_save_and_restore_a_pytree_onto_another_device_order(tmp_path, rng, devi
     a1 = seed_sharding(devices, SEED_ORDERS[0], jax.sharding.PartitionSpec("data"))
     tree = {"params": {"w": jax.device_put(values["w"], a), "layers": [jax.device_put(values["b"], a1)]},
             "opt": (jax.device_put(values["e"], b),), "step": np.int64(3)}
-    stats = rjax.save(tmp_path / "ckpt", tree)
+    stats = rjax.save(tree, tmp_path / "ckpt")
     assert stats.bytes_written == sum(v.nbytes for v in values.values()) + 8
     names = sorted(reshard.safetensors.safe_open(f).keys() for f in (tmp_path / "ckpt").glob("*.safetensors"))
     assert names  # data files are plain safetensors
@@ -213,7 +213,7 @@ def test_restore_checks_the_requested_shape_and_casts_the_dtype(tmp_path, device
     the tensor, a lossless dtype is cast to, a lossy one refused unless casting= allows it."""
     values = np.arange(64 * 32).reshape(64, 32).astype(ml_dtypes.bfloat16)
     saved = jax.device_put(values, seed_sharding(devices, SEED_ORDERS[0], JP("data", "model")))
-    rjax.save(tmp_path / "ckpt", {"w": saved})
+    rjax.save({"w": saved}, tmp_path / "ckpt")
     target = seed_sharding(devices, SEED_ORDERS[1], JP("model"))
     with pytest.raises(errors.InvalidArgumentError, match=r"shardings\['w'\] asks for shape \(64, 36\).*\(64, 32\)"):
         rjax.restore(tmp_path / "ckpt", {"w": jax.ShapeDtypeStruct((64, 36), values.dtype, sharding=target)})
@@ -231,7 +231,7 @@ def test_restore_checks_the_requested_shape_and_casts_the_dtype(tmp_path, device
 
 def test_restore_lays_partition_specs_on_a_mesh(tmp_path, devices):
     values = np.arange(16 * 8, dtype=np.float32).reshape(16, 8)
-    rjax.save(tmp_path / "ckpt", {"w": jax.device_put(values, seed_sharding(devices, SEED_ORDERS[0], JP("data")))})
+    rjax.save({"w": jax.device_put(values, seed_sharding(devices, SEED_ORDERS[0], JP("data")))}, tmp_path / "ckpt")
     mesh = seed_sharding(devices, SEED_ORDERS[1], JP()).mesh
     restored = rjax.restore(tmp_path / "ckpt", {"w": JP(None, "model")}, mesh=mesh)["w"]
     assert restored.sharding == jax.sharding.NamedSharding(mesh, JP(None, "model"))

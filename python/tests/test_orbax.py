@@ -61,7 +61,7 @@ def test_restore_onto_other_layouts_every_byte(saved, rng, form):
     devices = rng.choice([list(range(8)), [7, 5, 3, 1], list(range(8, 16))])
     targets = {n: random_target(rng, v.shape, devices) for n, v in values.items()}
     print(form, {n: str(t) for n, t in targets.items()})
-    arrays, stats = ro.restore(paths[form], targets, with_stats=True)
+    arrays, stats = ro.restore_with_result(paths[form], targets)
     assert list(arrays) == list(targets)
     assert not wrong_shards(arrays, values)
     assert all(arrays[n].sharding == targets[n] for n in targets)
@@ -143,7 +143,7 @@ def test_errors_by_name(saved, tmp_path):
     one = reshard.NamedSharding(reshard.Mesh([0], ("d",)), P())
     with pytest.raises(errors.NotOrbaxCheckpointError, match="no _METADATA"):
         ro.inspect(tmp_path)
-    reshard.save_checkpoint(tmp_path / "ours", {"w": reshard.from_host(np.zeros(4, np.float32), one)})
+    reshard.save_checkpoint({"w": reshard.from_host(np.zeros(4, np.float32), one)}, tmp_path / "ours")
     with pytest.raises(errors.NotOrbaxCheckpointError):
         ro.restore(tmp_path / "ours", one)
     with pytest.raises(errors.NotOrbaxCheckpointError, match=r"steps \[7\]"):

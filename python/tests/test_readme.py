@@ -52,7 +52,7 @@ def prepare_folder(folder: pathlib.Path, gen) -> None:
                                 str(folder / "model.safetensors"))
     sharding = reshard.NamedSharding(reshard.Mesh(np.arange(8).reshape(2, 4), ("data", "model")), P())
     arrays = {n: reshard.from_host(v, sharding) for n, v in levanter_llama(gen).items()}
-    reshard.save_checkpoint(folder / "llama-ckpt", arrays, metadata={"reshard.hf_config": json.dumps(CONFIG)})
+    reshard.save_checkpoint(arrays, folder / "llama-ckpt", metadata={"reshard.hf_config": json.dumps(CONFIG)})
 
 
 def run_block(block: str, folder: pathlib.Path, name: str):
