@@ -30,6 +30,7 @@
 
 // Files: safetensors, Hugging Face folders, reshard checkpoints.
 #include "reshard/formats/checkpoint_reader.h"
+#include "reshard/formats/file_rules.h"
 #include "reshard/formats/hf_folder.h"
 #include "reshard/formats/model_files.h"
 #include "reshard/formats/safetensors_reader.h"

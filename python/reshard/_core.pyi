@@ -21,11 +21,13 @@ from numpy.typing import NDArray
 
 def _register_error_classes(classes: dict[str, type[Exception]]) -> None:
     """
-    Installs the Python class raised for each error code name (done by reshard.errors).
+    Installs the Python class raised for each error name (done by reshard.errors).
     """
 
 def _error_code_names() -> list[str]:
-    """Every error code name, in the C++ enum's order."""
+    """
+    Every error name: the C++ codes' in their enum's order, then the file formats' rules.
+    """
 
 def _dtype_names() -> list[str]:
     """Every safetensors dtype name reshard knows, in the format's order."""

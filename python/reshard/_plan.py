@@ -30,7 +30,7 @@ def plan(
     `balance_senders`, a piece several processes hold is split over them so
     the largest sender sends the least. Both off is the per-device plan, a
     baseline. Raises the layout
-    errors of spec/sharding.md, UnknownDeviceError for a device outside
+    errors (LayoutError subclasses), UnknownDeviceError for a device outside
     `topology`.
     """
     options = _core.PlanOptions()

@@ -1,4 +1,4 @@
-"""reshard's exceptions: one class per C++ error code, under ReshardError.
+"""reshard's exceptions: one class per C++ error name (each code, each file-format rule), under ReshardError.
 
 Every error the C++ library raises arrives as the class registered here for its
 code, with the C++ message unchanged (it names the spec, axis, file or tensor at
@@ -18,7 +18,7 @@ class ReshardError(Exception):
 
 
 class LayoutError(ReshardError, ValueError):
-    """A mesh, partition spec or sharding that does not fit (spec/sharding.md)."""
+    """A mesh, partition spec or sharding that does not fit, by JAX's rules."""
 
 
 class InvalidArgumentError(ReshardError, ValueError):
@@ -116,58 +116,64 @@ class ReshardIOError(ReshardError, OSError):
 
 
 class FormatError(ReshardError, ValueError):
-    """A file's contents break its format's rules (spec/safetensors.md)."""
+    """A file's contents are not what reshard can take (each subclass says how)."""
 
 
-class HeaderTooSmallError(FormatError):
+class InvalidFileError(FormatError):
+    """A file breaks a rule of its format; each rule has a subclass of its own (HeaderTooSmallError, ...)."""
+
+    code = "invalid_file"
+
+
+class HeaderTooSmallError(InvalidFileError):
     """The file is shorter than the 8-byte header length."""
 
     code = "header_too_small"
 
 
-class HeaderTooLargeError(FormatError):
+class HeaderTooLargeError(InvalidFileError):
     """The header length passes the format's limit."""
 
     code = "header_too_large"
 
 
-class InvalidHeaderLengthError(FormatError):
+class InvalidHeaderLengthError(InvalidFileError):
     """The header length points past the end of the file."""
 
     code = "invalid_header_length"
 
 
-class InvalidHeaderUtf8Error(FormatError):
+class InvalidHeaderUtf8Error(InvalidFileError):
     """The header is not valid UTF-8."""
 
     code = "invalid_header_utf8"
 
 
-class InvalidHeaderJsonError(FormatError):
+class InvalidHeaderJsonError(InvalidFileError):
     """The header is not the JSON the format asks for."""
 
     code = "invalid_header_json"
 
 
-class InvalidOffsetError(FormatError):
+class InvalidOffsetError(InvalidFileError):
     """A tensor's data offsets are not contiguous with the others'."""
 
     code = "invalid_offset"
 
 
-class ValidationOverflowError(FormatError):
+class ValidationOverflowError(InvalidFileError):
     """A tensor's size or offsets overflow."""
 
     code = "validation_overflow"
 
 
-class InvalidTensorInfoError(FormatError):
+class InvalidTensorInfoError(InvalidFileError):
     """A tensor's byte size does not match its dtype and shape."""
 
     code = "invalid_tensor_info"
 
 
-class IncompleteBufferError(FormatError):
+class IncompleteBufferError(InvalidFileError):
     """The data buffer's size does not match the tensors."""
 
     code = "incomplete_buffer"
@@ -188,7 +194,7 @@ class MissingTensorError(FormatError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
-class InvalidIndexError(FormatError):
+class InvalidIndexError(InvalidFileError):
     """A Hugging Face index file that does not match its folder."""
 
     code = "invalid_index"
@@ -200,13 +206,13 @@ class UnsupportedError(ReshardError, ValueError):
     code = "unsupported"
 
 
-class MisalignedSliceError(FormatError):
+class MisalignedSliceError(InvalidFileError):
     """A slice of a sub-byte tensor whose bits do not fill whole bytes."""
 
     code = "misaligned_slice"
 
 
-class InvalidManifestError(FormatError):
+class InvalidManifestError(InvalidFileError):
     """A checkpoint manifest that is malformed, inconsistent or of an unknown version."""
 
     code = "invalid_manifest"
@@ -275,7 +281,7 @@ def _classes_by_code() -> dict[str, type[ReshardError]]:
 _BY_CODE = _classes_by_code()
 _missing = set(_core._error_code_names()) - set(_BY_CODE)
 if _missing:  # a new C++ code without a class here: fail loudly at import
-    raise ImportError(f"reshard.errors has no class for error codes {sorted(_missing)}")
+    raise ImportError(f"reshard.errors has no class for errors {sorted(_missing)}")
 _core._register_error_classes(_BY_CODE)
 
 __all__ = [name for name, value in dict(globals()).items()

@@ -1,9 +1,9 @@
 """safetensors files: read as zero-copy numpy views of a memory map, or plain reads; write.
 
 The API mirrors the ``safetensors`` package's numpy one: ``safe_open``,
-``load_file`` and ``save_file``. Every header rule of spec/safetensors.md is
+``load_file`` and ``save_file``. Every header rule of the safetensors reference is
 checked when a file is opened; a broken file raises the matching
-``reshard.errors.FormatError`` subclass naming the file and tensor.
+``reshard.errors.InvalidFileError`` subclass naming the file and tensor.
 """
 
 from __future__ import annotations

@@ -1,36 +1,47 @@
 // reshard::Error becomes a Python exception of the class registered for its
-// code (reshard/errors.py defines them: ValueError subclasses for bad
-// layouts and arguments, OSError for I/O), with the C++ message unchanged.
-#include <array>
+// kind's name (reshard/errors.py defines them: ValueError subclasses for bad
+// layouts and arguments, OSError for I/O, one class per file-format rule),
+// with the C++ message unchanged.
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "bindings.h"
+#include "reshard/formats/file_rules.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::python {
 namespace {
 
-constexpr size_t kNumCodes = static_cast<size_t>(ErrorCode::kInvalidConfig) + 1;  // the last code
+// Every name an Error can carry: each generic code's, then each file rule's.
+std::vector<std::string_view> error_names() {
+  std::vector<std::string_view> names;
+  for (size_t i = 0; i < kErrorCodeCount; ++i) names.push_back(error_code_name(static_cast<ErrorCode>(i)));
+  for (const ErrorKind& rule : file_rule::kAll) names.push_back(rule.name);
+  return names;
+}
 
 // Borrowed forever once registered: exception classes live as long as the
 // interpreter, and a static nb::object would be released after it is gone.
-std::array<PyObject*, kNumCodes> error_classes{};
+std::unordered_map<std::string_view, PyObject*>& error_classes() {
+  static auto* classes = new std::unordered_map<std::string_view, PyObject*>();
+  return *classes;
+}
 
 void register_error_classes(nb::dict classes) {
-  for (size_t i = 0; i < kNumCodes; ++i) {
-    const std::string name(error_code_name(static_cast<ErrorCode>(i)));
-    if (!classes.contains(name.c_str())) {
-      throw nb::key_error(("no exception class for error code " + name).c_str());
-    }
-    nb::object cls = classes[name.c_str()];
-    Py_XDECREF(error_classes[i]);
-    error_classes[i] = cls.release().ptr();
+  for (std::string_view name : error_names()) {
+    const std::string key(name);
+    if (!classes.contains(key.c_str())) throw nb::key_error(("no exception class for error " + key).c_str());
+    nb::object cls = classes[key.c_str()];
+    PyObject*& slot = error_classes()[name];
+    Py_XDECREF(slot);
+    slot = cls.release().ptr();
   }
 }
 
 nb::list error_code_names() {
   nb::list names;
-  for (size_t i = 0; i < kNumCodes; ++i) names.append(nb::str(error_code_name(static_cast<ErrorCode>(i)).data()));
+  for (std::string_view name : error_names()) names.append(nb::str(name.data(), name.size()));
   return names;
 }
 
@@ -38,7 +49,8 @@ void translate(const std::exception_ptr& error, void*) {
   try {
     std::rethrow_exception(error);
   } catch (const Error& e) {
-    PyObject* cls = error_classes[static_cast<size_t>(e.code())];
+    const auto found = error_classes().find(e.name());
+    PyObject* cls = found != error_classes().end() ? found->second : nullptr;
     PyErr_SetString(cls != nullptr ? cls : PyExc_RuntimeError, e.what());
   }
 }
@@ -49,8 +61,9 @@ void bind_errors(nb::module_& m) {
   nb::register_exception_translator(translate);
   m.def("_register_error_classes", &register_error_classes, nb::arg("classes"),
         nb::sig("def _register_error_classes(classes: dict[str, type[Exception]]) -> None"),
-        "Installs the Python class raised for each error code name (done by reshard.errors).");
-  m.def("_error_code_names", &error_code_names, nb::sig("def _error_code_names() -> list[str]"), "Every error code name, in the C++ enum's order.");
+        "Installs the Python class raised for each error name (done by reshard.errors).");
+  m.def("_error_code_names", &error_code_names, nb::sig("def _error_code_names() -> list[str]"),
+        "Every error name: the C++ codes' in their enum's order, then the file formats' rules.");
 }
 
 }  // namespace reshard::python

@@ -11,6 +11,7 @@
 #include "formats/checksum.h"
 #include "formats/json_escape.h"
 #include "layout/checked.h"
+#include "reshard/formats/file_rules.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::checkpoint {
@@ -19,7 +20,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 [[noreturn]] void invalid(std::string_view where, std::string_view what) {
-  throw Error(ErrorCode::kInvalidManifest, fmt::format("{}: {}", where, what));
+  throw Error(file_rule::kInvalidManifest, fmt::format("{}: {}", where, what));
 }
 
 std::string tensor_context(std::string_view where, std::string_view tensor) {

@@ -15,6 +15,7 @@
 #include "formats/checksum.h"
 #include "formats/json_escape.h"
 #include "layout/box_copy.h"
+#include "reshard/formats/file_rules.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::checkpoint {
@@ -86,7 +87,7 @@ Reader Reader::open(const fs::path& folder) {
       throw Error(ErrorCode::kIo, fmt::format("{}: data file missing: {}{}", path.string(), std::strerror(errno), lost));
     }
     if (static_cast<uint64_t>(info.st_size) != data.size) {
-      throw Error(ErrorCode::kIncompleteBuffer,
+      throw Error(file_rule::kIncompleteBuffer,
                   fmt::format("{}: data file has {} bytes, the manifest records {}: truncated or replaced{}",
                               path.string(), info.st_size, data.size, lost));
     }

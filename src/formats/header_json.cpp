@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "formats/json_escape.h"
+#include "reshard/formats/file_rules.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::safetensors::detail {
@@ -111,7 +112,7 @@ class Parser {
   [[noreturn]] void fail(std::string_view what) const {
     const std::string where =
         tensor_ ? fmt::format("tensor {}: ", json_quoted(*tensor_)) : std::string();
-    throw Error(ErrorCode::kInvalidHeaderJson,
+    throw Error(file_rule::kInvalidHeaderJson,
                 fmt::format("{}: {}invalid header (JSON) at byte {}: {}", file_, where, pos_, what));
   }
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "reshard/formats/file_rules.h"
 #include "reshard/layout/error.h"
 
 namespace reshard {
@@ -79,7 +80,7 @@ HfIndex read_hf_index(const fs::path& path) {
   const uintmax_t size = fs::file_size(path, ec);
   if (ec) throw Error(ErrorCode::kIo, fmt::format("{}: cannot read: {}", label, ec.message()));
   if (size > kMaxIndexBytes) {
-    throw Error(ErrorCode::kInvalidIndex,
+    throw Error(file_rule::kInvalidIndex,
                 fmt::format("{}: {} bytes, more than an index may hold ({})", label, size, kMaxIndexBytes));
   }
   std::string bytes(static_cast<size_t>(size), '\0');
@@ -114,7 +115,7 @@ void check_index_matches_files(const HfIndex& index, const fs::path& folder,
         const std::string where = listed == index.weight_map.end()
                                       ? std::string("is not listed in ") + std::string(kHfIndexFileName)
                                       : fmt::format("is listed in {} for {}", kHfIndexFileName, listed->second);
-        throw Error(ErrorCode::kInvalidIndex, fmt::format("{}: tensor '{}' is in the file but {}",
+        throw Error(file_rule::kInvalidIndex, fmt::format("{}: tensor '{}' is in the file but {}",
                                                           (folder / names[i]).string(), info.name, where));
       }
     }

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "reshard/formats/file_rules.h"
 #include "reshard/layout/error.h"
 
 namespace reshard {
@@ -15,7 +16,7 @@ namespace {
 constexpr int kMaxIndexDepth = 16;
 
 [[noreturn]] void invalid(std::string_view label, std::string_view what) {
-  throw Error(ErrorCode::kInvalidIndex, fmt::format("{}: {}", label, what));
+  throw Error(file_rule::kInvalidIndex, fmt::format("{}: {}", label, what));
 }
 
 nlohmann::json parse_json(std::string_view bytes, std::string_view label) {

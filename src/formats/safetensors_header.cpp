@@ -12,6 +12,7 @@
 #include "formats/json_escape.h"
 #include "header_json.h"
 #include "layout/checked.h"
+#include "reshard/formats/file_rules.h"
 #include "reshard/layout/error.h"
 #include "utf8.h"
 
@@ -24,13 +25,13 @@ std::string_view as_text(std::span<const std::byte> bytes) {
   return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
 }
 
-[[noreturn]] void fail(ErrorCode code, std::string_view file, std::string_view what) {
-  throw Error(code, fmt::format("{}: {}", file, what));
+[[noreturn]] void fail(ErrorKind kind, std::string_view file, std::string_view what) {
+  throw Error(kind, fmt::format("{}: {}", file, what));
 }
 
-[[noreturn]] void fail_tensor(ErrorCode code, std::string_view file, const TensorInfo& tensor,
+[[noreturn]] void fail_tensor(ErrorKind kind, std::string_view file, const TensorInfo& tensor,
                               std::string_view what) {
-  throw Error(code, fmt::format("{}: tensor {}: {}", file, json_quoted(tensor.name), what));
+  throw Error(kind, fmt::format("{}: tensor {}: {}", file, json_quoted(tensor.name), what));
 }
 
 bool before(const TensorInfo& a, const TensorInfo& b) {
@@ -43,14 +44,14 @@ uint64_t checked_bits(const TensorInfo& tensor, std::string_view file) {
   uint64_t elements = 1;
   for (uint64_t dim : tensor.shape) {
     if (__builtin_mul_overflow(elements, dim, &elements)) {
-      fail_tensor(ErrorCode::kValidationOverflow, file, tensor,
+      fail_tensor(file_rule::kValidationOverflow, file, tensor,
                   fmt::format("validation overflow: element count of shape [{}] overflows",
                               fmt::join(tensor.shape, ", ")));
     }
   }
   uint64_t bits = 0;
   if (__builtin_mul_overflow(elements, static_cast<uint64_t>(dtype_bits(tensor.dtype)), &bits)) {
-    fail_tensor(ErrorCode::kValidationOverflow, file, tensor,
+    fail_tensor(file_rule::kValidationOverflow, file, tensor,
                 fmt::format("validation overflow: {} elements of {} overflow in bits", elements,
                             dtype_name(tensor.dtype)));
   }
@@ -60,18 +61,18 @@ uint64_t checked_bits(const TensorInfo& tensor, std::string_view file) {
 // Rules 6-8 for one tensor, in the reference's order; returns its end.
 uint64_t check_tensor(const TensorInfo& tensor, uint64_t expected_begin, std::string_view file) {
   if (tensor.begin != expected_begin || tensor.end < tensor.begin) {
-    fail_tensor(ErrorCode::kInvalidOffset, file, tensor,
+    fail_tensor(file_rule::kInvalidOffset, file, tensor,
                 fmt::format("invalid offset: data_offsets [{}, {}], expected to begin at {}",
                             tensor.begin, tensor.end, expected_begin));
   }
   const uint64_t bits = checked_bits(tensor, file);
   if (bits % 8 != 0) {
-    fail_tensor(ErrorCode::kMisalignedSlice, file, tensor,
+    fail_tensor(file_rule::kMisalignedSlice, file, tensor,
                 fmt::format("misaligned slice: {} bits of {} do not fill whole bytes", bits,
                             dtype_name(tensor.dtype)));
   }
   if (tensor.end - tensor.begin != bits / 8) {
-    fail_tensor(ErrorCode::kInvalidTensorInfo, file, tensor,
+    fail_tensor(file_rule::kInvalidTensorInfo, file, tensor,
                 fmt::format("invalid tensor info: {} of shape [{}] needs {} bytes, data_offsets "
                             "[{}, {}] hold {}",
                             dtype_name(tensor.dtype), fmt::join(tensor.shape, ", "), bits / 8,
@@ -199,7 +200,7 @@ uint64_t Header::file_offset(const TensorInfo& tensor) const {
 uint64_t parse_length_prefix(std::span<const std::byte> first_bytes, uint64_t file_size,
                              std::string_view file) {
   if (file_size < kLengthPrefixBytes || first_bytes.size() < kLengthPrefixBytes) {
-    fail(ErrorCode::kHeaderTooSmall, file,
+    fail(file_rule::kHeaderTooSmall, file,
          fmt::format("header too small: the file has {} bytes, fewer than the {} of the length",
                      file_size, kLengthPrefixBytes));
   }
@@ -208,11 +209,11 @@ uint64_t parse_length_prefix(std::span<const std::byte> first_bytes, uint64_t fi
     length = (length << 8) | std::to_integer<uint64_t>(first_bytes[i]);
   }
   if (length > kMaxHeaderBytes) {
-    fail(ErrorCode::kHeaderTooLarge, file,
+    fail(file_rule::kHeaderTooLarge, file,
          fmt::format("header too large: {} bytes, the limit is {}", length, kMaxHeaderBytes));
   }
   if (length > file_size - kLengthPrefixBytes) {
-    fail(ErrorCode::kInvalidHeaderLength, file,
+    fail(file_rule::kInvalidHeaderLength, file,
          fmt::format("invalid header length: 8 + {} bytes of header pass the end of a {}-byte file",
                      length, file_size));
   }
@@ -223,7 +224,7 @@ Header parse_header_json(std::span<const std::byte> json, uint64_t file_size,
                          std::string_view file) {
   const std::string_view text = as_text(json);
   if (const auto bad = reshard::detail::first_invalid_utf8(text)) {
-    fail(ErrorCode::kInvalidHeaderUtf8, file,
+    fail(file_rule::kInvalidHeaderUtf8, file,
          fmt::format("invalid header (UTF-8): bad byte 0x{:02x} at header byte {}",
                      static_cast<unsigned char>(text[*bad]), *bad));
   }
@@ -244,7 +245,7 @@ Header parse_header_json(std::span<const std::byte> json, uint64_t file_size,
   uint64_t expected_size = 0;
   if (__builtin_add_overflow(header->data_start(), end, &expected_size) ||
       expected_size != file_size) {
-    fail(ErrorCode::kIncompleteBuffer, file,
+    fail(file_rule::kIncompleteBuffer, file,
          fmt::format("incomplete buffer: the header describes {} data bytes after byte {}, the "
                      "file has {} bytes",
                      end, header->data_start(), file_size));

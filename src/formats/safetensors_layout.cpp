@@ -6,6 +6,7 @@
 
 #include "formats/json_escape.h"
 #include "layout/checked.h"
+#include "reshard/formats/file_rules.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::safetensors {
@@ -100,7 +101,7 @@ FileLayout FileLayout::plan(std::vector<TensorSpec> specs, std::optional<Metadat
   std::string json = header_json(metadata, tensors);
   json.append((8 - json.size() % 8) % 8, ' ');
   if (json.size() > kMaxHeaderBytes) {
-    throw Error(ErrorCode::kHeaderTooLarge,
+    throw Error(file_rule::kHeaderTooLarge,
                 fmt::format("header too large: {} bytes, the limit is {}", json.size(), kMaxHeaderBytes));
   }
   FileLayout layout;

@@ -10,6 +10,7 @@
 
 #include "formats/checksum.h"
 #include "reshard/formats/checkpoint_manifest.h"
+#include "reshard/formats/file_rules.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::checkpoint {
@@ -30,12 +31,12 @@ Manifest two_chunk_manifest() {
   return manifest;
 }
 
-void expect_refused(const Manifest& manifest, ErrorCode code, const std::vector<std::string>& parts) {
+void expect_refused(const Manifest& manifest, ErrorKind kind, const std::vector<std::string>& parts) {
   try {
     parse_manifest(serialize_manifest(manifest), "m.json");
     ADD_FAILURE() << "accepted";
   } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_EQ(e.kind(), kind) << e.what();
     for (const std::string& part : parts) EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << part << ": " << e.what();
   }
 }
@@ -75,10 +76,10 @@ TEST(CheckpointManifest, ReadsVersion1WithOneChecksumPerChunk) {
 TEST(CheckpointManifest, RefusesBlockChecksumsThatDoNotMatchTheChunk) {
   Manifest few = two_chunk_manifest();
   few.tensors[0].chunks[1].blocks.pop_back();
-  expect_refused(few, ErrorCode::kInvalidManifest, {"\"w\"", "chunk 1", "2 block checksums for 16 bytes in blocks of 6"});
+  expect_refused(few, file_rule::kInvalidManifest, {"\"w\"", "chunk 1", "2 block checksums for 16 bytes in blocks of 6"});
   Manifest many = two_chunk_manifest();
   many.tensors[1].chunks[0].blocks.push_back(0);
-  expect_refused(many, ErrorCode::kInvalidManifest, {"\"s\"", "chunk 0", "expected 2"});
+  expect_refused(many, file_rule::kInvalidManifest, {"\"s\"", "chunk 0", "expected 2"});
   // A version 2 body needs a positive block size and every chunk's list.
   const std::string good = serialize_manifest(two_chunk_manifest());
   for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
@@ -98,7 +99,7 @@ TEST(CheckpointManifest, RefusesBlockChecksumsThatDoNotMatchTheChunk) {
       parse_manifest(file, "m.json");
       ADD_FAILURE() << "accepted " << to;
     } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kInvalidManifest) << e.what();
+      EXPECT_EQ(e.kind(), file_rule::kInvalidManifest) << e.what();
     }
   }
 }
@@ -129,34 +130,34 @@ TEST(CheckpointManifest, HashesBlocksAndTheWholeInOnePass) {
 TEST(CheckpointManifest, RefusesChunksThatDoNotTileTheirTensor) {
   Manifest overlap = two_chunk_manifest();
   overlap.tensors[0].chunks[1].box = Box({1, 0}, {2, 2});
-  expect_refused(overlap, ErrorCode::kInvalidManifest, {"\"w\"", "chunk 1", "overlaps"});
+  expect_refused(overlap, file_rule::kInvalidManifest, {"\"w\"", "chunk 1", "overlaps"});
   Manifest hole = two_chunk_manifest();
   hole.tensors[0].chunks.pop_back();
-  expect_refused(hole, ErrorCode::kInvalidManifest, {"\"w\"", "4 of its 8"});
+  expect_refused(hole, file_rule::kInvalidManifest, {"\"w\"", "4 of its 8"});
   Manifest outside = two_chunk_manifest();
   outside.tensors[0].chunks[1].box = Box({3, 0}, {2, 2});
-  expect_refused(outside, ErrorCode::kInvalidManifest, {"chunk 1", "not inside"});
+  expect_refused(outside, file_rule::kInvalidManifest, {"chunk 1", "not inside"});
   Manifest twice = two_chunk_manifest();
   twice.tensors[1].chunks.push_back(twice.tensors[1].chunks[0]);
-  expect_refused(twice, ErrorCode::kInvalidManifest, {"\"s\""});
+  expect_refused(twice, file_rule::kInvalidManifest, {"\"s\""});
 }
 
 TEST(CheckpointManifest, RefusesLengthsOffsetsAndFilesThatDisagree) {
   Manifest length = two_chunk_manifest();
   length.tensors[0].chunks[0].length = 15;
-  expect_refused(length, ErrorCode::kInvalidManifest, {"chunk 0", "length 15"});
+  expect_refused(length, file_rule::kInvalidManifest, {"chunk 0", "length 15"});
   Manifest past = two_chunk_manifest();
   past.tensors[0].chunks[1].offset = 190;
-  expect_refused(past, ErrorCode::kInvalidManifest, {"chunk 1", "pass the end"});
+  expect_refused(past, file_rule::kInvalidManifest, {"chunk 1", "pass the end"});
   Manifest unlisted = two_chunk_manifest();
   unlisted.tensors[0].chunks[1].file = "other.safetensors";
-  expect_refused(unlisted, ErrorCode::kInvalidManifest, {"not listed"});
+  expect_refused(unlisted, file_rule::kInvalidManifest, {"not listed"});
   Manifest escape = two_chunk_manifest();
   escape.files[1].name = "../data-00001.safetensors";
-  expect_refused(escape, ErrorCode::kInvalidManifest, {"leaves the folder"});
+  expect_refused(escape, file_rule::kInvalidManifest, {"leaves the folder"});
   Manifest names = two_chunk_manifest();
   names.tensors[2].name = "w";
-  expect_refused(names, ErrorCode::kInvalidManifest, {"appears twice"});
+  expect_refused(names, file_rule::kInvalidManifest, {"appears twice"});
 }
 
 TEST(CheckpointManifest, AnUnknownVersionIsRefusedByNumberAndAnEditByChecksum) {
@@ -167,7 +168,7 @@ TEST(CheckpointManifest, AnUnknownVersionIsRefusedByNumberAndAnEditByChecksum) {
     parse_manifest(newer, "m.json");
     ADD_FAILURE() << "accepted version 7";
   } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kInvalidManifest);
+    EXPECT_EQ(e.kind(), file_rule::kInvalidManifest);
     EXPECT_NE(std::string(e.what()).find("unknown checkpoint format version 7"), std::string::npos) << e.what();
   }
   for (const std::string version : {"0", "3", "-1", "2.5", "\"2\""}) {
@@ -177,7 +178,7 @@ TEST(CheckpointManifest, AnUnknownVersionIsRefusedByNumberAndAnEditByChecksum) {
       parse_manifest(other, "m.json");
       ADD_FAILURE() << "accepted version " << version;
     } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kInvalidManifest);
+      EXPECT_EQ(e.kind(), file_rule::kInvalidManifest);
       EXPECT_NE(std::string(e.what()).find("unknown checkpoint format version " + version), std::string::npos) << e.what();
     }
   }

@@ -8,6 +8,7 @@
 
 #include "formats/support/safetensors_files.h"
 #include "layout/support/expect_error.h"
+#include "reshard/formats/file_rules.h"
 #include "reshard/formats/safetensors_writer.h"
 
 namespace reshard {
@@ -112,7 +113,7 @@ TEST(HfFolder, TensorInAFileButNotListed) {
   ScratchDir dir;
   write_two_file_folder(dir, R"({"weight_map": {"a": "model-00001-of-00002.safetensors",
       "c": "model-00002-of-00002.safetensors"}})");
-  EXPECT_TRUE(throws_error([&] { HfFolder::open(dir.path()); }, ErrorCode::kInvalidIndex,
+  EXPECT_TRUE(throws_error([&] { HfFolder::open(dir.path()); }, file_rule::kInvalidIndex,
                            {"model-00001-of-00002.safetensors", "'b'", "not listed"}));
 }
 
@@ -122,14 +123,14 @@ TEST(HfFolder, TensorListedForAnotherFile) {
   write_f32_file(dir / "model-00002-of-00002.safetensors", {{"c", 4}});
   testing::write_file_text(dir / kHfIndexFileName, R"({"weight_map": {
       "a": "model-00001-of-00002.safetensors", "c": "model-00002-of-00002.safetensors"}})");
-  EXPECT_TRUE(throws_error([&] { HfFolder::open(dir.path()); }, ErrorCode::kInvalidIndex,
+  EXPECT_TRUE(throws_error([&] { HfFolder::open(dir.path()); }, file_rule::kInvalidIndex,
                            {"model-00001-of-00002.safetensors", "'c'", "model-00002-of-00002.safetensors"}));
 }
 
 TEST(HfFolder, IndexNamingAFileOutsideTheFolder) {
   ScratchDir dir;
   write_two_file_folder(dir, R"({"weight_map": {"a": "../model-00001-of-00002.safetensors"}})");
-  EXPECT_TRUE(throws_error([&] { HfFolder::open(dir.path()); }, ErrorCode::kInvalidIndex,
+  EXPECT_TRUE(throws_error([&] { HfFolder::open(dir.path()); }, file_rule::kInvalidIndex,
                            {"'a'", "../model-00001-of-00002.safetensors"}));
 }
 
@@ -144,14 +145,14 @@ TEST(HfFolder, CorruptShardNamesTheFile) {
   ScratchDir dir;
   write_two_file_folder(dir, std::string(kGoodIndex));
   testing::write_file_text(dir / "model-00002-of-00002.safetensors", "\x03");
-  EXPECT_TRUE(throws_error([&] { HfFolder::open(dir.path()); }, ErrorCode::kHeaderTooSmall,
+  EXPECT_TRUE(throws_error([&] { HfFolder::open(dir.path()); }, file_rule::kHeaderTooSmall,
                            {"model-00002-of-00002.safetensors"}));
 }
 
 TEST(HfFolder, MalformedIndexNamesTheIndex) {
   ScratchDir dir;
   write_two_file_folder(dir, "{\"weight_map\": ");
-  EXPECT_TRUE(throws_error([&] { HfFolder::open(dir.path()); }, ErrorCode::kInvalidIndex,
+  EXPECT_TRUE(throws_error([&] { HfFolder::open(dir.path()); }, file_rule::kInvalidIndex,
                            {std::string(kHfIndexFileName)}));
 }
 

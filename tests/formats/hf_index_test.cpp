@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "reshard/formats/file_rules.h"
 #include "reshard/layout/error.h"
 
 namespace reshard {
@@ -16,7 +17,7 @@ std::string index_error(const std::string& json) {
   try {
     parse_hf_index(json, kLabel);
   } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kInvalidIndex) << e.what();
+    EXPECT_EQ(e.kind(), file_rule::kInvalidIndex) << e.what();
     return e.what();
   }
   ADD_FAILURE() << "accepted: " << json;

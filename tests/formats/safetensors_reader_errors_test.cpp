@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "formats/support/safetensors_files.h"
+#include "reshard/formats/file_rules.h"
 #include "reshard/formats/safetensors_reader.h"
 #include "reshard/layout/error.h"
 
@@ -63,10 +64,10 @@ std::optional<Error> open_error(const std::string& bytes) {
   return errors[0];
 }
 
-void expect_error(const std::string& bytes, ErrorCode code, std::string_view tensor = {}) {
+void expect_error(const std::string& bytes, ErrorKind kind, std::string_view tensor = {}) {
   const std::optional<Error> error = open_error(bytes);
-  ASSERT_TRUE(error.has_value()) << "expected " << error_code_name(code) << ", the file opened";
-  EXPECT_EQ(error->code(), code) << error->what();
+  ASSERT_TRUE(error.has_value()) << "expected " << kind << ", the file opened";
+  EXPECT_EQ(error->kind(), kind) << error->what();
   if (!tensor.empty()) {
     EXPECT_NE(std::string(error->what()).find(fmt::format("tensor \"{}\"", tensor)), std::string::npos)
         << "the message should name tensor " << tensor << ": " << error->what();
@@ -81,27 +82,27 @@ void expect_opens(const std::string& bytes) {
 // ---- 1-3: the length prefix ----
 
 TEST(SafetensorsReaderErrors, FewerThanEightBytesIsHeaderTooSmall) {
-  expect_error("", ErrorCode::kHeaderTooSmall);
-  expect_error(std::string(7, '\0'), ErrorCode::kHeaderTooSmall);
+  expect_error("", file_rule::kHeaderTooSmall);
+  expect_error(std::string(7, '\0'), file_rule::kHeaderTooSmall);
 }
 
 TEST(SafetensorsReaderErrors, LengthPastTheLimitIsHeaderTooLarge) {
   std::string bytes = with_length_prefix("{}");
   const uint64_t n = 100'000'001;
   for (int i = 0; i < 8; ++i) bytes[static_cast<size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xFF);
-  expect_error(bytes, ErrorCode::kHeaderTooLarge);
-  expect_error(std::string(8, '\xff'), ErrorCode::kHeaderTooLarge);
+  expect_error(bytes, file_rule::kHeaderTooLarge);
+  expect_error(std::string(8, '\xff'), file_rule::kHeaderTooLarge);
 }
 
 TEST(SafetensorsReaderErrors, LengthPastTheEndIsInvalidHeaderLength) {
   std::string bytes = with_length_prefix("{}      ");
   bytes.pop_back();
-  expect_error(bytes, ErrorCode::kInvalidHeaderLength);
+  expect_error(bytes, file_rule::kInvalidHeaderLength);
   // The largest allowed length, in a short file.
   std::string largest = with_length_prefix("{}");
   const uint64_t n = 100'000'000;
   for (int i = 0; i < 8; ++i) largest[static_cast<size_t>(i)] = static_cast<char>((n >> (8 * i)) & 0xFF);
-  expect_error(largest, ErrorCode::kInvalidHeaderLength);
+  expect_error(largest, file_rule::kInvalidHeaderLength);
 }
 
 // ---- 4: UTF-8 ----
@@ -110,8 +111,8 @@ TEST(SafetensorsReaderErrors, InvalidUtf8IsCaughtBeforeJson) {
   for (std::string bad : {"\xff", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x82"}) {
     SCOPED_TRACE(testing::sha256_hex(testing::bytes_of(bad)));
     // Invalid UTF-8 inside a string of otherwise valid JSON, and in broken JSON.
-    expect_error(file_of(std::string("{\"") + bad + "\":1}", 0), ErrorCode::kInvalidHeaderUtf8);
-    expect_error(file_of(std::string("not json ") + bad, 0), ErrorCode::kInvalidHeaderUtf8);
+    expect_error(file_of(std::string("{\"") + bad + "\":1}", 0), file_rule::kInvalidHeaderUtf8);
+    expect_error(file_of(std::string("not json ") + bad, 0), file_rule::kInvalidHeaderUtf8);
   }
 }
 
@@ -128,7 +129,7 @@ TEST(SafetensorsReaderErrors, MalformedJsonIsInvalidHeaderJson) {
            std::string("{\"t\":}"), std::string("{") + good + ",}", std::string("{") + good + "}x", std::string("{} {}"),
            std::string("{") + good + "}\0\0\0"s, std::string("{\"t\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}")}) {
     SCOPED_TRACE(json);
-    expect_error(file_of(json, 4), ErrorCode::kInvalidHeaderJson);
+    expect_error(file_of(json, 4), file_rule::kInvalidHeaderJson);
   }
 }
 
@@ -151,7 +152,7 @@ TEST(SafetensorsReaderErrors, BadEntryTypesAreInvalidHeaderJsonNamingTheTensor) 
            std::string(R"({"dtype":"F32","shape":[1],"data_offsets":[0,4],"extra":1e400})"),
            std::string(R"(["F32",[1]])"), std::string("7"), std::string("null")}) {
     SCOPED_TRACE(value);
-    expect_error(file_of(std::string(R"({"weird":)") + value + "}", 4), ErrorCode::kInvalidHeaderJson, "weird");
+    expect_error(file_of(std::string(R"({"weird":)") + value + "}", 4), file_rule::kInvalidHeaderJson, "weird");
   }
 }
 
@@ -162,17 +163,17 @@ TEST(SafetensorsReaderErrors, MetadataMustMapStringsToStrings) {
                                       std::string(R"("pt")")}) {
     SCOPED_TRACE(metadata);
     expect_error(file_of(std::string(R"({"__metadata__":)") + metadata + "," + tensor + "}", 1),
-                 ErrorCode::kInvalidHeaderJson);
+                 file_rule::kInvalidHeaderJson);
   }
   expect_error(file_of(std::string(R"({"__metadata__":{},"__metadata__":{},)") + tensor + "}", 1),
-               ErrorCode::kInvalidHeaderJson);
+               file_rule::kInvalidHeaderJson);
 }
 
 TEST(SafetensorsReaderErrors, StringsFollowJsonRules) {
   for (const std::string& name : {std::string("a\tb"), std::string("\\x"), std::string("\\ud800"),
                                   std::string("\\udc00"), std::string("\\ud800\\u0041"), std::string("\\u12G4")}) {
     SCOPED_TRACE(name);
-    expect_error(file_of(object_of({entry(name, "U8", "[1]", 0, 1)}), 1), ErrorCode::kInvalidHeaderJson);
+    expect_error(file_of(object_of({entry(name, "U8", "[1]", 0, 1)}), 1), file_rule::kInvalidHeaderJson);
   }
 }
 
@@ -183,7 +184,7 @@ TEST(SafetensorsReaderErrors, NestingIsLimitedLikeTheReference) {
   };
   const std::string head = R"({"t":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"x":)";
   expect_opens(file_of(head + nested(125) + "}}", 1));
-  expect_error(file_of(head + nested(126) + "}}", 1), ErrorCode::kInvalidHeaderJson, "t");
+  expect_error(file_of(head + nested(126) + "}}", 1), file_rule::kInvalidHeaderJson, "t");
 }
 
 TEST(SafetensorsReaderErrors, AcceptedFormsOpen) {
@@ -205,7 +206,7 @@ TEST(SafetensorsReaderErrors, AcceptedFormsOpen) {
 // entry wins, and the offset walk then judges what is left.
 TEST(SafetensorsReaderErrors, ARepeatedNameKeepsItsLastEntry) {
   const std::string json = object_of({entry("t", "U8", "[1]", 0, 1), entry("t", "U8", "[1]", 1, 2)});
-  expect_error(file_of(json, 2), ErrorCode::kInvalidOffset, "t");
+  expect_error(file_of(json, 2), file_rule::kInvalidOffset, "t");
   // Same name spelt with an escape; the last entry is whole on its own.
   const std::string escaped = object_of(
       {entry("t", "U8", "[3]", 0, 3), entry("u", "U8", "[2]", 2, 4), entry("\\u0074", "U8", "[2]", 0, 2)});
@@ -227,18 +228,18 @@ TEST(SafetensorsReaderErrors, ARepeatedNameKeepsItsLastEntry) {
 
 TEST(SafetensorsReaderErrors, GapsOverlapsAndAWrongStartAreInvalidOffset) {
   // The first tensor not at 0.
-  expect_error(file_of(object_of({entry("a", "U8", "[1]", 1, 2)}), 2), ErrorCode::kInvalidOffset, "a");
+  expect_error(file_of(object_of({entry("a", "U8", "[1]", 1, 2)}), 2), file_rule::kInvalidOffset, "a");
   // A gap before b.
   expect_error(file_of(object_of({entry("a", "U8", "[1]", 0, 1), entry("b", "U8", "[1]", 2, 3)}), 3),
-               ErrorCode::kInvalidOffset, "b");
+               file_rule::kInvalidOffset, "b");
   // b overlaps a.
   expect_error(file_of(object_of({entry("a", "U8", "[2]", 0, 2), entry("b", "U8", "[2]", 1, 3)}), 3),
-               ErrorCode::kInvalidOffset, "b");
+               file_rule::kInvalidOffset, "b");
   // end before begin.
   expect_error(file_of(object_of({entry("a", "U8", "[0]", 0, 0), entry("b", "U8", "[0]", 0, 5), entry("c", "U8", "[0]", 5, 2)}), 5),
-               ErrorCode::kInvalidTensorInfo, "b");
+               file_rule::kInvalidTensorInfo, "b");
   expect_error(file_of(object_of({entry("a", "U8", "[3]", 0, 3), entry("c", "U8", "[0]", 3, 2)}), 3),
-               ErrorCode::kInvalidOffset, "c");
+               file_rule::kInvalidOffset, "c");
 }
 
 TEST(SafetensorsReaderErrors, EntriesAreWalkedInOffsetOrderNotJsonOrder) {
@@ -249,17 +250,17 @@ TEST(SafetensorsReaderErrors, EntriesAreWalkedInOffsetOrderNotJsonOrder) {
 
 TEST(SafetensorsReaderErrors, ElementOrBitCountOverflowIsValidationOverflow) {
   expect_error(file_of(object_of({entry("big", "U8", "[4294967296,4294967296]", 0, 0)}), 0),
-               ErrorCode::kValidationOverflow, "big");
+               file_rule::kValidationOverflow, "big");
   // 2^61 elements fit, their bits do not.
   expect_error(file_of(object_of({entry("bits", "F64", "[2305843009213693952]", 0, 0)}), 0),
-               ErrorCode::kValidationOverflow, "bits");
+               file_rule::kValidationOverflow, "bits");
   // The largest usize parses (then overflows); one more does not parse at all.
   expect_error(file_of(object_of({entry("max", "U8", "[18446744073709551615]", 0, 0)}), 0),
-               ErrorCode::kValidationOverflow, "max");
+               file_rule::kValidationOverflow, "max");
   expect_error(file_of(object_of({entry("max", "U8", "[18446744073709551616]", 0, 0)}), 0),
-               ErrorCode::kInvalidHeaderJson, "max");
+               file_rule::kInvalidHeaderJson, "max");
   expect_error(file_of(object_of({entry("max", "U8", "[99999999999999999999]", 0, 0)}), 0),
-               ErrorCode::kInvalidHeaderJson, "max");
+               file_rule::kInvalidHeaderJson, "max");
 }
 
 // Dimensions are usize, as in the reference: past 2^63 they are held exactly,
@@ -283,16 +284,16 @@ TEST(SafetensorsReaderErrors, ZeroElementsWithHugeDimensionsAreAccepted) {
   }
   // The same dimension with elements overflows.
   expect_error(file_of(object_of({entry("huge", "U8", "[1,18446744073709551615]", 0, 0)}), 0),
-               ErrorCode::kValidationOverflow, "huge");
+               file_rule::kValidationOverflow, "huge");
   expect_error(file_of(object_of({entry("huge", "U8", "[2,18446744073709551615]", 0, 0)}), 0),
-               ErrorCode::kValidationOverflow, "huge");
+               file_rule::kValidationOverflow, "huge");
 }
 
 TEST(SafetensorsReaderErrors, SizeDisagreeingWithShapeIsInvalidTensorInfo) {
-  expect_error(file_of(object_of({entry("w", "F32", "[2,3]", 0, 20)}), 20), ErrorCode::kInvalidTensorInfo, "w");
+  expect_error(file_of(object_of({entry("w", "F32", "[2,3]", 0, 20)}), 20), file_rule::kInvalidTensorInfo, "w");
   // Three F4 elements are 12 bits: not whole bytes, the reference's misaligned slice.
-  expect_error(file_of(object_of({entry("q", "F4", "[3]", 0, 1)}), 1), ErrorCode::kMisalignedSlice, "q");
-  expect_error(file_of(object_of({entry("q", "F6_E3M2", "[1]", 0, 1)}), 1), ErrorCode::kMisalignedSlice, "q");
+  expect_error(file_of(object_of({entry("q", "F4", "[3]", 0, 1)}), 1), file_rule::kMisalignedSlice, "q");
+  expect_error(file_of(object_of({entry("q", "F6_E3M2", "[1]", 0, 1)}), 1), file_rule::kMisalignedSlice, "q");
   expect_opens(file_of(object_of({entry("q", "F4", "[4]", 0, 2), entry("r", "F6_E2M3", "[4]", 2, 5)}), 5));
 }
 
@@ -300,10 +301,10 @@ TEST(SafetensorsReaderErrors, SizeDisagreeingWithShapeIsInvalidTensorInfo) {
 
 TEST(SafetensorsReaderErrors, TruncatedOrTrailingDataIsIncompleteBuffer) {
   const std::string json = object_of({entry("w", "F32", "[2]", 0, 8)});
-  expect_error(file_of(json, 7), ErrorCode::kIncompleteBuffer);
-  expect_error(file_of(json, 9), ErrorCode::kIncompleteBuffer);
+  expect_error(file_of(json, 7), file_rule::kIncompleteBuffer);
+  expect_error(file_of(json, 9), file_rule::kIncompleteBuffer);
   expect_opens(file_of(json, 8));
-  expect_error(file_of("{}", 1), ErrorCode::kIncompleteBuffer);
+  expect_error(file_of("{}", 1), file_rule::kIncompleteBuffer);
 }
 
 // ---- the order of the rules ----
@@ -312,22 +313,22 @@ TEST(SafetensorsReaderErrors, RulesApplyInTheSpecOrder) {
   // Too large wins over past the end.
   std::string large = std::string(8, '\0');
   large[4] = 1;  // 2^32 bytes of header
-  expect_error(large, ErrorCode::kHeaderTooLarge);
+  expect_error(large, file_rule::kHeaderTooLarge);
   // Of a repeated name the last entry is the one the offsets are walked with.
   expect_error(file_of(object_of({entry("t", "U8", "[1]", 0, 1), entry("t", "U8", "[1]", 5, 6)}), 1),
-               ErrorCode::kInvalidOffset, "t");
+               file_rule::kInvalidOffset, "t");
   expect_opens(file_of(object_of({entry("t", "U8", "[1]", 5, 6), entry("t", "U8", "[1]", 0, 1)}), 1));
   // JSON form wins over offsets: the bad dtype is found even though offsets are wrong too.
   expect_error(file_of(object_of({entry("a", "U8", "[1]", 3, 4), entry("b", "X", "[1]", 0, 1)}), 4),
-               ErrorCode::kInvalidHeaderJson, "b");
+               file_rule::kInvalidHeaderJson, "b");
   // Offsets, sizes and the buffer are checked tensor by tensor as the
   // reference walks them: a is checked whole before b.
   expect_error(file_of(object_of({entry("a", "U8", "[2]", 0, 1), entry("b", "U8", "[1]", 5, 6)}), 6),
-               ErrorCode::kInvalidTensorInfo, "a");
+               file_rule::kInvalidTensorInfo, "a");
   expect_error(file_of(object_of({entry("a", "U8", "[1]", 0, 1), entry("b", "U8", "[2]", 5, 7)}), 7),
-               ErrorCode::kInvalidOffset, "b");
+               file_rule::kInvalidOffset, "b");
   // The buffer check comes last.
-  expect_error(file_of(object_of({entry("a", "U8", "[2]", 0, 1)}), 0), ErrorCode::kInvalidTensorInfo, "a");
+  expect_error(file_of(object_of({entry("a", "U8", "[2]", 0, 1)}), 0), file_rule::kInvalidTensorInfo, "a");
 }
 
 TEST(SafetensorsReaderErrors, AMissingFileIsAnIoError) {
@@ -353,7 +354,7 @@ TEST(SafetensorsReaderErrors, ParseHeaderWorksOnMemoryAlone) {
     parse_header(testing::bytes_of(bytes), bytes.size() + 1, "memory");
     FAIL();
   } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kIncompleteBuffer);
+    EXPECT_EQ(e.kind(), file_rule::kIncompleteBuffer);
     EXPECT_EQ(std::string(e.what()).rfind("memory: ", 0), 0u) << e.what();
   }
 }

@@ -16,6 +16,7 @@
 #include "execute/support/rank_threads.h"
 #include "pipelines/support/checkpoint_arrays.h"
 #include "reshard/formats/checkpoint_reader.h"
+#include "reshard/formats/file_rules.h"
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/checkpoint_restore.h"
 #include "reshard/pipelines/checkpoint_save.h"
@@ -63,9 +64,9 @@ std::optional<Error> restore_error(const fs::path& path) {
   return error;
 }
 
-void expect_error_naming(const std::optional<Error>& error, ErrorCode code, const std::vector<std::string>& parts) {
+void expect_error_naming(const std::optional<Error>& error, ErrorKind kind, const std::vector<std::string>& parts) {
   ASSERT_TRUE(error.has_value()) << "restored a damaged checkpoint";
-  EXPECT_EQ(error->code(), code) << error_code_name(error->code()) << ": " << error->what();
+  EXPECT_EQ(error->kind(), kind) << error->what();
   for (const std::string& part : parts) EXPECT_NE(std::string(error->what()).find(part), std::string::npos) << part << ": " << error->what();
 }
 
@@ -167,7 +168,7 @@ TEST(CheckpointDamage, TruncatedOrDeletedDataFilesAreNamed) {
     const fs::path file = dir / "c" / data.name;
     const std::string good = read_file(file);
     write_file(file, good.substr(0, good.size() - 3));
-    expect_error_naming(restore_error(dir / "c"), ErrorCode::kIncompleteBuffer, {data.name, "truncated", "chunk"});
+    expect_error_naming(restore_error(dir / "c"), file_rule::kIncompleteBuffer, {data.name, "truncated", "chunk"});
     fs::remove(file);
     expect_error_naming(restore_error(dir / "c"), ErrorCode::kIo, {data.name, "missing", "chunk"});
     write_file(file, good);
@@ -195,9 +196,9 @@ TEST(CheckpointDamage, AnEditedManifestIsRefused) {
   std::string newer = good;
   newer.replace(newer.find("\"version\":2"), 11, "\"version\":3");
   write_file(path, newer);
-  expect_error_naming(restore_error(dir / "c"), ErrorCode::kInvalidManifest, {"version 3"});
+  expect_error_naming(restore_error(dir / "c"), file_rule::kInvalidManifest, {"version 3"});
   write_file(path, "{\"format\": \"reshard-checkpoint\"");
-  expect_error_naming(restore_error(dir / "c"), ErrorCode::kInvalidManifest, {"JSON"});
+  expect_error_naming(restore_error(dir / "c"), file_rule::kInvalidManifest, {"JSON"});
   write_file(path, good);
   EXPECT_FALSE(restore_error(dir / "c").has_value());
 }

@@ -315,16 +315,16 @@ TEST(ImportModel, RandomMapsRoundTripFromAForwardCopy) {
 // ---- errors, before anything is written ----
 
 // Imports `folder` into `checkpoint` on two processes; both must fail with
-// `code` and a message containing each of `words`.
+// `kind` and a message containing each of `words`.
 void expect_import_fails(const fs::path& folder, const fs::path& checkpoint, const CheckpointLayout& layout,
-                         const ImportOptions& options, ErrorCode code, const std::vector<std::string>& words) {
+                         const ImportOptions& options, ErrorKind kind, const std::vector<std::string>& words) {
   SCOPED_TRACE(fmt::format("importing {} into {}", folder.string(), checkpoint.string()));
   testing::run_ranks(2, [&](Transport& transport) {
     try {
       import_checkpoint(folder, checkpoint, *tensor_map_preset("levanter-llama"), layout, transport, options);
       ADD_FAILURE() << "importing " << folder << " into " << checkpoint << " succeeded on rank " << transport.rank();
     } catch (const Error& e) {
-      EXPECT_EQ(e.code(), code) << e.what();
+      EXPECT_EQ(e.kind(), kind) << e.what();
       for (const std::string& word : words) EXPECT_NE(std::string(e.what()).find(word), std::string::npos) << e.what();
     }
   });

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "layout/checked.h"
+#include "reshard/formats/file_rules.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::cli::demo {
@@ -42,14 +43,14 @@ void read_file_header(const fs::path& path, StoredFolder& folder) {
     header_size = (header_size << 8) | static_cast<unsigned char>(length_bytes[static_cast<size_t>(i)]);
   const uint64_t data_start = checked_add(uint64_t{8}, header_size, "safetensors header length");
   if (data_start > file_size) {
-    throw Error(ErrorCode::kInvalidOffset,
+    throw Error(file_rule::kInvalidOffset,
                 fmt::format("{}: header of {} bytes in a file of {}", path.string(), header_size, file_size));
   }
   Json header;
   try {
     header = Json::parse(read_range(path, 8, header_size));
   } catch (const Json::exception& e) {
-    throw Error(ErrorCode::kInvalidHeaderJson, fmt::format("{}: {}", path.string(), e.what()));
+    throw Error(file_rule::kInvalidHeaderJson, fmt::format("{}: {}", path.string(), e.what()));
   }
   folder.metadata.emplace_back(path, header.contains("__metadata__") ? header["__metadata__"].dump() : "null");
   for (const auto& [name, info] : header.items()) {
@@ -60,7 +61,7 @@ void read_file_header(const fs::path& path, StoredFolder& folder) {
       t.shape = info.at("shape").get<std::vector<int64_t>>();
       const auto offsets = info.at("data_offsets").get<std::vector<uint64_t>>();
       if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > file_size - data_start) {
-        throw Error(ErrorCode::kInvalidOffset, "data_offsets outside the file");
+        throw Error(file_rule::kInvalidOffset, "data_offsets outside the file");
       }
       t.file = path;
       t.offset = data_start + offsets[0];
@@ -69,7 +70,7 @@ void read_file_header(const fs::path& path, StoredFolder& folder) {
         throw Error(ErrorCode::kDuplicateTensor, "stored in two files");
       }
     } catch (const Json::exception& e) {
-      throw Error(ErrorCode::kInvalidHeaderJson, fmt::format("{}: tensor {}: {}", path.string(), name, e.what()));
+      throw Error(file_rule::kInvalidHeaderJson, fmt::format("{}: tensor {}: {}", path.string(), name, e.what()));
     } catch (const Error& e) {
       throw e.with_context(fmt::format("{}: tensor {}", path.string(), name));
     }
@@ -89,7 +90,7 @@ StoredFolder read_stored_folder(const fs::path& folder, std::string_view single_
   try {
     weight_map = Json::parse(read_text_file(index)).at("weight_map");
   } catch (const Json::exception& e) {
-    throw Error(ErrorCode::kInvalidIndex, fmt::format("{}: {}", index.string(), e.what()));
+    throw Error(file_rule::kInvalidIndex, fmt::format("{}: {}", index.string(), e.what()));
   }
   std::set<std::string> files;
   for (const auto& [name, file] : weight_map.items()) files.insert(file.get<std::string>());
@@ -97,12 +98,12 @@ StoredFolder read_stored_folder(const fs::path& folder, std::string_view single_
   for (const auto& [name, file] : weight_map.items()) {
     const auto it = stored.tensors.find(name);
     if (it == stored.tensors.end() || it->second.file.filename() != file.get<std::string>()) {
-      throw Error(ErrorCode::kInvalidIndex,
+      throw Error(file_rule::kInvalidIndex,
                   fmt::format("{}: tensor {} is not in {}", index.string(), name, file.get<std::string>()));
     }
   }
   if (stored.tensors.size() != weight_map.size()) {
-    throw Error(ErrorCode::kInvalidIndex, fmt::format("{}: the files hold {} tensors, the index lists {}",
+    throw Error(file_rule::kInvalidIndex, fmt::format("{}: the files hold {} tensors, the index lists {}",
                                                       index.string(), stored.tensors.size(), weight_map.size()));
   }
   return stored;

@@ -11,18 +11,18 @@
 
 namespace reshard::testing {
 
-// Success when `action` throws Error with `code` and a message containing every
-// one of `parts`; a failure saying what happened instead otherwise.
+// Success when `action` throws Error of `kind` (a code, or a layer's finer
+// kind such as a file rule) and a message containing every one of `parts`; a
+// failure saying what happened instead otherwise.
 template <typename Action>
-::testing::AssertionResult throws_error(Action&& action, ErrorCode code,
+::testing::AssertionResult throws_error(Action&& action, ErrorKind kind,
                                         std::initializer_list<std::string_view> parts = {}) {
   try {
     action();
   } catch (const Error& e) {
     const std::string message = e.what();
-    if (e.code() != code) {
-      return ::testing::AssertionFailure() << "threw " << error_code_name(e.code()) << " instead of "
-                                           << error_code_name(code) << ": " << message;
+    if (!(e.kind() == kind)) {
+      return ::testing::AssertionFailure() << "threw " << e.name() << " instead of " << kind.name << ": " << message;
     }
     for (std::string_view part : parts) {
       if (message.find(part) == std::string::npos) {
@@ -33,7 +33,7 @@ template <typename Action>
   } catch (const std::exception& e) {
     return ::testing::AssertionFailure() << "threw a non-reshard exception: " << e.what();
   }
-  return ::testing::AssertionFailure() << "threw nothing (expected " << error_code_name(code) << ")";
+  return ::testing::AssertionFailure() << "threw nothing (expected " << kind.name << ")";
 }
 
 }  // namespace reshard::testing
