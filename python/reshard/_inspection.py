@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from . import _core
+from ._paths import fspath as _fspath
 
 __all__ = ["inspect", "verify"]
 
@@ -21,7 +22,7 @@ def inspect(path: str | os.PathLike) -> dict[str, Any]:
     ``layout`` and ``chunks``, each with its ``box`` as slices, ``file``,
     ``offset`` and ``length``). Headers are validated; no tensor data is read.
     """
-    return _core._inspect(os.fspath(path))
+    return _core._inspect(_fspath(path, "path"))
 
 
 def verify(path: str | os.PathLike) -> dict[str, Any]:
@@ -32,4 +33,4 @@ def verify(path: str | os.PathLike) -> dict[str, Any]:
     first damage raises its typed error naming the file and tensor
     (ChecksumMismatchError for a checkpoint's damaged bytes).
     """
-    return _core._verify(os.fspath(path))
+    return _core._verify(_fspath(path, "path"))

@@ -23,6 +23,7 @@ import os
 import pathlib
 from typing import Any
 
+from ._paths import fspath as _fspath
 from .errors import (IncompleteCheckpointError, InvalidArgumentError, NotOrbaxCheckpointError, ReshardIOError,
                      UnsupportedDriverError)
 
@@ -125,7 +126,7 @@ def _not_orbax(folder: pathlib.Path) -> NotOrbaxCheckpointError:
 
 def locate(path: str | os.PathLike, item: str | None = None) -> pathlib.Path:
     """The committed item folder of `path` (an item folder, or a step folder with `item`, or its only item)."""
-    folder = pathlib.Path(os.fspath(path))
+    folder = pathlib.Path(_fspath(path, "path"))
     if not folder.is_dir():
         raise ReshardIOError(f"{folder}: no such folder (path)")
     if item is None and (folder / METADATA_FILE).is_file():

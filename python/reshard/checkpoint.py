@@ -21,6 +21,7 @@ from typing import Any
 from . import _core
 from .array import ShardedArray, _default_topology
 from .errors import ArgumentTypeError
+from ._paths import fspath as _fspath
 
 SaveHandle = _core.SaveHandle
 SaveResult = _core.SaveResult
@@ -79,7 +80,7 @@ def save(
     InvalidArgumentError); a save that fails leaves what was there.
     """
     names, cores = _named(arrays)
-    return _core._save_checkpoint(os.fspath(path), names, cores, _metadata(metadata), replace, transport)
+    return _core._save_checkpoint(_fspath(path, "path"), names, cores, _metadata(metadata), replace, transport)
 
 
 def save_async(
@@ -100,7 +101,7 @@ def save_async(
     used by anything else until wait() returns.
     """
     names, cores = _named(arrays)
-    return _core._save_checkpoint_async(os.fspath(path), names, cores, _metadata(metadata), replace, staging_bytes,
+    return _core._save_checkpoint_async(_fspath(path, "path"), names, cores, _metadata(metadata), replace, staging_bytes,
                                         transport)
 
 
@@ -122,7 +123,7 @@ def restore(
     names = list(targets)
     shardings = [targets[n] for n in names]
     topology = topology or _default_topology(shardings, transport)
-    cores, stats = _core._restore_checkpoint(os.fspath(path), names, shardings, topology, verify_checksums, transport)
+    cores, stats = _core._restore_checkpoint(_fspath(path, "path"), names, shardings, topology, verify_checksums, transport)
     return Restored({n: ShardedArray(a) for n, a in zip(names, cores)}, stats)
 
 
@@ -139,6 +140,6 @@ def restore_into(
     a read-only numpy array) is an InvalidArgumentError before anything is read.
     """
     names, cores = _named(arrays)
-    return _core._restore_checkpoint_into(os.fspath(path), names, cores, verify_checksums, transport)
+    return _core._restore_checkpoint_into(_fspath(path, "path"), names, cores, verify_checksums, transport)
 
 

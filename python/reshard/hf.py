@@ -14,6 +14,7 @@ import numpy as np
 
 from . import _core
 from .safetensors import SafeOpen
+from ._paths import fspath as _fspath
 
 __all__ = ["Folder", "load_folder", "open_folder"]
 
@@ -22,7 +23,7 @@ class Folder:
     """An open, validated Hugging Face folder: ``keys()``, ``get_tensor``, ``metadata()``."""
 
     def __init__(self, path: str | os.PathLike, mode: str = "mmap") -> None:
-        self._folder = _core.HfFolder.open(os.fspath(path), mode)
+        self._folder = _core.HfFolder.open(_fspath(path, "path"), mode)
         self._files = [SafeOpen._from_core(f) for f in self._folder.files]
         self._file_of = self._folder.tensor_files
 

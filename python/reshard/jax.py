@@ -45,7 +45,7 @@ from . import checkpoint as _checkpoint
 from . import pipelines as _pipelines
 from ._device_ids import DeviceIds
 from ._plan import plan as _plan
-from .errors import InvalidArgumentError, UnsupportedError
+from .errors import ArgumentTypeError, InvalidArgumentError, UnsupportedError
 
 __all__ = [
     "Incompatible",
@@ -324,6 +324,9 @@ def _sharded_leaves(tree: Any, transport: _core.Transport | None) -> dict[str, _
     """{tree path: ShardedArray} of a pytree: jax.Arrays adopted as they lie, numpy leaves
     whole on the job's first device. Local to each process (no communication), agreed on
     by every process before the collective that uses it."""
+    if isinstance(tree, (str, os.PathLike)):  # the old order, save(path, tree): say so rather than save a string
+        raise ArgumentTypeError(f"tree: a pytree of arrays, not a {type(tree).__name__}: the tree comes first, "
+                                "then the path")
 
     def prepare() -> dict[str, _array.ShardedArray]:
         names, leaves, _ = _named_leaves(tree)

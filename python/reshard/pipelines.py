@@ -15,6 +15,7 @@ from . import _core
 from ._dtypes import dtype_name
 from .array import _mesh_topology
 from .errors import ArgumentTypeError, InvalidArgumentError, MissingConfigWarning, ParseError
+from ._paths import fspath as _fspath
 
 ConvertResult = _core.ConvertResult
 MergeLoraResult = _core.MergeLoraResult
@@ -71,12 +72,12 @@ def convert(
     the configs the checkpoint keeps. A folder output with no config.json to
     carry gives a ``UserWarning``.
     """
-    dst = os.fspath(dst)
+    dst = _fspath(dst, "dst")
     if mesh is not None and topology is None:
         topology = _mesh_topology(mesh, transport)
     if rules is not None and not isinstance(rules, str):
         rules = list(rules)  # each (pattern, spec) pair is checked, by index, in the extension
-    result = _core._convert(os.fspath(src), dst, output, None if dtype is None else dtype_name(dtype),
+    result = _core._convert(_fspath(src, "src"), dst, output, None if dtype is None else dtype_name(dtype),
                             _byte_size(max_shard_size, "max_shard_size"), replace, mesh, topology, rules, best_effort,
                             strict, transport)
     for message in result.warnings:
@@ -106,7 +107,7 @@ def merge_lora(
     without config.json merges with a ``UserWarning`` (transformers cannot load
     the result). At most `chunk_bytes` of a weight is read and merged at a time.
     """
-    summary = _core._merge_lora(os.fspath(base), os.fspath(adapter), os.fspath(out),
+    summary = _core._merge_lora(_fspath(base, "base"), _fspath(adapter, "adapter"), _fspath(out, "out"),
                                 None if dtype is None else dtype_name(dtype),
                                 _byte_size(max_shard_size, "max_shard_size"), replace, chunk_bytes)
     for message in summary.warnings:
@@ -164,9 +165,9 @@ def export(
     from .array import ShardedArray
 
     hf_text, lora_text = _config_text(hf_config, "hf_config"), _config_text(lora_config, "lora_config")
-    args = (os.fspath(out), tensor_map, kind, None if dtype is None else dtype_name(dtype),
+    args = (_fspath(out, "out"), tensor_map, kind, None if dtype is None else dtype_name(dtype),
             _byte_size(max_shard_size, "max_shard_size"),
-            None if base is None else os.fspath(base), gather_to, replace, hf_text, lora_text, transport)
+            None if base is None else _fspath(base, "base"), gather_to, replace, hf_text, lora_text, transport)
     try:
         if isinstance(source, Mapping):
             for name, array in source.items():
@@ -174,16 +175,16 @@ def export(
                     raise ArgumentTypeError(f"source[{name!r}] is a {type(array).__name__}, not a ShardedArray")
             result = _core._export_arrays(list(source), [a._array for a in source.values()], *args)
         else:
-            result = _core._export_checkpoint(os.fspath(source), *args)
+            result = _core._export_checkpoint(_fspath(source, "source"), *args)
     except InvalidArgumentError as e:
         # The library names the checkpoint's metadata key; a Python caller passes the argument.
         if lora_config is None and "no LoRA config" in str(e):
-            where = "" if isinstance(source, Mapping) else f" (and {os.fspath(source)} holds none in its metadata)"
+            where = "" if isinstance(source, Mapping) else f" (and {_fspath(source, 'source')} holds none in its metadata)"
             raise InvalidArgumentError(f"kind={kind!r} needs the LoRA config (r, lora_alpha): pass lora_config=, "
                                        f"adapter_config.json as a dict or its text{where}") from None
         raise
     if kind != "adapter" and hf_config is None:
-        _warn_without_config(os.fspath(out))
+        _warn_without_config(_fspath(out, "out"))
     return result
 
 
@@ -202,7 +203,7 @@ def _import_args(mesh: _core.Mesh, topology: _core.Topology | None, rules: Any, 
     if rules is not None and not isinstance(rules, str):
         rules = list(rules)  # each (pattern, spec) pair is checked, by index, in the extension
     return (mesh, topology, rules, best_effort, strict, None if dtype is None else dtype_name(dtype),
-            dict(sizes or {}), None if base is None else os.fspath(base))
+            dict(sizes or {}), None if base is None else _fspath(base, "base"))
 
 
 def import_model(
@@ -237,7 +238,7 @@ def import_model(
     from .array import ShardedArray
 
     common = _import_args(mesh, topology, rules, best_effort, strict, dtype, sizes, base, transport)
-    arrays, _ = _core._import_arrays(os.fspath(hf_dir), tensor_map, *common, transport)
+    arrays, _ = _core._import_arrays(_fspath(hf_dir, "hf_dir"), tensor_map, *common, transport)
     return {name: ShardedArray(a) for name, a in arrays}
 
 
@@ -260,4 +261,4 @@ def import_checkpoint(
     """:func:`import_model`, saved as the reshard checkpoint `checkpoint` (as ``reshard import``
     writes one); returns the ImportResult. The checkpoint appears complete or not at all."""
     common = _import_args(mesh, topology, rules, best_effort, strict, dtype, sizes, base, transport)
-    return _core._import_checkpoint(os.fspath(hf_dir), os.fspath(checkpoint), tensor_map, *common, replace, transport)
+    return _core._import_checkpoint(_fspath(hf_dir, "hf_dir"), _fspath(checkpoint, "checkpoint"), tensor_map, *common, replace, transport)

@@ -16,6 +16,7 @@ import numpy as np
 
 from . import _core
 from ._dtypes import dtype_name, numpy_dtype
+from ._paths import fspath as _fspath
 
 TensorInfo = _core.TensorInfo
 
@@ -31,7 +32,7 @@ class SafeOpen:
     """
 
     def __init__(self, path: str | os.PathLike, mode: str = "mmap") -> None:
-        self._file = _core.SafetensorsFile.open(os.fspath(path), mode)
+        self._file = _core.SafetensorsFile.open(_fspath(path, "path"), mode)
 
     @classmethod
     def _from_core(cls, file: _core.SafetensorsFile) -> SafeOpen:
@@ -167,4 +168,4 @@ def save_file(
         # ascontiguousarray alone would turn a scalar into shape (1,).
         flat = np.ascontiguousarray(array.reshape(-1))
         entries.append((name, dtype_name(array.dtype), array.shape, flat.view(np.uint8)))
-    _core._write_safetensors(os.fspath(filename), entries, None if metadata is None else list(metadata.items()))
+    _core._write_safetensors(_fspath(filename, "filename"), entries, None if metadata is None else list(metadata.items()))

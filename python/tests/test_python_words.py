@@ -236,3 +236,24 @@ def test_the_package_installs_the_command_and_python_inspects_and_verifies(tmp_p
     data.write_bytes(bytes(raw))
     with pytest.raises(errors.ChecksumMismatchError, match="w"):
         reshard.verify(tmp_path / "ckpt")
+
+
+def test_paths_and_the_argument_order_are_checked_by_name(tmp_path, gen):
+    """Every path is a str or os.PathLike (else ArgumentTypeError naming the argument, not os.fspath's
+    bare TypeError), and a call in another order than the one shape (what is read, then where it
+    goes) is refused by name before anything is written."""
+    arrays = replicated({"w": gen.standard_normal(4).astype(np.float32)})
+    for call, argument in [
+        (lambda: reshard.save_checkpoint(arrays, {"not": "a path"}), "path"),
+        (lambda: reshard.restore_checkpoint(7, {}), "path"),
+        (lambda: reshard.convert(tmp_path / "x", None), "dst"),
+        (lambda: reshard.merge_lora(tmp_path / "b", 3.5, tmp_path / "out"), "adapter"),
+        (lambda: reshard.inspect(b"bytes are not a path here"), "path"),
+        # The order before this change, save_checkpoint(path, arrays):
+        (lambda: reshard.save_checkpoint(tmp_path / "ckpt", arrays), "arrays"),
+    ]:
+        with pytest.raises(errors.ArgumentTypeError, match=f"^{argument}: "):
+            call()
+    assert not os.listdir(tmp_path)
+    with pytest.raises(TypeError):  # options are keyword-only
+        reshard.save_checkpoint(arrays, tmp_path / "ckpt", {"step": "1"})
