@@ -130,7 +130,7 @@ void run_stage_zero(std::span<const ArrayMove> moves, Transport& transport, Tag 
   const ProcessMessages messages = schedule_messages(plans, transport.rank(), options.chunk_bytes);
   const std::vector<CopyJob> jobs = local_jobs(moves, 0);
   stats.bytes_copied += bytes_of(jobs);
-  const int threads = options.copy_threads();
+  const int threads = options.copy_threads(transport.processes_on_this_host());
   if (messages.sends.empty() && messages.receives.empty()) {
     run_copies(jobs, threads);
     return;
@@ -166,15 +166,16 @@ ExecuteStats execute_unguarded(std::span<const ArrayMove> moves, Transport& tran
   // Stage 1 reads what stage 0 wrote, all of which is in place now.
   const std::vector<CopyJob> fan_out = local_jobs(moves, 1);
   stats.bytes_copied += bytes_of(fan_out);
-  run_copies(fan_out, options.copy_threads());
+  run_copies(fan_out, options.copy_threads(transport.processes_on_this_host()));
   return stats;
 }
 
 }  // namespace
 
-int ExecuteOptions::copy_threads() const {
+int ExecuteOptions::copy_threads(int processes_on_host) const {
   if (threads > 0) return threads;
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return std::max(1, cores / std::max(1, processes_on_host));
 }
 
 ExecuteStats execute_moves(std::span<const ArrayMove> moves, Transport& transport, const ExecuteOptions& options) {

@@ -11,7 +11,10 @@
 namespace reshard {
 
 struct ExecuteOptions {
-  // Threads for copies within this process; 0 means one per hardware thread.
+  // Threads for copies within this process. 0: the host's hardware threads
+  // shared evenly among the job's processes on it (Transport::
+  // processes_on_this_host), at least one, so a host with fewer cores than
+  // processes runs each one's copies on its calling thread alone.
   int threads = 0;
   // The largest message between two processes.
   uint64_t chunk_bytes = uint64_t{8} << 20;
@@ -19,8 +22,9 @@ struct ExecuteOptions {
   // is always allowed, however large.
   uint64_t max_bytes_in_flight = uint64_t{64} << 20;
 
-  // `threads`, or the hardware's thread count when it is 0.
-  int copy_threads() const;
+  // `threads`, or when it is 0 the hardware's thread count divided among
+  // `processes_on_host` processes (at least 1).
+  int copy_threads(int processes_on_host = 1) const;
 };
 
 // What one process did.

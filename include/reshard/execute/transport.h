@@ -111,6 +111,11 @@ class Transport {
   virtual void set_timeout(std::chrono::milliseconds timeout) = 0;
   virtual std::chrono::milliseconds timeout() const = 0;
 
+  // How many of the job's processes run on this process's host, itself
+  // included: what a thread budget divides the host's cores by. 1 unless the
+  // transport knows better.
+  virtual int processes_on_this_host() const { return 1; }
+
   // Blocking helpers over isend/irecv.
   void send(int peer, Tag tag, std::span<const std::byte> data) { isend(peer, tag, data)->wait(); }
   void recv(int peer, Tag tag, std::span<std::byte> data) { irecv(peer, tag, data)->wait(); }

@@ -79,6 +79,8 @@ class InProcessTransport final : public Transport {
     timeout_ = timeout;
   }
   std::chrono::milliseconds timeout() const override { return timeout_; }
+  // Every rank is a thread of this one process.
+  int processes_on_this_host() const override { return group_->size(); }
 
  private:
   std::shared_ptr<Operation> make_operation(int peer, Tag tag, bool is_send, size_t bytes) const {

@@ -54,6 +54,7 @@ class FaultyTransport final : public Transport {
   void abort(std::string_view reason) noexcept override { inner_.abort(reason); }
   void set_timeout(std::chrono::milliseconds timeout) override { inner_.set_timeout(timeout); }
   std::chrono::milliseconds timeout() const override { return inner_.timeout(); }
+  int processes_on_this_host() const override { return inner_.processes_on_this_host(); }
 
  private:
   void count_send() {
