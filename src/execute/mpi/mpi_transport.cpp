@@ -20,6 +20,7 @@
 #include "mpi_error.h"
 #include "nonblocking_collective.h"
 #include "orphans.h"
+#include "peer_paths.h"
 #include "progress_engine.h"
 #include "reshard/execute/buffer.h"
 #include "reshard/execute/mpi/mpi_session.h"
@@ -117,7 +118,8 @@ struct MpiTransport::State {
   // The single-copy path's control messages, one of each per data communicator.
   std::vector<mpi_detail::Communicator> direct_headers;
   std::vector<mpi_detail::Communicator> direct_replies;
-  std::vector<bool> direct_peers;
+  std::vector<PeerPath> peer_paths;
+  int processes_on_host = 1;
   int rank = 0;
   int size = 1;
   int tag_ub = 32767;
@@ -135,8 +137,10 @@ struct MpiTransport::State {
         engine(rank, size, control.get(), heartbeat_comm.get(), options.max_bytes_in_flight, options.timeout) {
     data.reserve(tags.num_communicators());
     for (size_t i = 0; i < tags.num_communicators(); ++i) data.emplace_back(parent);
-    direct_peers = mpi_detail::find_same_host_peers(collective.get(), options.single_copy);
-    if (std::find(direct_peers.begin(), direct_peers.end(), true) != direct_peers.end()) {
+    mpi_detail::HostPeers host = mpi_detail::find_same_host_peers(collective.get(), options.single_copy);
+    peer_paths = std::move(host.paths);
+    processes_on_host = host.processes_on_host;
+    if (any_rank_copies_directly()) {
       for (auto* comms : {&direct_headers, &direct_replies}) {
         comms->reserve(tags.num_communicators());
         for (size_t i = 0; i < tags.num_communicators(); ++i) comms->emplace_back(parent);
@@ -167,6 +171,18 @@ struct MpiTransport::State {
 
   State(const State&) = delete;
   State& operator=(const State&) = delete;
+
+  // Whether some pair of the job copies directly. Duplicating a communicator
+  // is collective, so every rank must decide alike whether to make the
+  // single-copy path's: a rank with no such peer (alone on its host, or
+  // refused) still takes part when others need them.
+  bool any_rank_copies_directly() {
+    int mine = std::find(peer_paths.begin(), peer_paths.end(), PeerPath::kSingleCopy) != peer_paths.end() ? 1 : 0;
+    int any = 0;
+    check_mpi(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_LOR, collective.get()),
+              "agreeing whether any processes copy directly");
+    return any != 0;
+  }
 
   // A thread of its own, so that this rank beats while it is busy elsewhere.
   void beat_until(const std::stop_token& stop) {
@@ -204,7 +220,7 @@ struct MpiTransport::State {
   // (a size threshold would send a message one side sized wrongly down two
   // paths that never meet, a hang instead of an error). Never this rank.
   bool goes_direct(int peer) const {
-    return peer >= 0 && peer < size && direct_peers[static_cast<size_t>(peer)];
+    return peer >= 0 && peer < size && peer_paths[static_cast<size_t>(peer)] == PeerPath::kSingleCopy;
   }
 
   mpi_detail::DirectChannel direct_channel(Tag tag) const {
@@ -286,6 +302,7 @@ struct MpiTransport::State {
 MpiTransport::MpiTransport(MPI_Comm parent, MpiTransportOptions options) {
   require_mpi_initialized();
   state_ = std::make_unique<State>(parent, validated(options));
+  mpi_detail::log_peer_paths(state_->rank, state_->peer_paths);
 }
 
 MpiTransport::~MpiTransport() = default;
@@ -367,6 +384,20 @@ void MpiTransport::abort(std::string_view reason) noexcept { state_->engine.abor
 const MpiTransportOptions& MpiTransport::options() const { return state_->options; }
 
 bool MpiTransport::copies_directly_with(int peer) const { return state_->goes_direct(peer); }
+
+PeerPath MpiTransport::path_to(int peer) const {
+  if (peer < 0 || peer >= state_->size) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("rank {} is not in this job of {} processes", peer, state_->size));
+  }
+  return state_->peer_paths[static_cast<size_t>(peer)];
+}
+
+int MpiTransport::processes_on_this_host() const { return state_->processes_on_host; }
+
+std::string MpiTransport::describe_paths() const {
+  return mpi_detail::describe_peer_paths(state_->rank, state_->peer_paths);
+}
 
 size_t MpiTransport::peak_bytes_in_flight() const { return state_->engine.peak_bytes_in_flight(); }
 

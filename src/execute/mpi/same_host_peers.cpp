@@ -38,20 +38,29 @@ std::array<char, 48> read_boot_id() {
   return id;
 }
 
-bool opted_out() {
+std::string_view single_copy_setting() {
   const char* value = std::getenv("RESHARD_SINGLE_COPY");
-  return value != nullptr && std::string_view(value) == "0";
+  return value != nullptr ? std::string_view(value) : std::string_view();
+}
+
+// Why a pair that both want it and share a kernel still goes through MPI:
+// one of them could not read the other's token.
+PeerPath classify(const Identity& me, const Identity& peer, bool both_read) {
+  if (me.enabled == 0 || peer.enabled == 0) return PeerPath::kOptedOut;
+  if (peer.boot_id != me.boot_id) return PeerPath::kOtherHost;
+  return both_read ? PeerPath::kSingleCopy : PeerPath::kRefused;
 }
 
 }  // namespace
 
-std::vector<bool> find_same_host_peers(MPI_Comm comm, bool enabled) {
+HostPeers find_same_host_peers(MPI_Comm comm, bool enabled) {
   int rank = 0;
   int size = 1;
   check_mpi(MPI_Comm_rank(comm, &rank), "reading this rank");
   check_mpi(MPI_Comm_size(comm, &size), "reading the job's size");
-  std::vector<bool> peers(static_cast<size_t>(size), false);
-  if (size == 1) return peers;
+  HostPeers found;
+  found.paths.assign(static_cast<size_t>(size), PeerPath::kSelf);
+  if (size == 1) return found;
 
   Identity me;
   me.pid = static_cast<int64_t>(::getpid());
@@ -59,7 +68,8 @@ std::vector<bool> find_same_host_peers(MPI_Comm comm, bool enabled) {
   for (std::byte& b : me.token) b = static_cast<std::byte>(random());
   me.token_address = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(me.token.data()));
   me.boot_id = read_boot_id();
-  me.enabled = enabled && !opted_out() ? 1 : 0;
+  me.enabled = enabled && single_copy_setting() != "0" ? 1 : 0;
+  const bool refuse = single_copy_setting() == "refuse";
   std::vector<Identity> all(static_cast<size_t>(size));
   check_mpi(MPI_Allgather(&me, sizeof(Identity), MPI_BYTE, all.data(), sizeof(Identity), MPI_BYTE, comm),
             "sharing which processes are on this host");
@@ -68,15 +78,19 @@ std::vector<bool> find_same_host_peers(MPI_Comm comm, bool enabled) {
   for (size_t j = 0; j < all.size(); ++j) {
     const Identity& peer = all[j];
     if (static_cast<int>(j) == rank || me.enabled == 0 || peer.enabled == 0 || peer.boot_id != me.boot_id) continue;
-    i_can_read[j] = can_read_peer(static_cast<pid_t>(peer.pid), peer.token_address, peer.token) ? 1 : 0;
+    i_can_read[j] = !refuse && can_read_peer(static_cast<pid_t>(peer.pid), peer.token_address, peer.token) ? 1 : 0;
   }
   // Every peer's probe of our token ends before it enters this exchange, so
   // the token may go once it returns.
   std::vector<uint8_t> reads_me(static_cast<size_t>(size), 0);
   check_mpi(MPI_Alltoall(i_can_read.data(), 1, MPI_BYTE, reads_me.data(), 1, MPI_BYTE, comm),
             "sharing which processes can copy directly");
-  for (size_t j = 0; j < peers.size(); ++j) peers[j] = i_can_read[j] != 0 && reads_me[j] != 0;
-  return peers;
+  for (size_t j = 0; j < found.paths.size(); ++j) {
+    if (static_cast<int>(j) == rank) continue;
+    found.paths[j] = classify(me, all[j], i_can_read[j] != 0 && reads_me[j] != 0);
+    if (all[j].boot_id == me.boot_id) ++found.processes_on_host;
+  }
+  return found;
 }
 
 }  // namespace reshard::mpi_detail

@@ -5,6 +5,8 @@
 
 #include <vector>
 
+#include "reshard/execute/mpi/mpi_transport.h"
+
 namespace reshard::mpi_detail {
 
 // Collective over `comm`. A pair of processes copies directly when both are
@@ -13,9 +15,15 @@ namespace reshard::mpi_detail {
 // it). Each process proves that by reading a random token in the other's
 // memory; the answer is made symmetric so both sides of every message choose
 // the same path. `enabled` false (or RESHARD_SINGLE_COPY=0 in the
-// environment) opts this process out, and so every pair it belongs to.
-// Entry j says whether rank j is such a peer (never this rank itself).
+// environment) opts this process out, and so every pair it belongs to;
+// RESHARD_SINGLE_COPY=refuse makes its probes fail as a kernel that forbids
+// the attach would. Entry j is the path to rank j, and why (kSelf for this
+// rank); both processes of a pair get the same answer.
 // Throws Error(kTransport) if MPI fails.
-std::vector<bool> find_same_host_peers(MPI_Comm comm, bool enabled);
+struct HostPeers {
+  std::vector<PeerPath> paths;
+  int processes_on_host = 1;  // ranks whose kernel is this one's, this one included
+};
+HostPeers find_same_host_peers(MPI_Comm comm, bool enabled);
 
 }  // namespace reshard::mpi_detail

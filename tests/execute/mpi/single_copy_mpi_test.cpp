@@ -5,11 +5,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include "mpi_world.h"
 #include "reshard/execute/buffer.h"
+#include "reshard/layout/error.h"
 #include "strided_reshard_check.h"
 
 namespace reshard {
@@ -109,6 +112,92 @@ TEST_F(SingleCopyMpi, StridedAndContiguousRunsArriveByteForByteAndAreCounted) {
       }
     }
   }
+}
+
+// Sets an environment variable for one scope, and puts back what was there.
+class ScopedEnvironment {
+ public:
+  ScopedEnvironment(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value != nullptr) ::setenv(name, value, 1);
+  }
+  ~ScopedEnvironment() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+TEST_F(SingleCopyMpi, EveryRankNamesThePathToEachPeerAndWhy) {
+  MpiTransport& t = world_transport();
+  EXPECT_EQ(t.path_to(t.rank()), PeerPath::kSelf);
+  for (int peer = 0; peer < t.size(); ++peer) {
+    if (peer == t.rank()) continue;
+    EXPECT_EQ(t.path_to(peer) == PeerPath::kSingleCopy, t.copies_directly_with(peer)) << "peer " << peer;
+    if (opted_out()) {
+      EXPECT_EQ(t.path_to(peer), PeerPath::kOptedOut) << "peer " << peer;
+    }
+  }
+  EXPECT_THROW(static_cast<void>(t.path_to(t.size())), Error);
+  EXPECT_EQ(t.describe_paths().rfind("rank " + std::to_string(t.rank()) + " of " + std::to_string(t.size()) + ":", 0),
+            0u)
+      << t.describe_paths();
+  MpiTransportOptions off;
+  off.single_copy = false;
+  MpiTransport without(MPI_COMM_WORLD, off);
+  for (int peer = 0; peer < t.size(); ++peer) {
+    if (peer != t.rank()) {
+      EXPECT_EQ(without.path_to(peer), PeerPath::kOptedOut) << "peer " << peer;
+    }
+  }
+  if (t.size() > 1) {
+    EXPECT_NE(without.describe_paths().find("MPI (single copy off) with rank"), std::string::npos);
+  }
+}
+
+TEST_F(SingleCopyMpi, EveryRankOfThisJobCountsTheHostsProcesses) {
+  // mpirun here starts every rank on this host; whether they may attach to
+  // each other's memory or not, they share its cores.
+  MpiTransport& t = world_transport();
+  EXPECT_EQ(t.processes_on_this_host(), t.size());
+  MpiTransportOptions off;
+  off.single_copy = false;
+  EXPECT_EQ(MpiTransport(MPI_COMM_WORLD, off).processes_on_this_host(), t.size());
+}
+
+TEST_F(SingleCopyMpi, APeerTheKernelRefusesGoesThroughMpiSaysSoAndStillDeliversEveryByte) {
+  MpiTransport& t = world_transport();
+  if (t.size() < 2) GTEST_SKIP() << "needs two ranks";
+  if (!t.copies_directly_with((t.rank() + 1) % t.size())) GTEST_SKIP() << "no single copy here to refuse";
+  std::optional<MpiTransport> refused;
+  {
+    // Rank 0 plays a process whose memory the kernel will not let its peers
+    // attach to (RESHARD_SINGLE_COPY=refuse fails its probes, as Yama would).
+    const ScopedEnvironment refuse("RESHARD_SINGLE_COPY", t.rank() == 0 ? "refuse" : nullptr);
+    refused.emplace(MPI_COMM_WORLD);
+  }
+  for (int peer = 0; peer < t.size(); ++peer) {
+    if (peer == t.rank()) continue;
+    const PeerPath expected = t.rank() == 0 || peer == 0 ? PeerPath::kRefused : PeerPath::kSingleCopy;
+    EXPECT_EQ(refused->path_to(peer), expected) << "peer " << peer;
+  }
+  const std::string line = refused->describe_paths();
+  EXPECT_NE(line.find(t.rank() == 0 ? "MPI (attach refused) with rank" : "MPI (attach refused) with rank 0"),
+            std::string::npos)
+      << line;
+  if (t.rank() == 0) {
+    EXPECT_EQ(line.find("single copy with"), std::string::npos) << line;
+  }
+  // Pairs with rank 0 go through MPI, the others copy directly: one reshard uses both.
+  testing::check_strided_reshard(*refused, 256, /*round_trip=*/true, 53);
 }
 
 TEST_F(SingleCopyMpi, AWithdrawnUnownedSendStillDeliversWhatItWasGiven) {

@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "reshard/execute/transport.h"
@@ -47,8 +48,22 @@ struct MpiTransportOptions {
   // that forbids it) use MPI as above. The processes of a pair agree on it at
   // construction: false (or RESHARD_SINGLE_COPY=0 in the environment) in one
   // of them turns it off for every pair that process is in.
+  // (RESHARD_SINGLE_COPY=refuse makes this process answer as though the
+  // kernel forbade the attach, to test the fallback where it is allowed.)
   bool single_copy = true;
 };
+
+// How the bytes between this process and one peer travel, and why.
+enum class PeerPath {
+  kSelf,        // this process: local copies
+  kSingleCopy,  // one kernel copy between the two processes' memories
+  kOtherHost,   // through MPI: the peer runs on another host (another kernel)
+  kOptedOut,    // through MPI: single_copy is off in one of the two processes
+  kRefused,     // through MPI: the kernel refused the attach (Yama's ptrace_scope, seccomp, a container)
+};
+
+// "self", "single copy", "MPI (other host)", "MPI (single copy off)", "MPI (attach refused)".
+std::string_view peer_path_name(PeerPath path);
 
 // Point-to-point transfers are non-blocking MPI_Isend/MPI_Irecv, chunked, with
 // a bound on the bytes in flight (between processes of one host, by default,
@@ -115,6 +130,8 @@ class MpiTransport final : public Transport {
   Tag begin_operation() override;
   void set_timeout(std::chrono::milliseconds timeout) override;
   std::chrono::milliseconds timeout() const override;
+  // The ranks that share this host's kernel (found at construction).
+  int processes_on_this_host() const override;
 
   // Marks this process failed: every peer's pending and later waits throw
   // Error(kPeerFailed) naming this rank and `reason`, and so do this
@@ -126,6 +143,13 @@ class MpiTransport final : public Transport {
   const MpiTransportOptions& options() const;
   // Whether messages to and from `peer` take the single-copy path (options().single_copy).
   bool copies_directly_with(int peer) const;
+  // The path to `peer` and why (kSelf for this rank). The two processes of a
+  // pair always agree. Error(kInvalidArgument) for a rank outside the job.
+  PeerPath path_to(int peer) const;
+  // One line naming the peers each path serves, e.g. "rank 0 of 4: single
+  // copy with ranks 1-3". With RESHARD_LOG=debug in the environment, each
+  // rank writes it to stderr (prefixed "reshard: ") once it is constructed.
+  std::string describe_paths() const;
   // The most bytes that were ever posted to MPI and incomplete at once.
   size_t peak_bytes_in_flight() const;
 
