@@ -4,6 +4,9 @@
 //   throw:  rank 2 throws; its top level announces the failure and aborts.
 //   silent: rank 2 stops dead (SIGSTOP), as on a hung host: no heartbeat.
 //   slow:   rank 2 pauses for three liveness bounds, alive, then goes on.
+//   killed: rank 2 offers each peer a 256 MiB message and is killed (SIGKILL)
+//           while they read it from its memory (the single-copy path, where
+//           the host allows it; through MPI, mid-receive).
 // Ranks 0 and 1 each expect a stream of messages from rank 2. No rank may
 // wait forever: but for `slow`, the job must end non-zero, soon; a slow
 // rank must be waited for, and the job succeed.
@@ -12,6 +15,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,6 +30,26 @@ constexpr int kFailingRank = 2;
 constexpr int kMessages = 64;
 constexpr int kMessagesBeforeFailure = 16;
 constexpr size_t kMessageBytes = size_t{1} << 20;
+constexpr size_t kLargeMessageBytes = size_t{256} << 20;
+
+// Whether message `i` of the stream is the large one that rank 2 dies sending.
+size_t message_bytes(int i, const std::string& mode) {
+  return mode == "killed" && i == kMessagesBeforeFailure ? kLargeMessageBytes : kMessageBytes;
+}
+
+// Offers both peers the large message, then dies while they read it.
+[[noreturn]] void die_while_read(reshard::Transport& transport, reshard::Tag tag) {
+  auto large = std::make_shared<std::vector<std::byte>>(kLargeMessageBytes, std::byte{42});
+  std::vector<std::unique_ptr<reshard::Request>> sends;
+  for (int peer = 0; peer < kFailingRank; ++peer) {
+    sends.push_back(transport.isend_owned(peer, tag, *large, large));
+  }
+  // Long enough for the headers to arrive and the reads to begin, far
+  // shorter than reading 256 MiB twice.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  raise(SIGKILL);
+  std::_Exit(9);  // not reached
+}
 
 void send_stream(reshard::Transport& transport, reshard::Tag tag, const std::string& mode) {
   const std::vector<std::byte> message(kMessageBytes, std::byte{42});
@@ -36,6 +60,7 @@ void send_stream(reshard::Transport& transport, reshard::Tag tag, const std::str
       if (mode == "throw") throw reshard::Error(reshard::ErrorCode::kIo, "rank 2: simulated failure mid-transfer");
       if (mode == "silent") raise(SIGSTOP);
       if (mode == "slow") std::this_thread::sleep_for(3 * transport.timeout());
+      if (mode == "killed") die_while_read(transport, tag + static_cast<reshard::Tag>(i));
     }
     for (int peer = 0; peer < kFailingRank; ++peer) {
       transport.send(peer, tag + static_cast<reshard::Tag>(i), message);
@@ -43,9 +68,12 @@ void send_stream(reshard::Transport& transport, reshard::Tag tag, const std::str
   }
 }
 
-void receive_stream(reshard::Transport& transport, reshard::Tag tag) {
-  std::vector<std::byte> message(kMessageBytes);
-  for (int i = 0; i < kMessages; ++i) transport.recv(kFailingRank, tag + static_cast<reshard::Tag>(i), message);
+void receive_stream(reshard::Transport& transport, reshard::Tag tag, const std::string& mode) {
+  std::vector<std::byte> message;
+  for (int i = 0; i < kMessages; ++i) {
+    message.resize(message_bytes(i, mode));
+    transport.recv(kFailingRank, tag + static_cast<reshard::Tag>(i), message);
+  }
 }
 
 }  // namespace
@@ -62,7 +90,7 @@ int main(int argc, char** argv) {
     if (transport.rank() == kFailingRank) {
       send_stream(transport, tag, mode);
     } else {
-      receive_stream(transport, tag);
+      receive_stream(transport, tag, mode);
     }
     transport.barrier();
   } catch (const std::exception& e) {

@@ -60,6 +60,18 @@ TEST(MpiFault, ARankThatDiesWithoutAWordEndsTheJob) {
   EXPECT_FALSE(mentions(job, "finished without a failure")) << job.output;
 }
 
+TEST(MpiFault, ARankKilledWhileItsPeersReadItsMemoryEndsTheJobNamingIt) {
+  // The readers' copy fails (the memory is gone) or mpirun sees the death
+  // first: either way the job ends by itself, non-zero, naming rank 2, and
+  // no survivor crashes (a sanitizer's report would say so).
+  const JobResult job = run_fault_job("killed");
+  expect_failed_on_its_own(job);
+  EXPECT_TRUE(mentions(job, "rank 2")) << job.output;
+  EXPECT_FALSE(mentions(job, "finished without a failure")) << job.output;
+  EXPECT_FALSE(mentions(job, "AddressSanitizer")) << job.output;
+  EXPECT_FALSE(mentions(job, "runtime error:")) << job.output;
+}
+
 TEST(MpiFault, ARankThatThrowsIsNamedByItsPeers) {
   const JobResult job = run_fault_job("throw");
   expect_failed_on_its_own(job);
