@@ -112,7 +112,7 @@ class ClosableMpiTransport final : public Transport {
   }
   void set_timeout(std::chrono::milliseconds timeout) override { get().set_timeout(timeout); }
   std::chrono::milliseconds timeout() const override { return get().timeout(); }
-  int processes_on_this_host() const override { return inner_ ? inner_->processes_on_this_host() : 1; }
+  int processes_on_this_host() const override { return get().processes_on_this_host(); }
 
  private:
   MpiTransport& get() const {

@@ -43,8 +43,8 @@ std::string_view single_copy_setting() {
   return value != nullptr ? std::string_view(value) : std::string_view();
 }
 
-// Why a pair that both want it and share a kernel still goes through MPI:
-// one of them could not read the other's token.
+// The path between two processes and why: single copy only when both want
+// it, they share a kernel, and each could read the other's token.
 PeerPath classify(const Identity& me, const Identity& peer, bool both_read) {
   if (me.enabled == 0 || peer.enabled == 0) return PeerPath::kOptedOut;
   if (peer.boot_id != me.boot_id) return PeerPath::kOtherHost;
@@ -77,7 +77,8 @@ HostPeers find_same_host_peers(MPI_Comm comm, bool enabled) {
   std::vector<uint8_t> i_can_read(static_cast<size_t>(size), 0);
   for (size_t j = 0; j < all.size(); ++j) {
     const Identity& peer = all[j];
-    if (static_cast<int>(j) == rank || me.enabled == 0 || peer.enabled == 0 || peer.boot_id != me.boot_id) continue;
+    // Probe only the peers that nothing but the probe keeps from a single copy.
+    if (static_cast<int>(j) == rank || classify(me, peer, true) != PeerPath::kSingleCopy) continue;
     i_can_read[j] = !refuse && can_read_peer(static_cast<pid_t>(peer.pid), peer.token_address, peer.token) ? 1 : 0;
   }
   // Every peer's probe of our token ends before it enters this exchange, so

@@ -323,18 +323,16 @@ void model_figures(const Topology& topology, int rank, Transport& transport, Tra
     largest_sender = std::max(largest_sender, sent);
   }
   const double gib = static_cast<double>(cross) / kGiB;
-  const std::string name = fmt::format("model {:.2f} GiB in {} tensors, one operation ({}), {}",
-                                       static_cast<double>(model_bytes(model)) / kGiB, model.size(), path,
-                                       on_cores(topology.num_processes()));
-  const std::string through_mpi = fmt::format("model {:.2f} GiB in {} tensors, one operation, {}",
-                                              static_cast<double>(model_bytes(model)) / kGiB, model.size(),
-                                              on_cores(topology.num_processes()));
+  const std::string operation = fmt::format("model {:.2f} GiB in {} tensors, one operation",
+                                            static_cast<double>(model_bytes(model)) / kGiB, model.size());
+  const std::string cores = on_cores(topology.num_processes());
+  const std::string name = fmt::format("{} ({}), {}", operation, path, cores);
+  const std::string through_mpi = fmt::format("{}, {}", operation, cores);
   report.figures.push_back(throughput_figure(name, gib / batched_s, "one array at a time", gib / single_s, std::nullopt));
   report.figures.push_back(
       throughput_figure(name, gib / batched_s, "MPI_Alltoallv, same byte matrix", gib / alltoallv_s, 0.8));
   report.figures.push_back(throughput_figure(
-      fmt::format("model: one strided pass over the bytes that leave, no communication, {}",
-                  on_cores(topology.num_processes())),
+      fmt::format("model: one strided pass over the bytes that leave, no communication, {}", cores),
       gib / pass_s, "MPI_Alltoallv, same byte matrix", gib / alltoallv_s, std::nullopt));
   report.figures.push_back(throughput_figure(through_mpi, gib / packed_s,
                                              "MPI_Alltoallv (reshard packing, through MPI)", gib / alltoallv_s,
