@@ -961,7 +961,7 @@ def _parse_byte_size(text: str) -> int:
     Bytes in a size as the command line takes it ('5GB', '500MB', '1.5GiB'); ParseError otherwise.
     """
 
-def _merge_lora(base: str | os.PathLike, adapter: str | os.PathLike, out: str | os.PathLike, dtype: str | None, max_shard_size: int, replace: bool, chunk_bytes: int) -> MergeLoraResult:
+def _merge_lora(base: str | os.PathLike, adapter: str | os.PathLike, out: str | os.PathLike, dtype: str | None, max_shard_size: int, replace: bool, chunk_bytes: int, threads: int) -> MergeLoraResult:
     """
     Merges a PEFT LoRA adapter into its base model, writing a Hugging Face folder.
     """

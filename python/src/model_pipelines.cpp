@@ -87,8 +87,9 @@ ConvertResult convert(const std::filesystem::path& src, const std::filesystem::p
 
 MergeLoraResult merge_lora(const std::filesystem::path& base, const std::filesystem::path& adapter,
                             const std::filesystem::path& out, const std::optional<std::string>& dtype,
-                            uint64_t max_shard_size, bool replace, size_t chunk_bytes) {
+                            uint64_t max_shard_size, bool replace, size_t chunk_bytes, int threads) {
   MergeLoraOptions options;
+  options.threads = threads;
   options.dtype = optional_dtype(dtype);
   options.max_shard_size = max_shard_size;
   options.replace = replace;
@@ -142,7 +143,7 @@ void bind_pipelines(nb::module_& m) {
   m.def("_parse_byte_size", [](const std::string& text) { return parse_byte_size(text); }, nb::arg("text"),
         "Bytes in a size as the command line takes it ('5GB', '500MB', '1.5GiB'); ParseError otherwise.");
   m.def("_merge_lora", &merge_lora, nb::arg("base"), nb::arg("adapter"), nb::arg("out"), nb::arg("dtype").none(),
-        nb::arg("max_shard_size"), nb::arg("replace"), nb::arg("chunk_bytes"),
+        nb::arg("max_shard_size"), nb::arg("replace"), nb::arg("chunk_bytes"), nb::arg("threads"),
         "Merges a PEFT LoRA adapter into its base model, writing a Hugging Face folder.");
 }
 

@@ -27,6 +27,7 @@ struct MergeLoraCliOptions {
   std::string max_shard_size = "5GB";
   std::string dtype;
   bool force = false;
+  int threads = 0;
 };
 
 std::optional<DType> parse_cast(const std::string& text) {
@@ -43,6 +44,7 @@ void merge_lora(const MergeLoraCliOptions& cli) {
   options.dtype = parse_cast(cli.dtype);
   options.max_shard_size = parse_byte_size(cli.max_shard_size);
   options.replace = cli.force;
+  options.threads = cli.threads;
   // The total is only known once the base is open; the progress line counts output bytes.
   const ModelFiles base = open_model_files(cli.base, safetensors::ReadMode::kPread);
   uint64_t total = 0;
@@ -87,7 +89,8 @@ void add_merge_lora_command(CLI::App& app) {
       "cannot load the result until one is added.\n"
       "Examples:\n"
       "  reshard merge-lora llama-7b/ my-adapter/ llama-7b-merged/\n"
-      "  reshard merge-lora llama-7b/ my-adapter/ merged/ --dtype bf16 --max-shard-size 2GB --force");
+      "  reshard merge-lora llama-7b/ my-adapter/ merged/ --dtype bf16 --max-shard-size 2GB --force\n"
+      "  reshard merge-lora llama-7b/ my-adapter/ merged/ --threads 4");
   auto options = std::make_shared<MergeLoraCliOptions>();
   cmd->add_option("BASE", options->base, "The base model: a Hugging Face folder or a .safetensors file")->required();
   cmd->add_option("ADAPTER", options->adapter, "A PEFT LoRA adapter folder (adapter_model.safetensors, "
@@ -100,6 +103,11 @@ void add_merge_lora_command(CLI::App& app) {
   cmd->add_option("--dtype", options->dtype,
                   "Cast F32/F16/BF16 tensors to f32, f16 or bf16 after merging (round to nearest even); config.json's "
                   "dtype and torch_dtype follow. Integer, bool and other tensors are copied unchanged");
+  cmd->add_option("--threads", options->threads,
+                  "Threads that merge each block of rows (0: every core); reading the next block and writing the "
+                  "last one run beside them")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   cmd->add_flag("--force", options->force,
                 "Replace an existing OUT's weight files (model*.safetensors and the index); other files stay");
   cmd->callback([options] { merge_lora(*options); });

@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -170,6 +171,69 @@ TEST_P(MergeLoraFolder, MergesAdaptedWeightsAndCopiesTheRest) {
 
 INSTANTIATE_TEST_SUITE_P(Bases, MergeLoraFolder, ::testing::Values(DType::kF32, DType::kBF16),
                          [](const auto& param_info) { return std::string(dtype_name(param_info.param)); });
+
+// Weights of a few MiB, so that blocks split over threads: the merged bytes
+// are the same for every thread count and block size, and equal the dense
+// merge; with DoRA too (its norms summed in block order whatever the threads).
+TEST(MergeLoraFolderThreads, EveryThreadCountAndBlockSizeWritesTheSameBytes) {
+  std::mt19937_64 rng = testing::seeded_rng();
+  testing::TempDir dir;
+  const std::string up = "model.layers.0.mlp.up_proj", down = "model.layers.0.mlp.down_proj";
+  const std::vector<Named> base = {random_named(up + ".weight", DType::kF32, {2048, 512}, rng),
+                                   random_named(down + ".weight", DType::kBF16, {1536, 768}, rng)};
+  write_named(dir.path() / "model.safetensors", base);
+  std::vector<Named> adapter = {random_named(adapter_key(up, AdapterKey::Factor::kA), DType::kF32, {8, 512}, rng),
+                                random_named(adapter_key(up, AdapterKey::Factor::kB), DType::kF32, {2048, 8}, rng),
+                                random_named(adapter_key(down, AdapterKey::Factor::kA), DType::kBF16, {8, 768}, rng),
+                                random_named(adapter_key(down, AdapterKey::Factor::kB), DType::kBF16, {1536, 8}, rng)};
+  LoraConfig config;
+  config.r = 8;
+  config.lora_alpha = 16;
+  const auto write_adapter = [&](const fs::path& folder) {
+    fs::create_directories(folder);
+    write_named(folder / "adapter_model.safetensors", adapter);
+    testing::write_text(folder / "adapter_config.json", lora_config_json(config));
+  };
+  write_adapter(dir.path() / "lora");
+  config.use_dora = true;
+  adapter.push_back(random_named("base_model.model." + up + ".lora_magnitude_vector", DType::kF32, {2048}, rng));
+  adapter.push_back(random_named("base_model.model." + down + ".lora_magnitude_vector", DType::kBF16, {1536}, rng));
+  write_adapter(dir.path() / "dora");
+
+  struct Run {
+    int threads;
+    size_t chunk_bytes;
+  };
+  // One thread, whole weights; three threads on 1.5 MiB blocks; two on blocks of 5 rows.
+  const std::vector<Run> runs = {{1, size_t{64} << 20}, {3, size_t{3} << 19}, {2, 5 * 2048}};
+  for (const std::string kind : {"lora", "dora"}) {
+    std::vector<std::vector<std::byte>> first;
+    for (const Run& run : runs) {
+      SCOPED_TRACE(fmt::format("{}: {} threads, blocks of {} bytes", kind, run.threads, run.chunk_bytes));
+      MergeLoraOptions options;
+      options.threads = run.threads;
+      options.chunk_bytes = run.chunk_bytes;
+      const fs::path out = dir.path() / fmt::format("{}-{}", kind, run.threads);
+      merge_lora_folder(dir.path() / "model.safetensors", dir.path() / kind, out, options);
+      const HfFolder merged = HfFolder::open(out);
+      const std::vector<std::vector<std::byte>> bytes = {read_tensor(merged, up + ".weight"),
+                                                         read_tensor(merged, down + ".weight")};
+      if (first.empty()) first = bytes;
+      EXPECT_EQ(bytes[0], first[0]);
+      EXPECT_EQ(bytes[1], first[1]);
+      if (kind == "lora") {
+        EXPECT_EQ(bytes[0], dense(base[0], adapter[0], adapter[1], 2.0f));
+        EXPECT_EQ(bytes[1], dense(base[1], adapter[2], adapter[3], 2.0f));
+      }
+    }
+  }
+  MergeLoraOptions negative;
+  negative.threads = -1;
+  EXPECT_TRUE(testing::throws_error(
+      [&] { merge_lora_folder(dir.path() / "model.safetensors", dir.path() / "lora", dir.path() / "no", negative); },
+      ErrorCode::kInvalidArgument, {"-1 threads"}));
+  EXPECT_FALSE(fs::exists(dir.path() / "no"));
+}
 
 TEST(MergeLoraFolderErrors, AdapterThatDoesNotFitWritesNothing) {
   std::mt19937_64 rng = testing::seeded_rng();

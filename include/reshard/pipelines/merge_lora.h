@@ -21,6 +21,7 @@ struct MergeLoraOptions {
   uint64_t max_shard_size = kDefaultMaxShardSize;
   bool replace = false;                           // write over an existing folder's weight files
   size_t chunk_bytes = size_t{8} << 20;           // at most this much of a weight is read and merged at a time
+  int threads = 0;                                // merging threads per block; 0: the host's cores
   std::function<void(uint64_t bytes)> progress;   // output bytes produced, as they are
 };
 
@@ -50,7 +51,9 @@ struct MergeLoraResult {
 // not write or the config does not enable, kInvalidArgument for a shape that
 // does not fit), before anything is written. Base tensors are read with pread
 // in blocks, so memory stays at a few blocks plus each module's factors,
-// whatever the model's size.
+// whatever the model's size; a weight's next block is read and its last one
+// written while the current one is merged over options.threads threads.
+// Error(kInvalidArgument) for negative threads.
 MergeLoraResult merge_lora_folder(const std::filesystem::path& base, const std::filesystem::path& adapter,
                                    const std::filesystem::path& out, const MergeLoraOptions& options = {});
 

@@ -1,6 +1,7 @@
 #include "reshard/pipelines/merge_lora.h"
 
 #include <algorithm>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -41,6 +42,15 @@ std::vector<safetensors::TensorSpec> specs_of(const TensorCatalog& catalog) {
   return specs;
 }
 
+// 0: every core of the host (merge-lora runs as one process).
+int merge_threads(int requested) {
+  if (requested < 0) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("merge-lora: {} threads: must be 0 (every core) or more",
+                                                         requested));
+  }
+  return requested > 0 ? requested : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
 HfFolder open_adapter(const fs::path& adapter) {
   if (HfFolder::detect(adapter) != HfFolderKind::kPeftAdapter) {
     throw Error(ErrorCode::kInvalidArgument,
@@ -77,6 +87,8 @@ MergeLoraResult merge_lora_folder(const fs::path& base_path, const fs::path& ada
   }
   const HfFolderPlan plan = HfFolderPlan::plan(specs, options.max_shard_size, metadata);
 
+  const detail::MergeBlocking blocking{options.chunk_bytes, merge_threads(options.threads)};
+  detail::BlockBuffers buffers;
   const TensorProducer produce = [&](const TensorInfo& tensor, const ByteSink& sink) {
     const ByteSink counted = [&](std::span<const std::byte> bytes) {
       sink(bytes);
@@ -89,8 +101,8 @@ MergeLoraResult merge_lora_folder(const fs::path& base_path, const fs::path& ada
     const TensorCatalog::Entry& entry =
         from_adapter ? adapter.catalog.tensors()[replaced->second] : *base.catalog.find(tensor.name);
     if (const auto module = plan_of_merge.modules.find(tensor.name); module != plan_of_merge.modules.end()) {
-      detail::produce_merged_weight(catalog, entry, adapter.catalog, module->second, tensor.dtype,
-                                    options.chunk_bytes, counted);
+      detail::produce_merged_weight(catalog, entry, adapter.catalog, module->second, tensor.dtype, blocking, buffers,
+                                    counted);
     } else if (const auto bias = plan_of_merge.biases.find(tensor.name); bias != plan_of_merge.biases.end()) {
       detail::produce_merged_bias(catalog, entry, adapter.catalog, *bias->second, tensor.dtype, counted);
     } else {

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "layout/float_convert.h"
+#include "pipelines/common/block_pipeline.h"
 #include "pipelines/lora/lora_merge.h"
 #include "pipelines/lora/merge_math.h"
 #include "reshard/formats/safetensors_layout.h"
@@ -32,78 +33,136 @@ std::vector<float> read_f32(const TensorCatalog& catalog, const Entry& entry) {
   return values;
 }
 
-// Reads W block by block and hands each block's unrounded f32 W + ΔW to `use`.
+// At least this much of a block goes to each merging thread: a thread for less
+// costs more than it saves.
+constexpr size_t kMinBytesPerThread = size_t{1} << 20;
+
+// W as blocks of whole rows, read ahead, merged over threads and written
+// behind (run_block_pipeline). Each block's merge is W + ΔW for its rows,
+// in W's dtype or, for DoRA's passes, unrounded in f32.
 class MergedBlocks {
  public:
-  MergedBlocks(const TensorCatalog& catalog, const Entry& w, const LoraDelta& delta, size_t chunk_bytes)
-      : catalog_(catalog), w_(w), delta_(delta) {
+  MergedBlocks(const TensorCatalog& catalog, const Entry& w, const LoraDelta& delta, const MergeBlocking& blocking)
+      : catalog_(catalog), w_(w), delta_(delta), threads_(std::max(1, blocking.threads)) {
     const Shape shape = shape_of(*w.info);
     rows_ = shape[0];
     cols_ = shape[1];
     row_bytes_ = static_cast<size_t>(cols_) * width_of(w.info->dtype);
-    const size_t f32_row = static_cast<size_t>(cols_) * 4;
-    block_ = static_cast<int64_t>(std::max<size_t>(1, chunk_bytes / std::max<size_t>({row_bytes_, f32_row, 1})));
+    const size_t widest_row = std::max<size_t>({row_bytes_, static_cast<size_t>(cols_) * 4, 1});
+    block_ = static_cast<int64_t>(std::max<size_t>(1, blocking.chunk_bytes / widest_row));
+    min_rows_ = static_cast<int64_t>(std::max<size_t>(1, kMinBytesPerThread / widest_row));
   }
 
   int64_t cols() const { return cols_; }
+  size_t blocks() const { return rows_ == 0 ? 0 : static_cast<size_t>((rows_ - 1) / block_ + 1); }
+  int64_t first_row(size_t block) const { return static_cast<int64_t>(block) * block_; }
+  int64_t rows_of(size_t block) const { return std::min(block_, rows_ - first_row(block)); }
 
-  template <typename Use>
-  void for_each(const Use& use) const {
-    std::vector<std::byte> raw;
-    std::vector<float> w, merged;  // merged: handed to `use`, which may scale it in place
-    for (int64_t row = 0; row < rows_; row += block_) {
-      const int64_t count = std::min(block_, rows_ - row);
-      const auto n = static_cast<size_t>(count * cols_);
-      raw.resize(static_cast<size_t>(count) * row_bytes_);
-      catalog_.file_of(w_).read(*w_.info, static_cast<uint64_t>(row) * row_bytes_, raw);
-      w.resize(n);
-      merged.resize(n);
-      convert_floats(w_.info->dtype, raw, DType::kF32, std::as_writable_bytes(std::span(w)), n);
-      merge_lora_box(delta_, Box({row, 0}, {count, cols_}), DType::kF32, std::as_bytes(std::span(w)), DType::kF32,
-                     std::as_writable_bytes(std::span(merged)));
-      use(row, count, merged);
-    }
+  // Block `block`'s bytes of W, as the file holds them.
+  void read(size_t block, BlockBuffer& raw) const {
+    catalog_.file_of(w_).read(*w_.info, static_cast<uint64_t>(first_row(block)) * row_bytes_,
+                              raw.resize(static_cast<size_t>(rows_of(block)) * row_bytes_));
   }
+
+  // Block `block`'s W + ΔW from its bytes `raw`, rounded once to W's dtype and
+  // written as `out_dtype` (F32 with W in F32: unrounded, for DoRA).
+  void merge(size_t block, std::span<const std::byte> raw, DType out_dtype, std::span<std::byte> out) const {
+    const DType w_dtype = w_.info->dtype;
+    const size_t in_row = row_bytes_, out_row = static_cast<size_t>(cols_) * width_of(out_dtype);
+    for_row_ranges(rows_of(block), threads_, min_rows_, [&](int64_t begin, int64_t end) {
+      const auto b = static_cast<size_t>(begin), e = static_cast<size_t>(end);
+      merge_lora_box(delta_, Box({first_row(block) + begin, 0}, {end - begin, cols_}), w_dtype,
+                     raw.subspan(b * in_row, (e - b) * in_row), out_dtype, out.subspan(b * out_row, (e - b) * out_row));
+    });
+  }
+
+  // Block `block`'s unrounded f32 W + ΔW (DoRA scales it before rounding).
+  void merge_f32(size_t block, std::span<const std::byte> raw, std::vector<float>& merged) const {
+    merged.resize(static_cast<size_t>(rows_of(block) * cols_));
+    const std::span<std::byte> out = std::as_writable_bytes(std::span(merged));
+    if (w_.info->dtype == DType::kF32) {
+      merge(block, raw, DType::kF32, out);
+      return;
+    }
+    std::vector<float> w(merged.size());
+    convert_floats(w_.info->dtype, raw, DType::kF32, std::as_writable_bytes(std::span(w)), w.size());
+    for_row_ranges(rows_of(block), threads_, min_rows_, [&](int64_t begin, int64_t end) {
+      const auto b = static_cast<size_t>(begin * cols_), e = static_cast<size_t>(end * cols_);
+      merge_lora_box(delta_, Box({first_row(block) + begin, 0}, {end - begin, cols_}), DType::kF32,
+                     std::as_bytes(std::span(w)).subspan(b * 4, (e - b) * 4), DType::kF32, out.subspan(b * 4, (e - b) * 4));
+    });
+  }
+
+  int threads() const { return threads_; }
+  int64_t min_rows() const { return min_rows_; }
 
  private:
   const TensorCatalog& catalog_;
   const Entry& w_;
   const LoraDelta& delta_;
-  int64_t rows_ = 0, cols_ = 0, block_ = 1;
+  int threads_ = 1;
+  int64_t rows_ = 0, cols_ = 0, block_ = 1, min_rows_ = 1;
   size_t row_bytes_ = 0;
 };
 
-// DoRA's scale per output feature, from a first pass over the blocks.
-std::vector<float> dora_factors(const MergedBlocks& blocks, const std::vector<float>& magnitude, bool fan_in_fan_out) {
+// DoRA's scale per output feature, from a first pass over the blocks (its sums
+// in block order on one thread, so they do not depend on the thread count).
+std::vector<float> dora_factors(const MergedBlocks& blocks, const std::vector<float>& magnitude, bool fan_in_fan_out,
+                                BlockBuffers& buffers) {
   std::vector<double> squares(magnitude.size(), 0.0);
-  blocks.for_each([&](int64_t row, int64_t count, std::vector<float>& merged) {
-    add_squares({merged, row, count, blocks.cols()}, fan_in_fan_out, squares);
-  });
+  std::vector<float> merged;
+  BlockStages pass;
+  pass.read = [&](size_t block, BlockBuffer& raw) { blocks.read(block, raw); };
+  pass.transform = [&](size_t block, std::span<const std::byte> raw, BlockBuffer&) {
+    blocks.merge_f32(block, raw, merged);
+    add_squares({merged, blocks.first_row(block), blocks.rows_of(block), blocks.cols()}, fan_in_fan_out, squares);
+  };
+  run_block_pipeline(blocks.blocks(), pass, buffers);
   return dora_scales(magnitude, squares);
 }
 
 }  // namespace
 
 void produce_merged_weight(const TensorCatalog& w_catalog, const Entry& w, const TensorCatalog& adapter,
-                           const MergeModule& module, DType out_dtype, size_t chunk_bytes, const ByteSink& sink) {
+                           const MergeModule& module, DType out_dtype, const MergeBlocking& blocking,
+                           BlockBuffers& buffers, const ByteSink& sink) {
   const Entry& a_entry = adapter.tensors()[module.a];
   const Entry& b_entry = adapter.tensors()[module.b];
   const std::vector<std::byte> a = read_whole(adapter, a_entry), b = read_whole(adapter, b_entry);
   const LoraDelta delta{LoraFactor::in_memory(a_entry.info->dtype, shape_of(*a_entry.info), a),
                         LoraFactor::in_memory(b_entry.info->dtype, shape_of(*b_entry.info), b), module.scaling,
                         module.fan_in_fan_out};
-  const MergedBlocks blocks(w_catalog, w, delta, chunk_bytes);
+  const MergedBlocks blocks(w_catalog, w, delta, blocking);
   std::vector<float> scales;
   if (module.magnitude) {
-    scales = dora_factors(blocks, read_f32(adapter, adapter.tensors()[*module.magnitude]), module.fan_in_fan_out);
+    scales = dora_factors(blocks, read_f32(adapter, adapter.tensors()[*module.magnitude]), module.fan_in_fan_out,
+                          buffers);
   }
-  std::vector<std::byte> out;
-  blocks.for_each([&](int64_t row, int64_t count, std::vector<float>& merged) {
-    if (!scales.empty()) apply_scales({merged, row, count, blocks.cols()}, module.fan_in_fan_out, scales);
-    out.resize(merged.size() * width_of(out_dtype));
-    round_and_cast(merged, w.info->dtype, out_dtype, out);
-    sink(out);
-  });
+  const size_t out_width = width_of(out_dtype);
+  BlockStages stages;
+  stages.read = [&](size_t block, BlockBuffer& raw) { blocks.read(block, raw); };
+  stages.write = [&](size_t, std::span<const std::byte> out) { sink(out); };
+  if (scales.empty()) {
+    // Straight from W's bytes to the output's: the merge rounds and casts as it goes.
+    stages.transform = [&](size_t block, std::span<const std::byte> raw, BlockBuffer& out) {
+      blocks.merge(block, raw, out_dtype, out.resize(static_cast<size_t>(blocks.rows_of(block) * blocks.cols()) * out_width));
+    };
+  } else {
+    std::vector<float> merged;
+    stages.transform = [&](size_t block, std::span<const std::byte> raw, BlockBuffer& out_buffer) {
+      blocks.merge_f32(block, raw, merged);
+      const std::span<std::byte> out = out_buffer.resize(merged.size() * out_width);
+      const int64_t first = blocks.first_row(block), cols = blocks.cols();
+      for_row_ranges(blocks.rows_of(block), blocks.threads(), blocks.min_rows(), [&](int64_t begin, int64_t end) {
+        const auto from = static_cast<size_t>(begin * cols), to = static_cast<size_t>(end * cols);
+        const std::span<float> rows = std::span(merged).subspan(from, to - from);
+        apply_scales({rows, first + begin, end - begin, cols}, module.fan_in_fan_out, scales);
+        round_and_cast(rows, w.info->dtype, out_dtype,
+                       out.subspan(from * out_width, (to - from) * out_width));
+      });
+    };
+  }
+  run_block_pipeline(blocks.blocks(), stages, buffers);
 }
 
 void produce_merged_bias(const TensorCatalog& catalog, const Entry& bias, const TensorCatalog& adapter,
