@@ -71,7 +71,9 @@ AtomicFile::AtomicFile(AtomicFile&& other) noexcept
     : final_path_(std::move(other.final_path_)),
       temporary_path_(std::move(other.temporary_path_)),
       fd_(std::exchange(other.fd_, -1)),
-      owner_(std::exchange(other.owner_, false)) {}
+      owner_(std::exchange(other.owner_, false)),
+      appended_(std::exchange(other.appended_, 0)),
+      writeback_from_(std::exchange(other.writeback_from_, 0)) {}
 
 AtomicFile& AtomicFile::operator=(AtomicFile&& other) noexcept {
   if (this != &other) {
@@ -80,6 +82,8 @@ AtomicFile& AtomicFile::operator=(AtomicFile&& other) noexcept {
     temporary_path_ = std::move(other.temporary_path_);
     fd_ = std::exchange(other.fd_, -1);
     owner_ = std::exchange(other.owner_, false);
+    appended_ = std::exchange(other.appended_, 0);
+    writeback_from_ = std::exchange(other.writeback_from_, 0);
   }
   return *this;
 }
@@ -93,7 +97,23 @@ void AtomicFile::write(std::span<const std::byte> bytes) {
     if (n < 0) fail_io("writing", temporary_path_, errno);
     if (n == 0) fail_io("writing", temporary_path_, EIO);
     bytes = bytes.subspan(static_cast<size_t>(n));
+    appended_ += static_cast<uint64_t>(n);
   }
+  if (appended_ - writeback_from_ >= kWritebackBytes) start_writeback();
+}
+
+void AtomicFile::start_writeback() {
+#if defined(__linux__)
+  // Asynchronous: starts the writes, waits for none. The file's start is its
+  // current size minus what write() appended (a header may precede them).
+  const off_t end = ::lseek(fd_, 0, SEEK_CUR);
+  if (end >= 0 && static_cast<uint64_t>(end) >= appended_) {
+    const auto from = static_cast<off_t>(static_cast<uint64_t>(end) - (appended_ - writeback_from_));
+    // A file system that cannot is no error: the fsync at commit does it all.
+    (void)::sync_file_range(fd_, from, end - from, SYNC_FILE_RANGE_WRITE);
+  }
+#endif
+  writeback_from_ = appended_;
 }
 
 void AtomicFile::write_at(uint64_t offset, std::span<const std::byte> bytes) const {
