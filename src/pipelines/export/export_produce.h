@@ -11,6 +11,7 @@
 
 #include "pipelines/export/export_input.h"
 #include "pipelines/export/export_plan.h"
+#include "pipelines/lora/lora_merge.h"
 
 namespace reshard::pipelines_detail {
 
@@ -22,7 +23,9 @@ std::vector<std::pair<size_t, Box>> block_sources(const ExportPlan& plan, const 
 // Produces the blocks of one process, in any order.
 class BlockProducer {
  public:
-  BlockProducer(const ExportPlan& plan, const ExportInput& input) : plan_(plan), input_(input) {}
+  // `threads`: how many threads merge a LoRA weight's block (the rank's share of the host's cores).
+  BlockProducer(const ExportPlan& plan, const ExportInput& input, int threads = 1)
+      : plan_(plan), input_(input), threads_(threads) {}
 
   // Writes `box` of `tensor` into `out` (dense row-major, in the tensor's
   // output dtype). A merged weight or bias is produced in the framework's
@@ -34,12 +37,16 @@ class BlockProducer {
  private:
   void produce_merged_weight(const ExportTensor& tensor, const Box& box, std::span<std::byte> out);
   void produce_merged_bias(const ExportTensor& tensor, const Box& box, std::span<std::byte> out);
+  // merge_lora_box over `box`'s rows split among the threads.
+  void merge_rows(const LoraDelta& delta, const Box& box, DType w_dtype, std::span<const std::byte> w,
+                  DType out_dtype, std::span<std::byte> out) const;
   // DoRA's scales where the norms run down W's columns, from a pass over all
   // of W, `rows` rows at a time; kept for the tensor's next blocks.
   const std::vector<float>& column_scales(const ExportTensor& tensor, int64_t rows);
 
   const ExportPlan& plan_;
   const ExportInput& input_;
+  int threads_ = 1;
   std::optional<std::pair<size_t, std::vector<float>>> column_scales_;  // by ExportTensor::output
 };
 
