@@ -68,6 +68,21 @@ Transport& job_transport() {
   return j.alone->transport(0);
 }
 
+std::vector<std::string> job_peer_paths() {
+  Transport& transport = job_transport();
+  std::vector<std::string> paths;
+  for (int peer = 0; peer < transport.size(); ++peer) {
+#if RESHARD_WITH_MPI
+    if (const Job& j = job(); j.mpi_transport) {
+      paths.emplace_back(peer_path_name(j.mpi_transport->path_to(peer)));
+      continue;
+    }
+#endif
+    paths.emplace_back(peer == transport.rank() ? "self" : "in process");
+  }
+  return paths;
+}
+
 std::chrono::milliseconds job_timeout() { return job().timeout; }
 
 void set_job_timeout(std::chrono::milliseconds timeout) {

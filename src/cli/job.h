@@ -2,7 +2,9 @@
 #pragma once
 
 #include <chrono>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -29,6 +31,11 @@ JobWorld job_world();
 // The transport between the job's processes, created on first use. Under
 // MPI its creation is collective: every rank must ask for it.
 Transport& job_transport();
+
+// How this process's bytes reach each rank of the job, by rank: "self", and
+// under MPI "single copy" or why not ("MPI (other host)", "MPI (single copy
+// off)", "MPI (attach refused)"). Creates the transport: collective.
+std::vector<std::string> job_peer_paths();
 
 // The liveness bound of the job's transport (spec/cli.md's --timeout): how
 // long a peer may stay silent before the job fails naming it. 60 s unless set.

@@ -1,6 +1,9 @@
 // `reshard plan`: print the transfers that move an array between two layouts.
 #include <iostream>
 #include <memory>
+#include <span>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -10,6 +13,7 @@
 #include "cli/job.h"
 #include "cli/layout_options.h"
 #include "reshard/layout/error.h"
+#include "reshard/execute/transport.h"
 #include "reshard/layout/parse.h"
 #include "reshard/plan/planner.h"
 
@@ -21,13 +25,18 @@ constexpr const char* kHelp =
     "which box to which target device, and how many bytes stay on a device, stay in a process,\n"
     "or cross processes. Stage 0 brings each element a process lacks into it once; stage 1\n"
     "copies it inside the process to the other devices that need it (fan out).\n"
+    "Run under mpirun, it also says how bytes travel between the job's processes: by a single\n"
+    "kernel copy between processes of one host, or through MPI and why (another host, single\n"
+    "copy turned off, the attach refused); with --json as \"paths\", row r for rank r.\n"
     "\n"
     "Example (the same 4x4 mesh in two device orders, 4 processes of 4 devices):\n"
     "  reshard plan --shape 32,8,4096 --dtype f32 \\\n"
     "      --src-mesh data=4,model=4 --src-devices 0,4,8,12,1,5,9,13,2,6,10,14,3,7,11,15 \\\n"
     "      --src-spec 'data,None,model' \\\n"
     "      --dst-mesh data=4,model=4 --dst-devices 0,1,4,5,2,3,6,7,8,9,12,13,10,11,14,15 \\\n"
-    "      --dst-spec 'data,None,model' --processes 4 --json";
+    "      --dst-spec 'data,None,model' --processes 4 --json\n"
+    "  mpirun -np 4 reshard plan --shape 1024 --dtype f32 --src-mesh d=4 --src-spec d \\\n"
+    "      --dst-mesh d=4 --dst-spec None --json";
 
 struct PlanFlags {
   std::string shape;
@@ -131,6 +140,31 @@ void print_text(const Plan& plan, int64_t max_rows) {
   std::cout << fmt::format("  most sent by one process {:>14}\n", s.max_process_send_bytes);
 }
 
+// Under mpirun, every rank's path to every rank (job_peer_paths), gathered at
+// each rank: row r is rank r's. Collective. Empty for a job of one process.
+std::vector<std::vector<std::string>> gather_peer_paths() {
+  if (job_world().size == 1) return {};
+  std::string mine;
+  for (const std::string& path : job_peer_paths()) mine += path + '\n';
+  std::vector<std::vector<std::string>> rows;
+  for (const std::vector<std::byte>& bytes : job_transport().all_gather(std::as_bytes(std::span(mine)))) {
+    std::vector<std::string>& row = rows.emplace_back();
+    const std::string text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    for (size_t at = 0, end; (end = text.find('\n', at)) != std::string::npos; at = end + 1) {
+      row.push_back(text.substr(at, end - at));
+    }
+  }
+  return rows;
+}
+
+void print_paths_text(const std::vector<std::vector<std::string>>& paths) {
+  if (paths.empty()) return;
+  std::cout << "\npaths between this job's processes (row: from rank; column: to rank)\n";
+  for (size_t from = 0; from < paths.size(); ++from) {
+    std::cout << fmt::format("  rank {:>4}: {}\n", from, fmt::join(paths[from], " | "));
+  }
+}
+
 void run_plan(const PlanFlags& flags) {
   const int64_t max_rows = [&] {
     try {
@@ -141,11 +175,15 @@ void run_plan(const PlanFlags& flags) {
   }();
   // Under mpirun every rank plans (so a bad layout fails on each); rank 0 prints.
   const Plan plan = plan_from_key(key_from_flags(flags));
+  const std::vector<std::vector<std::string>> paths = gather_peer_paths();
   if (job_world().rank != 0) return;
   if (flags.json) {
-    std::cout << plan_json(plan).dump() << "\n";
+    nlohmann::ordered_json out = plan_json(plan);
+    if (!paths.empty()) out["paths"] = paths;
+    std::cout << out.dump() << "\n";
   } else {
     print_text(plan, max_rows);
+    print_paths_text(paths);
   }
 }
 

@@ -24,16 +24,17 @@ struct CommandResult {
   std::string stderr_text;
 };
 
-// Runs `reshard ARGS`, under `mpirun -np RANKS` when ranks > 0.
-CommandResult run_reshard(int ranks, const std::string& args) {
+// Runs `reshard ARGS`, under `mpirun -np RANKS` when ranks > 0, with the
+// environment assignments `env` ("NAME=value ", which the ranks inherit).
+CommandResult run_reshard(int ranks, const std::string& args, const std::string& env = "") {
   const std::string launcher =
       // LeakSanitizer's exit-time scan crashes in processes that mpirun starts
       // (MPI's own threads are still up), so the jobs run without it.
-      ranks > 0 ? fmt::format("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=detect_leaks=0 "
+      env + (ranks > 0 ? fmt::format("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 ASAN_OPTIONS=detect_leaks=0 "
                               "timeout -k 5 120 {} -np {} "
                               "--oversubscribe ",
                               RESHARD_MPIEXEC, ranks)
-                : std::string();
+                       : std::string());
   const std::string stderr_path = ::testing::TempDir() + "reshard_job_cli_stderr.txt";
   const std::string command = fmt::format("{}{} {} 2>{}", launcher, RESHARD_BINARY, args, stderr_path);
   CommandResult run;
@@ -67,8 +68,38 @@ TEST(JobCli, ProcessesDefaultToTheWorldSizeAndRankZeroPrints) {
   // One JSON document (not one per rank), the plan of 4 processes.
   nlohmann::json plan;
   ASSERT_NO_THROW(plan = nlohmann::json::parse(job.stdout_text)) << job.stdout_text;
+  // The job also says how its processes reach each other; the plan is the same.
+  const nlohmann::json paths = plan["paths"];
+  plan.erase("paths");
   EXPECT_EQ(plan, nlohmann::json::parse(alone.stdout_text));
   EXPECT_GT(plan["bytes_cross_process"].get<uint64_t>(), 0u);
+  ASSERT_EQ(paths.size(), 4u) << paths;
+  for (size_t from = 0; from < 4; ++from) {
+    ASSERT_EQ(paths[from].size(), 4u) << paths;
+    for (size_t to = 0; to < 4; ++to) {
+      // One host, so a single copy wherever the kernel lets a process read another's memory.
+      if (from == to) {
+        EXPECT_EQ(paths[from][to], "self");
+      } else {
+        EXPECT_TRUE(paths[from][to] == "single copy" || paths[from][to] == "MPI (attach refused)") << paths;
+        EXPECT_EQ(paths[from][to], paths[to][from]) << "both ends of a pair agree";
+      }
+    }
+  }
+}
+
+TEST(JobCli, ThePlanSaysWhenTheJobGoesThroughMpiAndWhy) {
+  const CommandResult off = run_reshard(2, kSeedPlan + " --num-devices 16", "RESHARD_SINGLE_COPY=0 ");
+  ASSERT_EQ(off.exit_status, 0) << off.stderr_text;
+  const nlohmann::json paths = nlohmann::json::parse(off.stdout_text)["paths"];
+  EXPECT_EQ(paths, nlohmann::json::parse(R"j([["self", "MPI (single copy off)"], ["MPI (single copy off)", "self"]])j"));
+  const std::string text_plan = kSeedPlan.substr(0, kSeedPlan.size() - std::string(" --json").size());
+  const CommandResult text = run_reshard(2, text_plan, "RESHARD_SINGLE_COPY=0 ");
+  ASSERT_EQ(text.exit_status, 0) << text.stderr_text;
+  EXPECT_NE(text.stdout_text.find("rank    1: MPI (single copy off) | self"), std::string::npos) << text.stdout_text;
+  // Alone, there is no job to describe.
+  const CommandResult alone = run_reshard(0, kSeedPlan + " --processes 2");
+  EXPECT_FALSE(nlohmann::json::parse(alone.stdout_text).contains("paths"));
 }
 
 TEST(JobCli, ADeviceTheJobDoesNotHaveIsAnErrorOnEveryRank) {
