@@ -189,6 +189,15 @@ def test_merge_lora_adds_the_scaled_delta(tmp_path, rng):
     np.testing.assert_allclose(merged[module + ".weight"], base[module + ".weight"] + (b @ a) * 4.0, rtol=1e-6,
                                atol=1e-5)
     assert merged["model.norm.weight"].tobytes() == base["model.norm.weight"].tobytes()
+    # Any thread count writes the same bytes; a count that is not one is refused by name, nothing written.
+    reshard.merge_lora(tmp_path / "base", tmp_path / "adapter", tmp_path / "threads", threads=3, chunk_bytes=40)
+    assert ((tmp_path / "threads" / "model.safetensors").read_bytes()
+            == (tmp_path / "merged" / "model.safetensors").read_bytes())
+    with pytest.raises(errors.InvalidArgumentError, match="threads"):
+        reshard.merge_lora(tmp_path / "base", tmp_path / "adapter", tmp_path / "bad", threads=-1)
+    with pytest.raises(errors.ArgumentTypeError, match="threads"):
+        reshard.merge_lora(tmp_path / "base", tmp_path / "adapter", tmp_path / "bad", threads="2")
+    assert not (tmp_path / "bad").exists()
     (tmp_path / "adapter" / "adapter_model.safetensors").unlink()
     reshard.safetensors.save_file({"base_model.model.model.layers.9.q_proj.lora_A.weight": a,
                                    "base_model.model.model.layers.9.q_proj.lora_B.weight": b},
