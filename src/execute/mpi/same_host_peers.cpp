@@ -1,5 +1,6 @@
 #include "same_host_peers.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -21,8 +22,21 @@ struct Identity {
   uint64_t token_address = 0;
   std::array<std::byte, 16> token{};
   std::array<char, 48> boot_id{};  // the kernel instance: equal on one host (and one VM)
+  uint64_t net_namespace = 0;      // its inode: containers and namespaced test hosts on one kernel differ
   uint8_t enabled = 0;
 };
+
+// One host: one kernel and one network. Processes of one kernel in different
+// network namespaces (containers, pods, the test hosts of
+// scripts/netns-hosts.sh) are hosts of their own, with their own addresses.
+bool same_host(const Identity& a, const Identity& b) {
+  return a.boot_id == b.boot_id && a.net_namespace == b.net_namespace;
+}
+
+uint64_t read_net_namespace() {
+  struct stat status {};
+  return ::stat("/proc/self/ns/net", &status) == 0 ? static_cast<uint64_t>(status.st_ino) : 0;
+}
 
 std::array<char, 48> read_boot_id() {
   std::array<char, 48> id{};
@@ -44,10 +58,10 @@ std::string_view single_copy_setting() {
 }
 
 // The path between two processes and why: single copy only when both want
-// it, they share a kernel, and each could read the other's token.
+// it, they share a host, and each could read the other's token.
 PeerPath classify(const Identity& me, const Identity& peer, bool both_read) {
   if (me.enabled == 0 || peer.enabled == 0) return PeerPath::kOptedOut;
-  if (peer.boot_id != me.boot_id) return PeerPath::kOtherHost;
+  if (!same_host(me, peer)) return PeerPath::kOtherHost;
   return both_read ? PeerPath::kSingleCopy : PeerPath::kRefused;
 }
 
@@ -68,6 +82,7 @@ HostPeers find_same_host_peers(MPI_Comm comm, bool enabled) {
   for (std::byte& b : me.token) b = static_cast<std::byte>(random());
   me.token_address = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(me.token.data()));
   me.boot_id = read_boot_id();
+  me.net_namespace = read_net_namespace();
   me.enabled = enabled && single_copy_setting() != "0" ? 1 : 0;
   const bool refuse = single_copy_setting() == "refuse";
   std::vector<Identity> all(static_cast<size_t>(size));
@@ -89,7 +104,7 @@ HostPeers find_same_host_peers(MPI_Comm comm, bool enabled) {
   for (size_t j = 0; j < found.paths.size(); ++j) {
     if (static_cast<int>(j) == rank) continue;
     found.paths[j] = classify(me, all[j], i_can_read[j] != 0 && reads_me[j] != 0);
-    if (all[j].boot_id == me.boot_id) ++found.processes_on_host;
+    if (same_host(all[j], me)) ++found.processes_on_host;
   }
   return found;
 }

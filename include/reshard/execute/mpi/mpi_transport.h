@@ -57,7 +57,7 @@ struct MpiTransportOptions {
 enum class PeerPath {
   kSelf,        // this process: local copies
   kSingleCopy,  // one kernel copy between the two processes' memories
-  kOtherHost,   // through MPI: the peer runs on another host (another kernel)
+  kOtherHost,   // through MPI: the peer runs on another host (another kernel or network namespace)
   kOptedOut,    // through MPI: single_copy is off in one of the two processes
   kRefused,     // through MPI: the kernel refused the attach (Yama's ptrace_scope, seccomp, a container)
 };
