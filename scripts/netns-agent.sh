@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Open MPI's launch agent for scripts/netns-hosts.sh: where mpirun would ssh to
+# HOST and run a command there, this runs it in the network namespace named
+# HOST. Open MPI passes the host, then the command's words, which a remote
+# shell would join and parse: so does this one.
+set -euo pipefail
+host=$1
+shift
+if ! ip netns list | awk '{print $1}' | grep -qx -- "$host"; then
+  echo "netns-agent: no network namespace '$host' (is scripts/netns-hosts.sh running?)" >&2
+  exit 255
+fi
+exec ip netns exec "$host" /bin/sh -c "$*"

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Real hosts on one machine: network namespaces joined by a private bridge,
+# each with its own address, and an MPI job launched across them whose bytes
+# between "hosts" go through a real network stack (Open MPI's TCP transport).
+#
+# Usage (as root):
+#   scripts/netns-hosts.sh run HOSTS RANKS_PER_HOST [--rate RATE] -- COMMAND [ARGS...]
+#       makes the hosts, runs `mpirun -np HOSTS*RANKS_PER_HOST COMMAND ARGS` from
+#       the first, removes everything (also when the job fails or is
+#       interrupted) and exits with the job's status. --rate (a tc rate such
+#       as 50mbit) slows the last host's link.
+#   scripts/netns-hosts.sh up HOSTS     make the hosts and leave them up
+#   scripts/netns-hosts.sh down         remove them (and any process left in them)
+#   scripts/netns-hosts.sh exec HOST COMMAND...   run a command on host HOST (0-based)
+#   scripts/netns-hosts.sh cut HOST     take host HOST's link down (a cable pulled)
+#   scripts/netns-hosts.sh check        exit 0 if this machine can make them, else say why, exit 77
+#
+# Names start with RESHARD_NETNS_PREFIX (default "rs"): the hosts are
+# namespaces $PREFIX-h0, $PREFIX-h1, ... with addresses 10.213.0.1, .2, ...
+# on a bridge inside namespace $PREFIX-sw. Nothing is added to the machine's
+# own network namespace: no address, no route, no link.
+#
+# Examples:
+#   scripts/netns-hosts.sh run 2 2 -- build/release/reshard demo
+#   scripts/netns-hosts.sh run 4 1 --rate 100mbit -- build/release/reshard bench reshard
+set -euo pipefail
+
+prefix=${RESHARD_NETNS_PREFIX:-rs}
+subnet=10.213.0
+switch=$prefix-sw
+here=$(cd "$(dirname "$0")" && pwd)
+
+host_ns() { echo "$prefix-h$1"; }
+
+die() {
+  echo "netns-hosts: $*" >&2
+  exit 1
+}
+
+check() {
+  if [[ $(id -u) != 0 ]]; then
+    echo "netns-hosts: needs root (network namespaces need CAP_NET_ADMIN)" >&2
+    return 77
+  fi
+  command -v ip >/dev/null || { echo "netns-hosts: no ip command (iproute2)" >&2; return 77; }
+  local probe=$prefix-probe$$
+  if ! ip netns add "$probe" 2>/dev/null; then
+    echo "netns-hosts: this machine refuses network namespaces (ip netns add failed)" >&2
+    return 77
+  fi
+  local ok=0
+  ip netns exec "$probe" ip link add probe0 type veth peer name probe1 2>/dev/null || ok=77
+  ip netns del "$probe"
+  ((ok == 0)) || echo "netns-hosts: this machine refuses veth links inside a namespace" >&2
+  return "$ok"
+}
+
+# Every namespace of this prefix, the switch included.
+our_namespaces() { ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^$prefix-(sw|h[0-9]+)$" || true; }
+
+down() {
+  local ns
+  for ns in $(our_namespaces); do
+    # Processes still running in a host (a rank that never exited) go with it.
+    local pids
+    pids=$(ip netns pids "$ns" 2>/dev/null || true)
+    [[ -n $pids ]] && kill -9 $pids 2>/dev/null || true
+  done
+  for ns in $(our_namespaces); do ip netns del "$ns" 2>/dev/null || true; done
+}
+
+up() {
+  local hosts=$1
+  [[ $hosts =~ ^[0-9]+$ ]] && ((hosts >= 1 && hosts <= 200)) || die "HOSTS must be 1..200, not '$hosts'"
+  [[ -z $(our_namespaces) ]] || die "namespaces with prefix '$prefix' exist already (scripts/netns-hosts.sh down removes them)"
+  ip netns add "$switch"
+  ip -n "$switch" link add br0 type bridge
+  ip -n "$switch" link set br0 up
+  local i ns
+  for ((i = 0; i < hosts; i++)); do
+    ns=$(host_ns "$i")
+    ip netns add "$ns"
+    ip -n "$ns" link set lo up
+    # The pair is made inside the host, then one end moves to the switch.
+    ip -n "$ns" link add eth0 type veth peer name "port$i"
+    ip -n "$ns" link set "port$i" netns "$switch"
+    ip -n "$switch" link set "port$i" master br0 up
+    ip -n "$ns" addr add "$subnet.$((i + 1))/24" dev eth0
+    ip -n "$ns" link set eth0 up
+  done
+}
+
+limit_rate() {
+  local host=$1 rate=$2
+  # Both directions: the host's sends (its eth0) and what the switch sends it.
+  ip netns exec "$(host_ns "$host")" tc qdisc add dev eth0 root tbf rate "$rate" burst 64kbit latency 400ms
+  ip netns exec "$switch" tc qdisc add dev "port$host" root tbf rate "$rate" burst 64kbit latency 400ms
+}
+
+# Whether host $1 reaches host 0: a TCP connection to a closed port there is
+# refused (an answer came back) rather than lost.
+reaches_first_host() {
+  local answer
+  answer=$(timeout 2 ip netns exec "$(host_ns "$1")" bash -c "exec 3<>/dev/tcp/$subnet.1/9" 2>&1 || true)
+  [[ $answer == *refused* ]]
+}
+
+# Links come up asynchronously (a veth's carrier, the bridge port): a daemon
+# launched before its host can reach the first one fails to call back and
+# mpirun waits for it forever. So every host must reach host 0 first.
+wait_until_connected() {
+  local hosts=$1 i tries
+  for ((i = 1; i < hosts; i++)); do
+    for ((tries = 0; ; tries++)); do
+      reaches_first_host "$i" && break
+      ((tries < 50)) || die "host $i cannot reach host 0 after 10 s"
+      sleep 0.2
+    done
+  done
+}
+
+cut() { ip -n "$(host_ns "$1")" link set eth0 down; }
+
+run() {
+  local hosts=$1 per_host=$2
+  shift 2
+  local rate=""
+  while (($#)) && [[ $1 != -- ]]; do
+    case $1 in
+      --rate) rate=$2; shift 2 ;;
+      *) die "unknown option '$1'" ;;
+    esac
+  done
+  [[ ${1:-} == -- ]] || die "run HOSTS RANKS_PER_HOST [--rate RATE] -- COMMAND [ARGS...]"
+  shift
+  (($#)) || die "no command to run"
+  [[ $per_host =~ ^[0-9]+$ ]] && ((per_host >= 1)) || die "RANKS_PER_HOST must be 1 or more, not '$per_host'"
+  trap down EXIT
+  trap 'exit 130' INT TERM
+  up "$hosts"
+  wait_until_connected "$hosts"
+  [[ -z $rate ]] || limit_rate "$((hosts - 1))" "$rate"
+  local hostfile
+  hostfile=$(mktemp)
+  local i
+  # Names the launch agent maps back to namespaces: mpirun finds none of them
+  # local, so every host's daemon starts through the agent, in its namespace.
+  # The daemons stay attached to their agents: daemonized (the default), one
+  # in thirty or so vanished before calling back, and mpirun waited forever.
+  for ((i = 0; i < hosts; i++)); do echo "$(host_ns "$i") slots=$per_host" >>"$hostfile"; done
+  local status=0
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    ip netns exec "$(host_ns 0)" mpirun -np $((hosts * per_host)) --hostfile "$hostfile" --oversubscribe \
+    --mca plm_rsh_agent "$here/netns-agent.sh" --mca plm_rsh_no_tree_spawn 1 --leave-session-attached \
+    --mca oob_tcp_if_include "$subnet.0/24" --mca btl tcp,self --mca btl_tcp_if_include "$subnet.0/24" \
+    -x RESHARD_NETNS_PREFIX="$prefix" "$@" || status=$?
+  rm -f "$hostfile"
+  return "$status"
+}
+
+command=${1:-}
+shift || true
+case $command in
+  check) check ;;
+  up) check && up "${1:?HOSTS}" && wait_until_connected "$1" ;;
+  down) down ;;
+  exec) ns=$(host_ns "${1:?HOST}"); shift; exec ip netns exec "$ns" "$@" ;;
+  cut) cut "${1:?HOST}" ;;
+  run) check && run "$@" ;;
+  *) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+esac
