@@ -148,14 +148,53 @@ run() {
   # The daemons stay attached to their agents: daemonized (the default), one
   # in thirty or so vanished before calling back, and mpirun waited forever.
   for ((i = 0; i < hosts; i++)); do echo "$(host_ns "$i") slots=$per_host" >>"$hostfile"; done
-  local status=0
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     ip netns exec "$(host_ns 0)" mpirun -np $((hosts * per_host)) --hostfile "$hostfile" --oversubscribe \
     --mca plm_rsh_agent "$here/netns-agent.sh" --mca plm_rsh_no_tree_spawn 1 --leave-session-attached \
     --mca oob_tcp_if_include "$subnet.0/24" --mca btl tcp,self --mca btl_tcp_if_include "$subnet.0/24" \
-    -x RESHARD_NETNS_PREFIX="$prefix" "$@" || status=$?
+    -x RESHARD_NETNS_PREFIX="$prefix" "$@" &
+  local launcher=$!
+  watch_launcher "$launcher" "$hosts"
+  local status=0
+  wait "$launcher" || status=$?
   rm -f "$hostfile"
   return "$status"
+}
+
+# Whether a process of the job itself (not mpirun, a daemon or a shell) runs on any host.
+ranks_running() {
+  local hosts=$1 i pid
+  for ((i = 0; i < hosts; i++)); do
+    for pid in $(ip netns pids "$(host_ns "$i")" 2>/dev/null); do
+      case $(ps -o comm= -p "$pid" 2>/dev/null) in
+        mpirun | orted | sh | bash | ip | netns-agent.sh | "") ;;
+        *) return 0 ;;
+      esac
+    done
+  done
+  return 1
+}
+
+# The launcher's fate: once every rank has ended, mpirun should too. One that
+# still waits $launcher_grace seconds later waits for a daemon it cannot reach
+# (a cut link, a vanished host) and would wait forever: it is said, and killed.
+launcher_grace=${RESHARD_NETNS_LAUNCHER_GRACE:-10}
+watch_launcher() {
+  local launcher=$1 hosts=$2 seen=0 idle=0
+  while kill -0 "$launcher" 2>/dev/null; do
+    sleep 1
+    if ranks_running "$hosts"; then
+      seen=1 idle=0
+    elif ((seen)); then
+      idle=$((idle + 1))
+      if ((idle >= launcher_grace)); then
+        echo "netns-hosts: every rank has ended, but mpirun is still waiting ${idle} s later (for a host it cannot reach): killing it" >&2
+        pkill -9 -P "$launcher" 2>/dev/null || true
+        kill -9 "$launcher" 2>/dev/null || true
+        return
+      fi
+    fi
+  done
 }
 
 command=${1:-}

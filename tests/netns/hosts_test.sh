@@ -52,7 +52,29 @@ timeout -k 5 300 bash "$hosts" run 2 2 -- "$reshard" demo --out "$work/demo" >"$
 grep -q "^ok: every tensor of every step equals the reference" "$work/demo.log" || fail "demo: $(tail -5 "$work/demo.log")"
 echo "ok: reshard demo over 2 hosts of 2 ranks"
 
-# 3. Nothing left behind.
+# 3. A link cut mid-transfer: host 1's cable pulled while 1 GiB moves between
+# the hosts. Rank 0 fails naming rank 1 once it has been silent for --timeout;
+# every rank ends; mpirun, which waits forever for the daemon it cannot reach,
+# is reported and killed; the job fails. All within the timeout, the failure
+# grace (3 s), the launcher's grace (5 s here) and a margin.
+export RESHARD_NETNS_LAUNCHER_GRACE=5
+RESHARD_BENCH_ONLY=split timeout -k 5 120 bash "$hosts" run 2 1 -- "$reshard" bench reshard --timeout 4 \
+  >"$work/cut.log" 2>&1 &
+job=$!
+sleep 6
+bash "$hosts" cut 1
+cut_at=$(date +%s)
+status=0
+wait "$job" || status=$?
+took=$(($(date +%s) - cut_at))
+((status != 0)) || fail "the job with a cut link exited 0: $(tail -5 "$work/cut.log")"
+((took <= 4 + 3 + 5 + 15)) || fail "the job took ${took} s to end after the cut"
+grep -q "rank 0: rank 1 has been silent for 4000 ms" "$work/cut.log" || fail "rank 0 did not name rank 1: $(tail -20 "$work/cut.log")"
+grep -q "every rank has ended, but mpirun is still waiting" "$work/cut.log" ||
+  fail "the launcher's fate is not reported: $(tail -20 "$work/cut.log")"
+echo "ok: a cut link ends every rank and the job ${took} s after the cut, naming the silent rank"
+
+# 4. Nothing left behind.
 left=$(ip netns list | awk '{print $1}' | grep -c "^$RESHARD_NETNS_PREFIX-" || true)
 ((left == 0)) || fail "$left namespaces left behind"
 echo "ok: no namespace left"
