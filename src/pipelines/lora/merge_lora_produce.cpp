@@ -139,6 +139,7 @@ void produce_merged_weight(const TensorCatalog& w_catalog, const Entry& w, const
                           buffers);
   }
   const size_t out_width = width_of(out_dtype);
+  std::vector<float> merged;  // DoRA's unrounded block: it outlives the stages that use it
   BlockStages stages;
   stages.read = [&](size_t block, BlockBuffer& raw) { blocks.read(block, raw); };
   stages.write = [&](size_t, std::span<const std::byte> out) { sink(out); };
@@ -148,7 +149,6 @@ void produce_merged_weight(const TensorCatalog& w_catalog, const Entry& w, const
       blocks.merge(block, raw, out_dtype, out.resize(static_cast<size_t>(blocks.rows_of(block) * blocks.cols()) * out_width));
     };
   } else {
-    std::vector<float> merged;
     stages.transform = [&](size_t block, std::span<const std::byte> raw, BlockBuffer& out_buffer) {
       blocks.merge_f32(block, raw, merged);
       const std::span<std::byte> out = out_buffer.resize(merged.size() * out_width);
