@@ -6,7 +6,10 @@
 set -euo pipefail
 host=$1
 shift
-if ! ip netns list | awk '{print $1}' | grep -qx -- "$host"; then
+# ip netns keeps a namespace's handle at /run/netns/NAME. (Not `ip netns list
+# | grep -q`: under pipefail, grep leaving at its first match kills the
+# listing with SIGPIPE, now and then, and the launch with it.)
+if [[ ! -e /run/netns/$host ]]; then
   echo "netns-agent: no network namespace '$host' (is scripts/netns-hosts.sh running?)" >&2
   exit 255
 fi

@@ -147,10 +147,13 @@ run() {
   # local, so every host's daemon starts through the agent, in its namespace.
   # The daemons stay attached to their agents: daemonized (the default), one
   # in thirty or so vanished before calling back, and mpirun waited forever.
+  # Several daemons share this machine's memory map, and each writing the
+  # hwloc topology to a shared segment crashed one of them now and then:
+  # rtc_hwloc_vmhole=none leaves that sharing out.
   for ((i = 0; i < hosts; i++)); do echo "$(host_ns "$i") slots=$per_host" >>"$hostfile"; done
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     ip netns exec "$(host_ns 0)" mpirun -np $((hosts * per_host)) --hostfile "$hostfile" --oversubscribe \
-    --mca plm_rsh_agent "$here/netns-agent.sh" --mca plm_rsh_no_tree_spawn 1 --leave-session-attached \
+    --mca plm_rsh_agent "$here/netns-agent.sh" --mca plm_rsh_no_tree_spawn 1 --leave-session-attached --mca rtc_hwloc_vmhole none \
     --mca oob_tcp_if_include "$subnet.0/24" --mca btl tcp,self --mca btl_tcp_if_include "$subnet.0/24" \
     -x RESHARD_NETNS_PREFIX="$prefix" "$@" &
   local launcher=$!
