@@ -13,4 +13,9 @@ if [[ ! -e /run/netns/$host ]]; then
   echo "netns-agent: no network namespace '$host' (is scripts/netns-hosts.sh running?)" >&2
   exit 255
 fi
-exec ip netns exec "$host" /bin/sh -c "$*"
+# Each host gets session files of its own: the namespaces share one host name
+# and one /tmp, and daemons making the same session folder at once failed
+# ("mkdir ... File exists").
+session=${TMPDIR:-/tmp}/$host.ompi
+mkdir -p "$session"
+exec ip netns exec "$host" env OMPI_MCA_orte_tmpdir_base="$session" /bin/sh -c "$*"

@@ -67,6 +67,7 @@ down() {
     [[ -n $pids ]] && kill -9 $pids 2>/dev/null || true
   done
   for ns in $(our_namespaces); do ip netns del "$ns" 2>/dev/null || true; done
+  rm -rf "${TMPDIR:-/tmp}/$prefix"-*.ompi
 }
 
 up() {
