@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -169,6 +170,46 @@ TEST(LoraMerge, ReadsOnlyTheFactorRowsAndColumnsOfTheBox) {
   EXPECT_EQ(a_reads, std::vector<Box>{Box({0, 6}, {4, 3})});
   EXPECT_EQ(b_reads, std::vector<Box>{Box({4, 0}, {4, 4})});
   EXPECT_EQ(out, box_of(dense_merge(w, a, b, 2.0f, false), 10, box, 4));
+}
+
+// Split over threads: the bytes of one call, for boxes at any origin and with
+// fan_in_fan_out; the factors read once, on the caller's thread, only the
+// parts the box needs.
+TEST(LoraMerge, OverThreadsWritesTheBytesOfOneCallAndReadsTheFactorsOnce) {
+  std::mt19937_64 rng = testing::seeded_rng();
+  for (const bool fan_in_fan_out : {false, true}) {
+    // A box 1400 f32 columns wide: 5.5 KiB a row, so 1 MiB a thread is 188 rows: 3 threads of 650.
+    const int64_t rows = 700, cols = 1536, r = 4;
+    const Matrix w = random_matrix(rows, cols, DType::kF32, 1, rng);
+    // A is [r, in] and B [out, r]; with fan_in_fan_out W is [in, out].
+    const int64_t in = fan_in_fan_out ? rows : cols, out_features = fan_in_fan_out ? cols : rows;
+    const Matrix a = random_matrix(r, in, DType::kF32, 1, rng), b = random_matrix(out_features, r, DType::kF32, 1, rng);
+    LoraDelta delta{factor_of(a), factor_of(b), 2.0f, fan_in_fan_out};
+    const FactorReader read_a = delta.a.read, read_b = delta.b.read;
+    std::vector<Box> reads;
+    bool other_thread = false;
+    const auto caller = std::this_thread::get_id();
+    const auto counted = [&](const FactorReader& read) {
+      return [&, read](const Box& box, std::span<std::byte> out) {
+        if (std::this_thread::get_id() != caller) other_thread = true;
+        reads.push_back(box);
+        read(box, out);
+      };
+    };
+    delta.a.read = counted(read_a);
+    delta.b.read = counted(read_b);
+    const Box box({37, 100}, {650, 1400});
+    const Bytes part = box_of(w.bytes, cols, box, 4);
+    Bytes one(part.size() / 2), split(part.size() / 2);  // bf16 out of f32
+    merge_lora_box(LoraDelta{factor_of(a), factor_of(b), 2.0f, fan_in_fan_out}, box, DType::kF32, part, DType::kBF16,
+                   one);
+    merge_lora_box_over_threads(delta, box, DType::kF32, part, DType::kBF16, split, 4);
+    EXPECT_EQ(split, one) << (fan_in_fan_out ? "fan_in_fan_out" : "");
+    EXPECT_FALSE(other_thread);
+    EXPECT_EQ(reads.size(), 2u);  // A's part and B's part, once each
+    EXPECT_THROW(merge_lora_box_over_threads(delta, box, DType::kF32, std::span(part).first(8), DType::kBF16, split, 4),
+                 Error);
+  }
 }
 
 // rank_pattern and alpha_pattern change a module's scaling, which the merge uses.

@@ -204,8 +204,9 @@ TEST(MergeLoraFolderThreads, EveryThreadCountAndBlockSizeWritesTheSameBytes) {
     int threads;
     size_t chunk_bytes;
   };
-  // One thread, whole weights; three threads on 1.5 MiB blocks; two on blocks of 5 rows.
-  const std::vector<Run> runs = {{1, size_t{64} << 20}, {3, size_t{3} << 19}, {2, 5 * 2048}};
+  // One thread, whole weights; three threads on whole weights (each merge
+  // splits: at least 1 MiB a thread) and on 1.5 MiB blocks; two on blocks of 5 rows.
+  const std::vector<Run> runs = {{1, size_t{64} << 20}, {3, size_t{64} << 20}, {3, size_t{3} << 19}, {2, 5 * 2048}};
   for (const std::string kind : {"lora", "dora"}) {
     std::vector<std::vector<std::byte>> first;
     for (const Run& run : runs) {
@@ -213,7 +214,7 @@ TEST(MergeLoraFolderThreads, EveryThreadCountAndBlockSizeWritesTheSameBytes) {
       MergeLoraOptions options;
       options.threads = run.threads;
       options.chunk_bytes = run.chunk_bytes;
-      const fs::path out = dir.path() / fmt::format("{}-{}", kind, run.threads);
+      const fs::path out = dir.path() / fmt::format("{}-{}-{}", kind, run.threads, run.chunk_bytes);
       merge_lora_folder(dir.path() / "model.safetensors", dir.path() / kind, out, options);
       const HfFolder merged = HfFolder::open(out);
       const std::vector<std::vector<std::byte>> bytes = {read_tensor(merged, up + ".weight"),

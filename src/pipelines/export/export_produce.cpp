@@ -4,7 +4,6 @@
 
 #include <fmt/format.h>
 
-#include "pipelines/common/block_pipeline.h"
 #include "pipelines/lora/lora_merge.h"
 #include "pipelines/lora/merge_math.h"
 #include "pipelines/tensor_map/tensor_map_copy.h"
@@ -75,19 +74,6 @@ LoraDelta delta_of(const ExportPlan& plan, const ExportMerge& merge, const Expor
   return {factor_of(plan, merge.a, input), factor_of(plan, merge.b, input), merge.scaling, merge.fan_in_fan_out};
 }
 
-// `factor` served from `bytes`, which hold its box `part` (dense row-major):
-// boxes inside `part` only.
-LoraFactor in_memory_part(const LoraFactor& factor, const Box& part, std::span<const std::byte> bytes) {
-  LoraFactor local = LoraFactor::in_memory(factor.dtype, part.shape(), bytes);
-  LoraFactor served{factor.dtype, factor.shape, nullptr};
-  served.read = [local, part](const Box& box, std::span<std::byte> out) {
-    std::vector<int64_t> origin(box.rank());
-    for (size_t d = 0; d < box.rank(); ++d) origin[d] = box.origin()[d] - part.origin()[d];
-    local.read(Box(origin, box.shape()), out);  // refuses a box outside `part`
-  };
-  return served;
-}
-
 // `box` of W + ΔW in f32, unrounded (what DoRA's norms are taken of).
 std::vector<float> merged_f32(const ExportPlan& plan, const ExportTensor& tensor, const Box& box,
                               const ExportInput& input) {
@@ -138,7 +124,8 @@ void BlockProducer::produce_merged_weight(const ExportTensor& tensor, const Box&
   if (!merge.magnitude) {  // plain LoRA: merged and rounded in one pass over the box
     std::vector<std::byte> values(box_bytes(w.source_dtype, box));
     produce_resolved(plan_.resolved, w, box, w.source_dtype, input_, values);
-    merge_rows(delta_of(plan_, merge, input_), box, w.source_dtype, values, tensor.spec.dtype, out);
+    merge_lora_box_over_threads(delta_of(plan_, merge, input_), box, w.source_dtype, values, tensor.spec.dtype, out,
+                                threads_);
     return;
   }
   // A block holds whole rows: DoRA's row norms (W [out, in]) come from the
@@ -154,31 +141,6 @@ void BlockProducer::produce_merged_weight(const ExportTensor& tensor, const Box&
     apply_scales({merged, 0, rows, cols}, false, dora_scales(magnitude, squares));
   }
   round_and_cast(merged, w.source_dtype, tensor.spec.dtype, out);
-}
-
-void BlockProducer::merge_rows(const LoraDelta& input_delta, const Box& box, DType w_dtype, std::span<const std::byte> w,
-                               DType out_dtype, std::span<std::byte> out) const {
-  constexpr size_t kMinBytesPerThread = size_t{1} << 20;  // less is not worth a thread
-  const int64_t rows = box.shape()[0], cols = box.shape()[1];
-  // The factors' parts this box uses, read once here: the merging threads read
-  // memory, never the input (which serves one thread at a time).
-  const int64_t r = input_delta.a.shape[0];
-  const bool t = input_delta.fan_in_fan_out;
-  const Box a_part = t ? Box({0, box.origin()[0]}, {r, rows}) : Box({0, box.origin()[1]}, {r, cols});
-  const Box b_part = t ? Box({box.origin()[1], 0}, {cols, r}) : Box({box.origin()[0], 0}, {rows, r});
-  std::vector<std::byte> a_bytes(box_bytes(input_delta.a.dtype, a_part)), b_bytes(box_bytes(input_delta.b.dtype, b_part));
-  input_delta.a.read(a_part, a_bytes);
-  input_delta.b.read(b_part, b_bytes);
-  const LoraDelta delta{in_memory_part(input_delta.a, a_part, a_bytes), in_memory_part(input_delta.b, b_part, b_bytes),
-                        input_delta.scaling, input_delta.fan_in_fan_out};
-  const size_t w_row = box_bytes(w_dtype, Box({0, 0}, {1, cols})), out_row = box_bytes(out_dtype, Box({0, 0}, {1, cols}));
-  const auto min_rows = static_cast<int64_t>(kMinBytesPerThread / std::max<size_t>(1, std::max(w_row, out_row)));
-  for_row_ranges(rows, threads_, std::max<int64_t>(1, min_rows), [&](int64_t begin, int64_t end) {
-    const auto b = static_cast<size_t>(begin), e = static_cast<size_t>(end);
-    const Box part({box.origin()[0] + begin, box.origin()[1]}, {end - begin, cols});
-    merge_lora_box(delta, part, w_dtype, w.subspan(b * w_row, (e - b) * w_row), out_dtype,
-                   out.subspan(b * out_row, (e - b) * out_row));
-  });
 }
 
 const std::vector<float>& BlockProducer::column_scales(const ExportTensor& tensor, int64_t rows) {

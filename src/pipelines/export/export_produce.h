@@ -11,7 +11,6 @@
 
 #include "pipelines/export/export_input.h"
 #include "pipelines/export/export_plan.h"
-#include "pipelines/lora/lora_merge.h"
 
 namespace reshard::pipelines_detail {
 
@@ -37,9 +36,6 @@ class BlockProducer {
  private:
   void produce_merged_weight(const ExportTensor& tensor, const Box& box, std::span<std::byte> out);
   void produce_merged_bias(const ExportTensor& tensor, const Box& box, std::span<std::byte> out);
-  // merge_lora_box over `box`'s rows split among the threads.
-  void merge_rows(const LoraDelta& delta, const Box& box, DType w_dtype, std::span<const std::byte> w,
-                  DType out_dtype, std::span<std::byte> out) const;
   // DoRA's scales where the norms run down W's columns, from a pass over all
   // of W, `rows` rows at a time; kept for the tensor's next blocks.
   const std::vector<float>& column_scales(const ExportTensor& tensor, int64_t rows);

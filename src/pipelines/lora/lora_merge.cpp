@@ -1,5 +1,6 @@
 #include "pipelines/lora/lora_merge.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -7,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "layout/float_convert.h"
+#include "pipelines/common/block_pipeline.h"
 #include "pipelines/tensor_map/strided_copy.h"
 #include "reshard/layout/error.h"
 
@@ -100,6 +102,62 @@ void add_scaled(float* __restrict merged, const float* __restrict acc, float sca
   for (int64_t j = 0; j < cols; ++j) merged[j] += acc[j] * scaling;
 }
 
+// The boxes of A and B the merge of `w_box` reads: B's rows and A's columns
+// of the box, or with fan_in_fan_out A's columns of its rows and B's rows of
+// its columns.
+struct FactorBoxes {
+  Box a;
+  Box b;
+};
+
+FactorBoxes factor_boxes(const LoraDelta& delta, const Box& w_box) {
+  const int64_t r = delta.a.shape[0], rows = w_box.shape()[0], cols = w_box.shape()[1];
+  const int64_t row0 = w_box.origin()[0], col0 = w_box.origin()[1];
+  if (delta.fan_in_fan_out) return {Box({0, row0}, {r, rows}), Box({col0, 0}, {cols, r})};
+  return {Box({0, col0}, {r, cols}), Box({row0, 0}, {rows, r})};
+}
+
+// `factor` served from `bytes`, which hold its box `part` (dense row-major):
+// boxes inside `part` only.
+LoraFactor in_memory_part(const LoraFactor& factor, const Box& part, std::span<const std::byte> bytes) {
+  const LoraFactor local = LoraFactor::in_memory(factor.dtype, part.shape(), bytes);
+  LoraFactor served{factor.dtype, factor.shape, nullptr};
+  served.read = [local, part](const Box& box, std::span<std::byte> out) {
+    std::vector<int64_t> origin(box.rank());
+    for (size_t d = 0; d < box.rank(); ++d) origin[d] = box.origin()[d] - part.origin()[d];
+    local.read(Box(origin, box.shape()), out);  // refuses a box outside `part`
+  };
+  return served;
+}
+
+// Checks a merge of `w_box` from `w_size` bytes of W into `out_size` bytes
+// (Error(kInvalidArgument) naming what does not fit); false when the box is
+// empty, so there is nothing to merge.
+bool check_merge(const LoraDelta& delta, const Box& w_box, DType w_dtype, size_t w_size, DType out_dtype,
+                 size_t out_size) {
+  if (w_box.rank() != 2) throw Error(ErrorCode::kInvalidArgument, "LoRA merge: the weight box must be 2-D");
+  const auto count = static_cast<size_t>(w_box.shape()[0] * w_box.shape()[1]);
+  const auto w_width = static_cast<size_t>(dtype_bits(w_dtype) / 8);
+  const auto out_width = static_cast<size_t>(dtype_bits(out_dtype) / 8);
+  if (w_size != count * w_width || out_size != count * out_width) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("LoRA merge: box {} needs {} and {} bytes, got {} and {}",
+                                                         w_box.to_string(), count * w_width, count * out_width,
+                                                         w_size, out_size));
+  }
+  if (delta.a.shape.size() != 2 || delta.b.shape.size() != 2 || delta.a.shape[0] != delta.b.shape[1]) {
+    throw Error(ErrorCode::kInvalidArgument, "LoRA merge: A must be [r, in] and B [out, r]");
+  }
+  if (count == 0) return false;
+  // W's extent, as the factors give it: [out, in], or [in, out] with fan_in_fan_out.
+  const Shape w_shape = delta.fan_in_fan_out ? Shape{delta.a.shape[1], delta.b.shape[0]}
+                                             : Shape{delta.b.shape[0], delta.a.shape[1]};
+  if (!Box::whole(w_shape).contains(w_box) || w_box.origin()[0] < 0 || w_box.origin()[1] < 0) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("LoRA merge: box {} is outside the weight [{}]",
+                                                         w_box.to_string(), fmt::join(w_shape, ", ")));
+  }
+  return true;
+}
+
 void require_float(DType dtype, std::string_view what, std::string_view module) {
   if (!is_castable_float(dtype)) {
     throw Error(ErrorCode::kUnsupported,
@@ -149,38 +207,21 @@ void check_lora_shapes(const LoraDelta& delta, const Shape& w_shape, DType w_dty
 
 void merge_lora_box(const LoraDelta& delta, const Box& w_box, DType w_dtype, std::span<const std::byte> w,
                     DType out_dtype, std::span<std::byte> out) {
-  if (w_box.rank() != 2) throw Error(ErrorCode::kInvalidArgument, "LoRA merge: the weight box must be 2-D");
+  if (!check_merge(delta, w_box, w_dtype, w.size(), out_dtype, out.size())) return;
   const int64_t rows = w_box.shape()[0], cols = w_box.shape()[1];
-  const auto count = static_cast<size_t>(rows * cols);
   const auto w_width = static_cast<size_t>(dtype_bits(w_dtype) / 8);
   const auto out_width = static_cast<size_t>(dtype_bits(out_dtype) / 8);
-  if (w.size() != count * w_width || out.size() != count * out_width) {
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("LoRA merge: box {} needs {} and {} bytes, got {} and {}",
-                                                         w_box.to_string(), count * w_width, count * out_width,
-                                                         w.size(), out.size()));
-  }
-  if (delta.a.shape.size() != 2 || delta.b.shape.size() != 2 || delta.a.shape[0] != delta.b.shape[1]) {
-    throw Error(ErrorCode::kInvalidArgument, "LoRA merge: A must be [r, in] and B [out, r]");
-  }
-  if (count == 0) return;
   const int64_t r = delta.a.shape[0];
-  const Interval row_range = w_box.interval(0), col_range = w_box.interval(1);
-  // W's extent, as the factors give it: [out, in], or [in, out] with fan_in_fan_out.
-  const Shape w_shape = delta.fan_in_fan_out ? Shape{delta.a.shape[1], delta.b.shape[0]}
-                                             : Shape{delta.b.shape[0], delta.a.shape[1]};
-  if (!Box::whole(w_shape).contains(w_box) || row_range.begin < 0 || col_range.begin < 0) {
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("LoRA merge: box {} is outside the weight [{}]",
-                                                         w_box.to_string(), fmt::join(w_shape, ", ")));
-  }
   // left[i, k] and right[k, j] so that delta[i, j] = sum_k left[i, k] * right[k, j]:
   // B's rows and A's columns, or with fan_in_fan_out A's columns (transposed) and B's rows (transposed).
+  const FactorBoxes parts = factor_boxes(delta, w_box);
   std::vector<float> left, right;
   if (!delta.fan_in_fan_out) {
-    left = read_f32(delta.b, Box({row_range.begin, 0}, {rows, r}));
-    right = read_f32(delta.a, Box({0, col_range.begin}, {r, cols}));
+    left = read_f32(delta.b, parts.b);
+    right = read_f32(delta.a, parts.a);
   } else {
-    left = transposed(read_f32(delta.a, Box({0, row_range.begin}, {r, rows})), r, rows);
-    right = transposed(read_f32(delta.b, Box({col_range.begin, 0}, {cols, r})), cols, r);
+    left = transposed(read_f32(delta.a, parts.a), r, rows);
+    right = transposed(read_f32(delta.b, parts.b), cols, r);
   }
   std::vector<float> acc(static_cast<size_t>(cols)), merged(static_cast<size_t>(cols));
   std::vector<std::byte> rounded(static_cast<size_t>(cols) * w_width);
@@ -205,6 +246,29 @@ void merge_lora_box(const LoraDelta& delta, const Box& w_box, DType w_dtype, std
       convert_floats(w_dtype, rounded, out_dtype, out_row, row_count);
     }
   }
+}
+
+void merge_lora_box_over_threads(const LoraDelta& delta, const Box& w_box, DType w_dtype, std::span<const std::byte> w,
+                                 DType out_dtype, std::span<std::byte> out, int threads) {
+  if (!check_merge(delta, w_box, w_dtype, w.size(), out_dtype, out.size())) return;
+  const int64_t rows = w_box.shape()[0], cols = w_box.shape()[1];
+  const auto w_row = static_cast<size_t>(dtype_byte_size(w_dtype, static_cast<uint64_t>(cols)));
+  const auto out_row = static_cast<size_t>(dtype_byte_size(out_dtype, static_cast<uint64_t>(cols)));
+  // The factors' parts the box uses, read once here: the threads read memory,
+  // whatever serves the factors (an export's input serves one thread at a time).
+  const FactorBoxes parts = factor_boxes(delta, w_box);
+  std::vector<std::byte> a_bytes(dtype_byte_size(delta.a.dtype, static_cast<uint64_t>(parts.a.volume())));
+  std::vector<std::byte> b_bytes(dtype_byte_size(delta.b.dtype, static_cast<uint64_t>(parts.b.volume())));
+  delta.a.read(parts.a, a_bytes);
+  delta.b.read(parts.b, b_bytes);
+  const LoraDelta in_memory{in_memory_part(delta.a, parts.a, a_bytes), in_memory_part(delta.b, parts.b, b_bytes),
+                            delta.scaling, delta.fan_in_fan_out};
+  const auto min_rows = static_cast<int64_t>(kMinMergeBytesPerThread / std::max<size_t>({w_row, out_row, 1}));
+  pipelines_detail::for_row_ranges(rows, threads, std::max<int64_t>(1, min_rows), [&](int64_t begin, int64_t end) {
+    const auto b = static_cast<size_t>(begin), e = static_cast<size_t>(end);
+    merge_lora_box(in_memory, Box({w_box.origin()[0] + begin, w_box.origin()[1]}, {end - begin, cols}), w_dtype,
+                   w.subspan(b * w_row, (e - b) * w_row), out_dtype, out.subspan(b * out_row, (e - b) * out_row));
+  });
 }
 
 }  // namespace reshard

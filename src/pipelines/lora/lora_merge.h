@@ -49,4 +49,15 @@ void check_lora_shapes(const LoraDelta& delta, const Shape& w_shape, DType w_dty
 void merge_lora_box(const LoraDelta& delta, const Box& w_box, DType w_dtype, std::span<const std::byte> w,
                     DType out_dtype, std::span<std::byte> out);
 
+// Below this many bytes of a box's rows, another merging thread costs more than it saves.
+constexpr size_t kMinMergeBytesPerThread = size_t{1} << 20;
+
+// merge_lora_box with `w_box`'s rows split into contiguous ranges over at most
+// `threads` threads (the caller's included), each range of at least
+// kMinMergeBytesPerThread: the same bytes as one call. The factors' parts the
+// box needs are read once, on the caller's thread, so their readers need not
+// serve several threads.
+void merge_lora_box_over_threads(const LoraDelta& delta, const Box& w_box, DType w_dtype, std::span<const std::byte> w,
+                                 DType out_dtype, std::span<std::byte> out, int threads);
+
 }  // namespace reshard

@@ -33,10 +33,6 @@ std::vector<float> read_f32(const TensorCatalog& catalog, const Entry& entry) {
   return values;
 }
 
-// At least this much of a block goes to each merging thread: a thread for less
-// costs more than it saves.
-constexpr size_t kMinBytesPerThread = size_t{1} << 20;
-
 // W as blocks of whole rows, read ahead, merged over threads and written
 // behind (run_block_pipeline). Each block's merge is W + ΔW for its rows,
 // in W's dtype or, for DoRA's passes, unrounded in f32.
@@ -50,13 +46,14 @@ class MergedBlocks {
     row_bytes_ = static_cast<size_t>(cols_) * width_of(w.info->dtype);
     const size_t widest_row = std::max<size_t>({row_bytes_, static_cast<size_t>(cols_) * 4, 1});
     block_ = static_cast<int64_t>(std::max<size_t>(1, blocking.chunk_bytes / widest_row));
-    min_rows_ = static_cast<int64_t>(std::max<size_t>(1, kMinBytesPerThread / widest_row));
+    min_rows_ = static_cast<int64_t>(std::max<size_t>(1, kMinMergeBytesPerThread / widest_row));
   }
 
   int64_t cols() const { return cols_; }
   size_t blocks() const { return rows_ == 0 ? 0 : static_cast<size_t>((rows_ - 1) / block_ + 1); }
   int64_t first_row(size_t block) const { return static_cast<int64_t>(block) * block_; }
   int64_t rows_of(size_t block) const { return std::min(block_, rows_ - first_row(block)); }
+  Box box_of(size_t block) const { return Box({first_row(block), 0}, {rows_of(block), cols_}); }
 
   // Block `block`'s bytes of W, as the file holds them.
   void read(size_t block, BlockBuffer& raw) const {
@@ -67,13 +64,7 @@ class MergedBlocks {
   // Block `block`'s W + ΔW from its bytes `raw`, rounded once to W's dtype and
   // written as `out_dtype` (F32 with W in F32: unrounded, for DoRA).
   void merge(size_t block, std::span<const std::byte> raw, DType out_dtype, std::span<std::byte> out) const {
-    const DType w_dtype = w_.info->dtype;
-    const size_t in_row = row_bytes_, out_row = static_cast<size_t>(cols_) * width_of(out_dtype);
-    for_row_ranges(rows_of(block), threads_, min_rows_, [&](int64_t begin, int64_t end) {
-      const auto b = static_cast<size_t>(begin), e = static_cast<size_t>(end);
-      merge_lora_box(delta_, Box({first_row(block) + begin, 0}, {end - begin, cols_}), w_dtype,
-                     raw.subspan(b * in_row, (e - b) * in_row), out_dtype, out.subspan(b * out_row, (e - b) * out_row));
-    });
+    merge_lora_box_over_threads(delta_, box_of(block), w_.info->dtype, raw, out_dtype, out, threads_);
   }
 
   // Block `block`'s unrounded f32 W + ΔW (DoRA scales it before rounding).
@@ -84,13 +75,11 @@ class MergedBlocks {
       merge(block, raw, DType::kF32, out);
       return;
     }
+    // Merged from W in f32: merging from W's own dtype would round to it.
     std::vector<float> w(merged.size());
     convert_floats(w_.info->dtype, raw, DType::kF32, std::as_writable_bytes(std::span(w)), w.size());
-    for_row_ranges(rows_of(block), threads_, min_rows_, [&](int64_t begin, int64_t end) {
-      const auto b = static_cast<size_t>(begin * cols_), e = static_cast<size_t>(end * cols_);
-      merge_lora_box(delta_, Box({first_row(block) + begin, 0}, {end - begin, cols_}), DType::kF32,
-                     std::as_bytes(std::span(w)).subspan(b * 4, (e - b) * 4), DType::kF32, out.subspan(b * 4, (e - b) * 4));
-    });
+    merge_lora_box_over_threads(delta_, box_of(block), DType::kF32, std::as_bytes(std::span(w)), DType::kF32, out,
+                                threads_);
   }
 
   int threads() const { return threads_; }
@@ -146,7 +135,8 @@ void produce_merged_weight(const TensorCatalog& w_catalog, const Entry& w, const
   if (scales.empty()) {
     // Straight from W's bytes to the output's: the merge rounds and casts as it goes.
     stages.transform = [&](size_t block, std::span<const std::byte> raw, BlockBuffer& out) {
-      blocks.merge(block, raw, out_dtype, out.resize(static_cast<size_t>(blocks.rows_of(block) * blocks.cols()) * out_width));
+      const auto values = static_cast<size_t>(blocks.rows_of(block) * blocks.cols());
+      blocks.merge(block, raw, out_dtype, out.resize(values * out_width));
     };
   } else {
     stages.transform = [&](size_t block, std::span<const std::byte> raw, BlockBuffer& out_buffer) {
