@@ -71,13 +71,15 @@ Transport& job_transport() {
 std::vector<std::string> job_peer_paths() {
   Transport& transport = job_transport();
   std::vector<std::string> paths;
-  for (int peer = 0; peer < transport.size(); ++peer) {
 #if RESHARD_WITH_MPI
-    if (const Job& j = job(); j.mpi_transport) {
+  if (const Job& j = job(); j.mpi_transport) {
+    for (int peer = 0; peer < transport.size(); ++peer) {
       paths.emplace_back(peer_path_name(j.mpi_transport->path_to(peer)));
-      continue;
     }
+    return paths;
+  }
 #endif
+  for (int peer = 0; peer < transport.size(); ++peer) {
     paths.emplace_back(peer == transport.rank() ? "self" : "in process");
   }
   return paths;

@@ -12,8 +12,8 @@
 #include "cli/commands.h"
 #include "cli/job.h"
 #include "cli/layout_options.h"
-#include "reshard/layout/error.h"
 #include "reshard/execute/transport.h"
+#include "reshard/layout/error.h"
 #include "reshard/layout/parse.h"
 #include "reshard/plan/planner.h"
 

@@ -56,10 +56,11 @@ class AtomicFile {
  private:
   AtomicFile(std::filesystem::path final_path, int fd, bool owner);
 
-  std::filesystem::path final_path_;
-  std::filesystem::path temporary_path_;
+  // Asks the kernel to start writing what write() appended since the last call.
   void start_writeback();
 
+  std::filesystem::path final_path_;
+  std::filesystem::path temporary_path_;
   int fd_ = -1;
   bool owner_ = false;
   uint64_t appended_ = 0;        // bytes write() has appended

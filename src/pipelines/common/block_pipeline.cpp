@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <exception>
 #include <future>
-#include <thread>
 #include <utility>
+#include <vector>
 
 namespace reshard::pipelines_detail {
 namespace {

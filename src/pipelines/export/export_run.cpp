@@ -46,7 +46,9 @@ class ExportRun {
  public:
   ExportRun(const ExportPlan& plan, const std::vector<ExportBlock>& blocks, const ExportInput& input,
             const fs::path& out, const ExportOptions& options, Transport& transport)
-      : plan_(plan), blocks_(blocks), input_(input), producer_(plan, input_, ExecuteOptions{}.copy_threads(transport.processes_on_this_host())), options_(options), transport_(transport),
+      : plan_(plan), blocks_(blocks), input_(input),
+        producer_(plan, input_, ExecuteOptions{}.copy_threads(transport.processes_on_this_host())),
+        options_(options), transport_(transport),
         output_(out, plan, options.max_shard_size, options.replace), rank_(transport.rank()),
         root_(options.gather_to.value_or(0)), gather_(options.gather_to.has_value()),
         what_(fmt::format("exporting to {}", out.string())) {}

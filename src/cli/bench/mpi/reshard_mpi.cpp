@@ -213,8 +213,6 @@ void one_strided_pass(const Plan& plan, const ShardedArray& source, std::vector<
   finish_streaming();
 }
 
-
-
 // Also the best time through each of `others` (into `other_seconds`).
 Measured measure(const ShardedArray& source, const NamedSharding& target_sharding, Transport& transport,
                  std::span<Transport* const> others = {}, std::vector<double>* other_seconds = nullptr) {
