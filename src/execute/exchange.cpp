@@ -23,8 +23,14 @@ const Transfer& Exchange::transfer_of(const MessagePiece& piece) const {
   return moves_[piece.array].plan->transfers()[piece.transfer];
 }
 
+const ShardedArray& Exchange::source_of(const MessagePiece& piece) const {
+  // Stage 0 reads the source arrays; stage 2 the target shards stages 0 and 1 filled.
+  const ArrayMove& move = moves_[piece.array];
+  return transfer_of(piece).stage == 0 ? *move.src : *move.dst;
+}
+
 const std::byte* Exchange::src_data(const MessagePiece& piece) const {
-  return moves_[piece.array].src->shard(transfer_of(piece).src).buffer.data();
+  return source_of(piece).shard(transfer_of(piece).src).buffer.data();
 }
 
 std::byte* Exchange::dst_data(const MessagePiece& piece) const {
@@ -37,7 +43,7 @@ std::shared_ptr<const void> Exchange::owner_of(const Message& m, bool sending) c
     const Transfer& t = transfer_of(piece);
     const ArrayMove& move = moves_[piece.array];
     const std::shared_ptr<const void>& owner =
-        sending ? move.src->shard(t.src).buffer.owner() : move.dst->shard(t.dst).buffer.owner();
+        sending ? source_of(piece).shard(t.src).buffer.owner() : move.dst->shard(t.dst).buffer.owner();
     if (std::find(owners.begin(), owners.end(), owner) == owners.end()) owners.push_back(owner);
   }
   if (owners.size() == 1) return owners.front();
@@ -47,7 +53,7 @@ std::shared_ptr<const void> Exchange::owner_of(const Message& m, bool sending) c
 
 BoxCopy Exchange::send_copy(const MessagePiece& piece) const {
   const Transfer& t = transfer_of(piece);
-  const ShardedArray& src = *moves_[piece.array].src;
+  const ShardedArray& src = source_of(piece);
   return BoxCopy(t.box, src.shard(t.src).box, t.box, src.element_bytes());
 }
 

@@ -39,6 +39,7 @@ class Exchange {
   void post_receives();
   void finish_oldest(ExecuteStats& stats);
   const Transfer& transfer_of(const MessagePiece& piece) const;
+  const ShardedArray& source_of(const MessagePiece& piece) const;
   const std::byte* src_data(const MessagePiece& piece) const;
   std::byte* dst_data(const MessagePiece& piece) const;
   // What keeps the memory of the message's pieces alive (their shards' owners).

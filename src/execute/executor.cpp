@@ -17,7 +17,7 @@ namespace {
 
 void check_array(const ShardedArray& array, const NamedSharding& sharding, const PlanKey& key, const char* which) {
   if (array.shape() != key.shape || array.dtype() != key.dtype || array.sharding() != sharding ||
-      array.topology() != key.topology) {
+      !array.topology().same_processes(key.topology)) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("the {} array ({}[{}] on {}) is not the plan's ({}[{}] on {})", which,
                             dtype_name(array.dtype()), fmt::join(array.shape(), ", "), array.sharding().to_string(),
@@ -91,7 +91,8 @@ void check_agreement(uint64_t fingerprint, Transport& transport) {
 }
 
 // The copies of one stage that stay inside this process. Stage 0 reads the
-// source arrays; stage 1 reads target shards that stage 0 filled.
+// source arrays; stage 1 reads target shards that stage 0 filled (stage 2
+// crosses processes: it has none).
 std::vector<CopyJob> local_jobs(std::span<const ArrayMove> moves, int stage) {
   std::vector<CopyJob> jobs;
   for (const ArrayMove& move : moves) {
@@ -149,6 +150,27 @@ void run_stage_zero(std::span<const ArrayMove> moves, Transport& transport, Tag 
   if (copy_error) std::rethrow_exception(copy_error);
 }
 
+bool has_stage(std::span<const ArrayMove> moves, int stage) {
+  for (const ArrayMove& move : moves) {
+    for (auto t = move.plan->transfers().rbegin(); t != move.plan->transfers().rend() && t->stage >= stage; ++t) {
+      if (t->stage == stage) return true;
+    }
+  }
+  return false;
+}
+
+// Stage 2: between processes of one host, from target shards that stages 0
+// and 1 filled, as an exchange of its own (its own tags). Every process runs
+// the same plans, so all of them agree on whether there is one.
+void run_host_relay(std::span<const ArrayMove> moves, Transport& transport, const ExecuteOptions& options,
+                    ExecuteStats& stats) {
+  if (!has_stage(moves, 2)) return;
+  const Tag base = transport.begin_operation();
+  const ProcessMessages messages = schedule_messages(plans_of(moves), transport.rank(), options.chunk_bytes, 2);
+  if (messages.sends.empty() && messages.receives.empty()) return;
+  Exchange(moves, messages, transport, base, options.max_bytes_in_flight).run(stats);
+}
+
 ExecuteStats execute_unguarded(std::span<const ArrayMove> moves, Transport& transport,
                                const ExecuteOptions& options) {
   for (size_t i = 0; i < moves.size(); ++i) {
@@ -167,6 +189,7 @@ ExecuteStats execute_unguarded(std::span<const ArrayMove> moves, Transport& tran
   const std::vector<CopyJob> fan_out = local_jobs(moves, 1);
   stats.bytes_copied += bytes_of(fan_out);
   run_copies(fan_out, options.copy_threads(transport.processes_on_this_host()));
+  run_host_relay(moves, transport, options, stats);
   return stats;
 }
 

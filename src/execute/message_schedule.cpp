@@ -11,7 +11,7 @@
 namespace reshard {
 namespace {
 
-// One stage-0 transfer of the batch that crosses processes.
+// One transfer of the batch that crosses processes.
 struct TransferRef {
   size_t array = 0;
   size_t transfer = 0;
@@ -21,14 +21,14 @@ struct TransferRef {
 // The transfers from one process to another, in batch order.
 using PairTransfers = std::map<std::pair<int, int>, std::vector<TransferRef>>;
 
-PairTransfers cross_process_transfers(std::span<const Plan* const> plans, int process) {
+PairTransfers cross_process_transfers(std::span<const Plan* const> plans, int process, int stage) {
   PairTransfers pairs;
   for (size_t a = 0; a < plans.size(); ++a) {
     const Topology& topology = plans[a]->key().topology;
     const size_t element_bytes = whole_element_bytes(plans[a]->key().dtype);
     const auto& transfers = plans[a]->transfers();
     for (size_t i = 0; i < transfers.size(); ++i) {
-      if (transfers[i].stage != 0) continue;  // stage 1 stays inside a process
+      if (transfers[i].stage != stage) continue;
       const int src = topology.process_of(transfers[i].src);
       const int dst = topology.process_of(transfers[i].dst);
       if (src == dst || (src != process && dst != process)) continue;
@@ -69,12 +69,12 @@ bool Message::comes_before(const Message& other, int num_processes) const {
   return key(*this) < key(other);
 }
 
-ProcessMessages schedule_messages(std::span<const Plan* const> plans, int process, uint64_t chunk_bytes) {
+ProcessMessages schedule_messages(std::span<const Plan* const> plans, int process, uint64_t chunk_bytes, int stage) {
   if (chunk_bytes == 0) throw Error(ErrorCode::kInvalidArgument, "the message chunk size must be at least 1 byte");
   ProcessMessages out;
   int processes = 1;
   for (const Plan* plan : plans) processes = std::max(processes, plan->key().topology.num_processes());
-  for (const auto& [pair, transfers] : cross_process_transfers(plans, process)) {
+  for (const auto& [pair, transfers] : cross_process_transfers(plans, process, stage)) {
     uint64_t pair_bytes = 0;
     for (const TransferRef& t : transfers) pair_bytes = checked_add(pair_bytes, t.bytes, "bytes between two processes");
     // Tags within one operation are limited; grow the chunk rather than run out.

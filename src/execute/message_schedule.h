@@ -22,7 +22,7 @@ struct MessagePiece {
 };
 
 // One message from one process to another. Between each pair of processes the
-// cross-process (stage-0) transfers of every plan of the batch are streamed in
+// cross-process transfers of one stage of every plan of the batch are streamed in
 // order (plan by plan, each in its own order) and cut into messages of at most
 // the chunk size, so small transfers, of one array or of several, share a
 // message and large ones span several.
@@ -48,9 +48,11 @@ struct ProcessMessages {
 
 // The messages of `process` for a batch of plans (one operation), at most
 // `chunk_bytes` each (more when a pair would otherwise need more than
-// Transport::kTagsPerOperation messages). Throws Error(kInvalidArgument) when
-// chunk_bytes is 0.
-ProcessMessages schedule_messages(std::span<const Plan* const> plans, int process, uint64_t chunk_bytes);
+// Transport::kTagsPerOperation messages), from the cross-process transfers of
+// `stage` (0: from the source arrays; 2: between processes of a host, from
+// target shards). Throws Error(kInvalidArgument) when chunk_bytes is 0.
+ProcessMessages schedule_messages(std::span<const Plan* const> plans, int process, uint64_t chunk_bytes,
+                                  int stage = 0);
 
 // The batch of one.
 ProcessMessages schedule_messages(const Plan& plan, int process, uint64_t chunk_bytes);

@@ -102,6 +102,47 @@ void Topology::check_contains(std::span<const DeviceId> devices, std::string_vie
                           num_devices(), num_devices() - 1));
 }
 
+Topology Topology::with_hosts(std::vector<int> host_of_process) const {
+  if (host_of_process.size() != static_cast<size_t>(num_processes_)) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("{} hosts were given for {} processes (one per process)",
+                                                         host_of_process.size(), num_processes_));
+  }
+  std::vector<bool> seen(host_of_process.size(), false);
+  for (size_t p = 0; p < host_of_process.size(); ++p) {
+    const int host = host_of_process[p];
+    if (host < 0 || static_cast<size_t>(host) >= host_of_process.size()) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("process {} is on host {}; hosts are 0..H-1 with H at most the {} processes", p, host,
+                              num_processes_));
+    }
+    seen[static_cast<size_t>(host)] = true;
+  }
+  const auto hosts = static_cast<size_t>(std::find(seen.begin(), seen.end(), false) - seen.begin());
+  for (size_t h = hosts; h < seen.size(); ++h) {
+    if (seen[h]) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("host {} has no process (hosts must be 0..{} and each hold one)", hosts, h));
+    }
+  }
+  Topology out = *this;
+  // Each process its own host is the default: kept empty, so such topologies stay equal.
+  const bool own_hosts = hosts == host_of_process.size();
+  out.num_hosts_ = own_hosts ? 0 : static_cast<int>(hosts);
+  out.host_of_process_ = own_hosts ? std::vector<int>{} : std::move(host_of_process);
+  return out;
+}
+
+Topology Topology::with_uniform_hosts(int num_hosts) const {
+  if (num_hosts <= 0 || num_processes_ % num_hosts != 0) {
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("{} processes cannot be split evenly over {} hosts", num_processes_, num_hosts));
+  }
+  const int per_host = num_processes_ / num_hosts;
+  std::vector<int> hosts(static_cast<size_t>(num_processes_));
+  for (int p = 0; p < num_processes_; ++p) hosts[static_cast<size_t>(p)] = p / per_host;
+  return with_hosts(std::move(hosts));
+}
+
 Device Topology::device(DeviceId id) const { return Device{id, process_of(id), "cpu"}; }
 
 std::vector<DeviceId> Topology::devices_of(int process) const {

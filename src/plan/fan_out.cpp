@@ -3,7 +3,7 @@
 namespace reshard::plan_detail {
 
 std::vector<DeviceId> stage0_receivers(const NamedSharding& dst, const Tiling& dst_tiling, const ChunkIndex& dst_index,
-                                       const Topology& topology) {
+                                       const Topology& topology, ReceiverScope scope) {
   const std::vector<DeviceId>& devices = dst.mesh().devices();
   // Every slice on one device only (no replication axis): each receives for itself.
   if (dst_index.size() == static_cast<int64_t>(devices.size())) return devices;
@@ -20,9 +20,14 @@ std::vector<DeviceId> stage0_receivers(const NamedSharding& dst, const Tiling& d
   std::vector<size_t> by_chunk(devices.size());  // logical devices, grouped by slice
   std::vector<size_t> next(begin.begin(), begin.end() - 1);
   for (size_t logical = 0; logical < devices.size(); ++logical) by_chunk[next[chunk_of[logical]]++] = logical;
-  std::vector<int> process_of(devices.size());
-  for (size_t logical = 0; logical < devices.size(); ++logical) process_of[logical] = topology.process_of(devices[logical]);
-  std::vector<DeviceId> lowest(static_cast<size_t>(topology.num_processes()), -1);  // reset after each bucket
+  const bool by_host = scope == ReceiverScope::kHost;
+  std::vector<int> process_of(devices.size());  // or host
+  for (size_t logical = 0; logical < devices.size(); ++logical) {
+    const int process = topology.process_of(devices[logical]);
+    process_of[logical] = by_host ? topology.host_of_process(process) : process;
+  }
+  const int groups = by_host ? topology.num_hosts() : topology.num_processes();
+  std::vector<DeviceId> lowest(static_cast<size_t>(groups), -1);  // reset after each bucket
   std::vector<DeviceId> receivers(devices.size());
   for (size_t c = 0; c < chunks; ++c) {
     for (size_t i = begin[c]; i < begin[c + 1]; ++i) {

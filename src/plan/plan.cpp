@@ -53,14 +53,19 @@ PlanStats compute_stats(const PlanKey& key, const std::vector<Transfer>& transfe
     const int src_process = owner_of(key.topology, t.src, i);
     const int dst_process = owner_of(key.topology, t.dst, i);
     stats.bytes_total = checked_add(stats.bytes_total, bytes, "plan bytes");
-    if (t.stage != 0) {
-      stats.bytes_fan_out += bytes;  // validate() rejects stages other than 0 and 1
+    if (t.stage == 2) {
+      stats.bytes_host_relay += bytes;
+    } else if (t.stage != 0) {
+      stats.bytes_fan_out += bytes;  // validate() rejects stages other than 0, 1 and 2
     } else if (t.src == t.dst) {
       stats.bytes_same_device += bytes;
     } else if (src_process == dst_process) {
       stats.bytes_same_process += bytes;
     } else {
       stats.bytes_cross_process += bytes;
+      if (key.topology.host_of_process(src_process) != key.topology.host_of_process(dst_process)) {
+        stats.bytes_cross_host += bytes;
+      }
       uint64_t& by_sender = sent[static_cast<size_t>(src_process)];
       by_sender += bytes;
       stats.max_process_send_bytes = std::max(stats.max_process_send_bytes, by_sender);

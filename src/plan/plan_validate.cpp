@@ -71,15 +71,25 @@ void check_source(const Transfer& t, size_t index, const PlanKey& key,
     }
     return;
   }
-  if (t.stage != 1) invalid(fmt::format("{} has stage {}; stages are 0 and 1", describe(t, index), t.stage));
-  if (!dst_slices.contains(t.src)) {
-    invalid(fmt::format("{}: a stage-1 source must be a target device, and device {} is not in the target mesh",
-                        describe(t, index), t.src));
+  if (t.stage != 1 && t.stage != 2) {
+    invalid(fmt::format("{} has stage {}; stages are 0, 1 and 2", describe(t, index), t.stage));
   }
-  if (t.src == t.dst) invalid(fmt::format("{} copies a device onto itself in stage 1", describe(t, index)));
-  if (key.topology.process_of(t.src) != key.topology.process_of(t.dst)) {
+  if (!dst_slices.contains(t.src)) {
+    invalid(fmt::format("{}: a stage-{} source must be a target device, and device {} is not in the target mesh",
+                        describe(t, index), t.stage, t.src));
+  }
+  if (t.src == t.dst) invalid(fmt::format("{} copies a device onto itself in stage {}", describe(t, index), t.stage));
+  const int from = key.topology.process_of(t.src);
+  const int to = key.topology.process_of(t.dst);
+  if (t.stage == 1 && from != to) {
     invalid(fmt::format("{} crosses from process {} to process {}; stage 1 stays inside one process",
-                        describe(t, index), key.topology.process_of(t.src), key.topology.process_of(t.dst)));
+                        describe(t, index), from, to));
+  }
+  if (t.stage == 2 && (from == to || key.topology.host_of_process(from) != key.topology.host_of_process(to))) {
+    invalid(fmt::format("{} goes from process {} (host {}) to process {} (host {}); stage 2 goes between two "
+                        "processes of one host",
+                        describe(t, index), from, key.topology.host_of_process(from), to,
+                        key.topology.host_of_process(to)));
   }
 }
 
@@ -106,8 +116,8 @@ void check_transfer(const Transfer& t, size_t index, const Box& whole, const Pla
   check_source(t, index, key, src_slices, dst_slices);
 }
 
-// A stage-1 source must have received the whole box in stage 0 (not in stage
-// 1: no chains). Its stage-0 boxes are disjoint (check_cover ran first), so
+// A stage-1 or stage-2 source must have received the whole box in stage 0
+// (not in a later stage: no chains). Its stage-0 boxes are disjoint (check_cover ran first), so
 // their shared volumes with the box add up to the box exactly when they cover it.
 void check_stage1_source(const Transfer& t, size_t index, const std::vector<Transfer>& transfers,
                          const std::vector<size_t>& stage0_into_source) {
@@ -154,8 +164,9 @@ void Plan::validate() const {
   for (size_t i = 0; i < transfers_.size(); ++i) {
     const Transfer& t = transfers_[i];
     check_transfer(t, i, whole, key_, src_slices, dst_slices);
-    if (t.stage == 0 && i > 0 && transfers_[i - 1].stage != 0) {
-      invalid(fmt::format("{} comes after a stage-1 transfer; stage 0 comes first", describe(t, i)));
+    if (i > 0 && t.stage < transfers_[i - 1].stage) {
+      invalid(fmt::format("{} comes after a stage-{} transfer; stages come in order", describe(t, i),
+                          transfers_[i - 1].stage));
     }
     by_target[t.dst].push_back(i);
     if (t.stage == 0) stage0_by_target[t.dst].push_back(i);
@@ -166,7 +177,7 @@ void Plan::validate() const {
     check_cover(device, dst_slices.at(device), transfers_, it == by_target.end() ? kNone : it->second);
   }
   for (size_t i = 0; i < transfers_.size(); ++i) {
-    if (transfers_[i].stage != 1) continue;
+    if (transfers_[i].stage == 0) continue;
     const auto it = stage0_by_target.find(transfers_[i].src);
     check_stage1_source(transfers_[i], i, transfers_, it == stage0_by_target.end() ? kNone : it->second);
   }

@@ -23,6 +23,7 @@ namespace {
 using plan_detail::ChunkIndex;
 using plan_detail::Piece;
 using plan_detail::PieceFinder;
+using ProcessHolder = plan_detail::ReplicaChooser::ProcessHolder;
 using plan_detail::ReplicaChooser;
 using plan_detail::SendGroup;
 
@@ -54,6 +55,7 @@ struct ArrayPlan {
   std::shared_ptr<ReplicaChooser> chooser;  // shared with the array's repeats
   std::vector<Transfer> stage0;
   std::vector<Transfer> stage1;
+  std::vector<Transfer> stage2;
   std::vector<PendingPiece> pending;
   std::vector<size_t> group_of_chunk;  // source chunk tuple -> send group, once seen
   std::vector<uint64_t> fixed_added;   // bytes this array added to the batch's `fixed`, by process
@@ -108,9 +110,17 @@ class BatchPlanner {
     if (fixed_.size() < static_cast<size_t>(key.topology.num_processes())) {
       fixed_.resize(static_cast<size_t>(key.topology.num_processes()), 0);
     }
+    const ChunkIndex dst_index(dst_tiling);
     const std::vector<DeviceId> receivers =
-        options_.fan_out ? plan_detail::stage0_receivers(key.dst, dst_tiling, ChunkIndex(dst_tiling), key.topology)
+        options_.fan_out ? plan_detail::stage0_receivers(key.dst, dst_tiling, dst_index, key.topology)
                          : std::vector<DeviceId>{};
+    // Where processes share hosts, a piece no process of the host holds
+    // crosses into the host once, to the host's lowest device needing it.
+    const bool by_host = options_.fan_out && key.topology.hosts_shared();
+    const std::vector<DeviceId> host_receivers =
+        by_host ? plan_detail::stage0_receivers(key.dst, dst_tiling, dst_index, key.topology,
+                                                plan_detail::ReceiverScope::kHost)
+                : std::vector<DeviceId>{};
     // Room for every piece in stage 0 (stage 1 is appended there at the end)
     // and for those of devices that others receive for in stage 1.
     size_t count = 0;
@@ -127,18 +137,36 @@ class BatchPlanner {
     for (size_t logical = 0; logical < targets.size(); ++logical) {
       const DeviceId dst = targets[logical];
       const int dst_process = key.topology.process_of(dst);
+      const int dst_host = key.topology.host_of_process(dst_process);
       const DeviceId receiver = options_.fan_out ? receivers[logical] : dst;
+      const DeviceId host_receiver = by_host ? host_receivers[logical] : receiver;
       for (Piece& piece : finder.take_pieces(dst_tiling.chunk_of_device(static_cast<int64_t>(logical)))) {
         if (const std::optional<DeviceId> home = array.chooser->local(piece.src_chunk, dst, dst_process)) {
           array.stage0.push_back({*home, dst, std::move(piece.box)});
-        } else if (receiver != dst) {
+          continue;
+        }
+        const std::span<const ProcessHolder> on_host =
+            by_host ? holders_on_host(array, piece.src_chunk, dst_host, key.topology) : std::span<const ProcessHolder>{};
+        if (receiver != dst && (!on_host.empty() || key.topology.process_of(host_receiver) == dst_process)) {
           array.stage1.push_back({receiver, dst, std::move(piece.box), 1});
+        } else if (on_host.empty() && host_receiver != dst) {
+          array.stage2.push_back({host_receiver, dst, std::move(piece.box), 2});
         } else {
-          const DeviceId src = remote_sender(array, piece);
+          const DeviceId src = remote_sender(array, piece, on_host);
           array.stage0.push_back({src, dst, std::move(piece.box)});
         }
       }
     }
+  }
+
+  // The holders of `src_chunk` on `host` (into a buffer reused per piece).
+  std::span<const ProcessHolder> holders_on_host(const ArrayPlan& array, int64_t src_chunk, int host,
+                                                 const Topology& topology) {
+    on_host_.clear();
+    for (const ProcessHolder& holder : array.chooser->processes_holding(src_chunk)) {
+      if (topology.host_of_process(holder.first) == host) on_host_.push_back(holder);
+    }
+    return on_host_;
   }
 
   // A repeat of array `first` (planned from an equal key): a copy of its
@@ -157,21 +185,24 @@ class BatchPlanner {
     array.stage0.reserve(original.stage0.size() + original.stage1.size());
     array.stage0.insert(array.stage0.end(), original.stage0.begin(), original.stage0.end());
     array.stage1 = original.stage1;
+    array.stage2 = original.stage2;
     array.pending = original.pending;
     arrays_.push_back(std::move(array));  // after the copies: this may move `original`
   }
 
   // The sender of a piece no device of the target's process holds, or
-  // kSenderPending when several processes could send it.
-  DeviceId remote_sender(ArrayPlan& array, const Piece& piece) {
-    if (!options_.balance_senders) return array.chooser->least_loaded(piece.src_chunk, piece.bytes);
-    const auto holders = array.chooser->processes_holding(piece.src_chunk);
+  // kSenderPending when several processes could send it: one of `on_host`
+  // (the holders on the target's host) when there are any, else any holder.
+  DeviceId remote_sender(ArrayPlan& array, const Piece& piece, std::span<const ProcessHolder> on_host) {
+    if (!options_.balance_senders && on_host.empty()) return array.chooser->least_loaded(piece.src_chunk, piece.bytes);
+    const auto holders = on_host.empty() ? array.chooser->processes_holding(piece.src_chunk) : on_host;
     if (holders.size() <= 1) {  // none is impossible; least_loaded says so
       if (holders.empty()) return array.chooser->least_loaded(piece.src_chunk, piece.bytes);
       add_fixed(array, holders.front().first, piece.bytes);
       return holders.front().second;
     }
-    const size_t group = group_of(array, piece.src_chunk);
+    if (!options_.balance_senders) return holders.front().second;
+    const size_t group = on_host.empty() ? group_of(array, piece.src_chunk) : group_of(on_host);
     groups_[group].bytes = checked_add(groups_[group].bytes, piece.bytes, "bytes shared by holder processes");
     array.pending.push_back({array.stage0.size(), group, piece.bytes, piece.src_chunk});
     return kSenderPending;
@@ -193,11 +224,25 @@ class BatchPlanner {
     if (array.group_of_chunk.empty()) array.group_of_chunk.assign(array.chooser->num_chunks(), kNoGroup);
     size_t& group = array.group_of_chunk[chunk];
     if (group != kNoGroup) return group;
+    return group = group_of(array.chooser->processes_holding(src_chunk));
+  }
+
+  // The send group of exactly these holder processes.
+  size_t group_of(std::span<const ProcessHolder> holder_processes) {
     std::vector<int> holders;
-    for (const auto& [process, device] : array.chooser->processes_holding(src_chunk)) holders.push_back(process);
+    for (const auto& [process, device] : holder_processes) holders.push_back(process);
     const auto [it, inserted] = group_ids_.try_emplace(holders, groups_.size());
     if (inserted) groups_.push_back({std::move(holders), 0});
-    return group = it->second;
+    return it->second;
+  }
+
+  // The lowest device of holder `holder` of group `group` holding `src_chunk`.
+  DeviceId holder_device(const ArrayPlan& array, int64_t src_chunk, size_t group, size_t holder) const {
+    const int process = groups_[group].holders[holder];
+    const auto holders = array.chooser->processes_holding(src_chunk);
+    const auto it = std::lower_bound(holders.begin(), holders.end(), process,
+                                     [](const ProcessHolder& p, int wanted) { return p.first < wanted; });
+    return it->second;  // the group's holders are some of the chunk's
   }
 
   // The array's transfers: stage 0 with every pending piece given its
@@ -209,6 +254,7 @@ class BatchPlanner {
     // moving stage 0 (reserved for every piece of both stages).
     for (size_t n = 0; n < array.pending.size(); ++n) array.stage0[array.pending[n].transfer].src = senders_[n];
     std::move(array.stage1.begin(), array.stage1.end(), std::back_inserter(array.stage0));
+    std::move(array.stage2.begin(), array.stage2.end(), std::back_inserter(array.stage0));
     return std::move(array.stage0);
   }
 
@@ -217,7 +263,7 @@ class BatchPlanner {
     size_t extra = 0;
     for (const Split& split : splits_) extra += split.parts.size() - 1;
     std::vector<Transfer> out;
-    out.reserve(array.stage0.size() + extra + array.stage1.size());
+    out.reserve(array.stage0.size() + extra + array.stage1.size() + array.stage2.size());
     size_t n = 0;      // the next pending piece
     size_t split = 0;  // the next split one
     for (size_t k = 0; k < array.stage0.size(); ++k) {
@@ -231,6 +277,7 @@ class BatchPlanner {
       n += pending;
     }
     std::move(array.stage1.begin(), array.stage1.end(), std::back_inserter(out));
+    std::move(array.stage2.begin(), array.stage2.end(), std::back_inserter(out));
     return out;
   }
 
@@ -245,7 +292,7 @@ class BatchPlanner {
     for (size_t n = 0; n < array.pending.size(); ++n) {
       const PendingPiece& p = array.pending[n];
       const size_t holder = holder_of(array, n, placed[p.group], ends[p.group]);
-      senders_[n] = array.chooser->processes_holding(p.src_chunk)[holder].second;
+      senders_[n] = holder_device(array, p.src_chunk, p.group, holder);
       placed[p.group] += p.bytes;
     }
     return splits_.size();
@@ -266,12 +313,13 @@ class BatchPlanner {
   }
 
   // The parts of pending piece `whole`, each from its holder.
-  static void append_parts(std::vector<Transfer>& out, const ArrayPlan& array, const Transfer& whole,
-                           const Split& split) {
+  void append_parts(std::vector<Transfer>& out, const ArrayPlan& array, const Transfer& whole,
+                    const Split& split) const {
     const size_t dim = plan_detail::cut_dimension(whole.box);
-    const auto holders = array.chooser->processes_holding(array.pending[split.pending].src_chunk);
+    const PendingPiece& piece = array.pending[split.pending];
     for (const plan_detail::RowRange& range : split.parts) {
-      out.push_back({holders[range.holder].second, whole.dst, plan_detail::rows_of(whole.box, dim, range)});
+      out.push_back({holder_device(array, piece.src_chunk, piece.group, range.holder), whole.dst,
+                     plan_detail::rows_of(whole.box, dim, range)});
     }
   }
 
@@ -285,6 +333,7 @@ class BatchPlanner {
   std::vector<DeviceId> senders_;
   std::vector<Split> splits_;
   std::vector<plan_detail::RowRange> parts_;
+  std::vector<ProcessHolder> on_host_;
 };
 
 }  // namespace

@@ -266,7 +266,8 @@ TEST(Plan, StatsCountStageOneAsFanOutOnly) {
                                      .bytes_same_process = 2 * 2 * 4 * 4,
                                      .bytes_cross_process = 4 * 4 * 4,
                                      .max_process_send_bytes = 4 * 4 * 4,
-                                     .bytes_fan_out = 4 * 4 * 4}));
+                                     .bytes_fan_out = 4 * 4 * 4,
+                                     .bytes_cross_host = 4 * 4 * 4}));
   EXPECT_NO_THROW(plan.validate());
 }
 
@@ -306,7 +307,7 @@ TEST(PlanValidate, CatchesStageOneRuleBreaks) {
 TEST(PlanValidate, CatchesStageZeroAfterStageOne) {
   std::vector<Transfer> transfers = fan_out_transfers();
   std::swap(transfers[5], transfers[6]);
-  EXPECT_TRUE(rejects(transfers, {"transfer 6", "stage 0 comes first"}, fan_out_key()));
+  EXPECT_TRUE(rejects(transfers, {"transfer 6", "comes after a stage-1 transfer; stages come in order"}, fan_out_key()));
 }
 
 }  // namespace

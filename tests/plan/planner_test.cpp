@@ -147,8 +147,14 @@ TEST(Planner, SeedScenario) {
   }
   constexpr uint64_t kShard = 8 * 8 * 1024 * 4;
   // By hand: devices 0 and 15 keep their shard, 1 -> 2 and 14 -> 13 stay in
-  // their process, the other 12 cross; processes 1 and 2 each send 4 shards.
-  EXPECT_EQ(plan.stats(), (PlanStats{16 * kShard, 2 * kShard, 2 * kShard, 12 * kShard, 4 * kShard}));
+  // their process, the other 12 cross (each process a host of its own: they
+  // cross hosts too); processes 1 and 2 each send 4 shards.
+  EXPECT_EQ(plan.stats(), (PlanStats{.bytes_total = 16 * kShard,
+                                     .bytes_same_device = 2 * kShard,
+                                     .bytes_same_process = 2 * kShard,
+                                     .bytes_cross_process = 12 * kShard,
+                                     .max_process_send_bytes = 4 * kShard,
+                                     .bytes_cross_host = 12 * kShard}));
 }
 
 TEST(Planner, SeedMeshesWithAReplicatedSourceCrossNothing) {

@@ -15,7 +15,11 @@ namespace reshard {
 // device `src`, which holds the box in the source layout. Stage 1 (after all of
 // stage 0): a copy inside one process from `src`, a target-layout device of
 // `dst`'s process whose stage-0 transfers cover the box, so that an element
-// several devices of a process need crosses into that process once.
+// several devices of a process need crosses into that process once. Stage 2
+// (after stage 1, only where the topology puts several processes on a host):
+// a copy between two processes of one host from `src`, a target-layout device
+// whose stage-0 transfers cover the box, so that an element several processes
+// of a host need crosses into that host once.
 struct Transfer {
   DeviceId src = 0;
   DeviceId dst = 0;
@@ -33,6 +37,8 @@ struct PlanStats {
   uint64_t bytes_cross_process = 0;
   uint64_t max_process_send_bytes = 0;  // most cross-process bytes any one process sends
   uint64_t bytes_fan_out = 0;           // stage-1 copies
+  uint64_t bytes_cross_host = 0;        // the stage-0 cross-process bytes between hosts
+  uint64_t bytes_host_relay = 0;        // stage-2 copies
   bool operator==(const PlanStats&) const = default;
 };
 
@@ -46,6 +52,13 @@ struct PlanKey {
   bool operator==(const PlanKey&) const = default;
 };
 
+// The fewest bytes that must cross into each host (index: host) for any plan
+// of `key`: the union of the host's target slices less what its own source
+// devices hold. Computed from the layouts alone, sharing nothing with the
+// planner, whose stats().bytes_cross_host (with the default options) equals
+// their sum. Throws the sharding errors of Sharding::validate.
+std::vector<uint64_t> min_bytes_into_hosts(const PlanKey& key);
+
 class Plan {
  public:
   Plan(PlanKey key, std::vector<Transfer> transfers);
@@ -58,8 +71,9 @@ class Plan {
   // Thorough check (XLA IFRT style): every element of every target device's
   // slice is covered by exactly one transfer into that device; a stage-0
   // source holds its box; a stage-1 source is a target device of the same
-  // process whose stage-0 transfers cover the box; stage 0 comes first; no
-  // transfer is empty or outside the array.
+  // process, a stage-2 source one of another process of the same host, whose
+  // stage-0 transfers cover the box; stages come in order; no transfer is
+  // empty or outside the array.
   // Throws Error(kInvalidPlan) describing the first violation.
   void validate() const;
 
