@@ -25,6 +25,10 @@ constexpr const char* kHelp =
     "which box to which target device, and how many bytes stay on a device, stay in a process,\n"
     "or cross processes. Stage 0 brings each element a process lacks into it once; stage 1\n"
     "copies it inside the process to the other devices that need it (fan out).\n"
+    "With --hosts H the P processes sit on H hosts (consecutive runs of P/H, as mpirun fills\n"
+    "slots): each element a host lacks crosses into it once (stage 0), and stage 2 copies it\n"
+    "between the host's processes (host relay); the bytes are counted per level (same device,\n"
+    "same process, same host, cross host) beside the fewest that must cross into each host.\n"
     "Run under mpirun, it also says how bytes travel between the job's processes: by a single\n"
     "kernel copy between processes of one host, or through MPI and why (another host, single\n"
     "copy turned off, the attach refused); with --json as \"paths\", row r for rank r.\n"
@@ -35,6 +39,8 @@ constexpr const char* kHelp =
     "      --src-spec 'data,None,model' \\\n"
     "      --dst-mesh data=4,model=4 --dst-devices 0,1,4,5,2,3,6,7,8,9,12,13,10,11,14,15 \\\n"
     "      --dst-spec 'data,None,model' --processes 4 --json\n"
+    "  reshard plan --shape 64,1024 --dtype bf16 --src-mesh d=8 --src-spec d \\\n"
+    "      --dst-mesh d=8 --dst-spec None --processes 4 --hosts 2\n"
     "  mpirun -np 4 reshard plan --shape 1024 --dtype f32 --src-mesh d=4 --src-spec d \\\n"
     "      --dst-mesh d=4 --dst-spec None --json";
 
@@ -47,7 +53,23 @@ struct PlanFlags {
   bool uneven = false;
   bool json = false;
   std::string max_rows = "64";
+  std::string hosts;  // empty: each process a host of its own
 };
+
+// --hosts H: the processes in consecutive runs of P / H per host.
+Topology with_hosts_flag(const Topology& topology, const std::string& flag) {
+  int64_t hosts = 0;
+  try {
+    hosts = parse_count(flag, "host count");
+  } catch (const Error& e) {
+    throw e.with_context("--hosts");
+  }
+  if (hosts < 1 || hosts > topology.num_processes() || topology.num_processes() % hosts != 0) {
+    throw Error(ErrorCode::kParse, fmt::format("--hosts: {} processes cannot be split evenly over {} hosts",
+                                               topology.num_processes(), hosts));
+  }
+  return topology.with_uniform_hosts(static_cast<int>(hosts));
+}
 
 PlanKey key_from_flags(const PlanFlags& flags) {
   Shape shape = shape_from_flag(flags.shape);
@@ -55,6 +77,7 @@ PlanKey key_from_flags(const PlanFlags& flags) {
   NamedSharding src = sharding_from_flags(flags.src, flags.uneven);
   NamedSharding dst = sharding_from_flags(flags.dst, flags.uneven);
   Topology topology = topology_from_flags(flags.job, {&src.mesh(), &dst.mesh()}, job_world().size);
+  if (!flags.hosts.empty()) topology = with_hosts_flag(topology, flags.hosts);
   return PlanKey{std::move(shape), dtype, std::move(src), std::move(dst), std::move(topology)};
 }
 
@@ -94,14 +117,49 @@ nlohmann::ordered_json plan_json(const Plan& plan) {
   return out;
 }
 
+// The bytes per level of a plan over hosts (--hosts), and the per-host bound.
+void add_host_levels(nlohmann::ordered_json& out, const Plan& plan) {
+  const PlanStats& s = plan.stats();
+  const Topology& topology = plan.key().topology;
+  std::vector<int> host_of_process;
+  for (int p = 0; p < topology.num_processes(); ++p) host_of_process.push_back(topology.host_of_process(p));
+  out["hosts"] = topology.num_hosts();
+  out["host_of_process"] = host_of_process;
+  out["bytes_same_host"] = s.bytes_cross_process - s.bytes_cross_host;
+  out["bytes_cross_host"] = s.bytes_cross_host;
+  out["bytes_host_relay"] = s.bytes_host_relay;
+  out["min_bytes_into_hosts"] = min_bytes_into_hosts(plan.key());
+}
+
 std::string_view kind_of(const Transfer& t, const Topology& topology) {
   if (t.stage == 1) return "fan out";
+  if (t.stage == 2) return "host relay";
   if (t.src == t.dst) return "same device";
-  return topology.process_of(t.src) == topology.process_of(t.dst) ? "same process" : "cross process";
+  const int from = topology.process_of(t.src);
+  const int to = topology.process_of(t.dst);
+  if (from == to) return "same process";
+  if (!topology.hosts_shared()) return "cross process";
+  return topology.host_of_process(from) == topology.host_of_process(to) ? "same host" : "cross host";
 }
 
 std::string percent(uint64_t part, uint64_t whole) {
   return whole == 0 ? "" : fmt::format("  ({:.1f}%)", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+}
+
+void print_host_levels(const Plan& plan) {
+  const PlanStats& s = plan.stats();
+  const Topology& topology = plan.key().topology;
+  const std::vector<uint64_t> minimum = min_bytes_into_hosts(plan.key());
+  uint64_t least = 0;
+  for (uint64_t bytes : minimum) least += bytes;
+  const uint64_t same_host = s.bytes_cross_process - s.bytes_cross_host;
+  std::cout << fmt::format("\nby level, {} processes on {} hosts\n", topology.num_processes(), topology.num_hosts());
+  std::cout << fmt::format("  same host, cross process {:>14}{}\n", same_host, percent(same_host, s.bytes_total));
+  std::cout << fmt::format("  cross host               {:>14}{}  (the fewest possible: {})\n", s.bytes_cross_host,
+                           percent(s.bytes_cross_host, s.bytes_total), least);
+  std::cout << fmt::format("  host relay (stage 2)     {:>14}{}\n", s.bytes_host_relay,
+                           percent(s.bytes_host_relay, s.bytes_total));
+  std::cout << fmt::format("  fewest into each host    {}\n", fmt::join(minimum, ", "));
 }
 
 void print_text(const Plan& plan, int64_t max_rows) {
@@ -138,6 +196,7 @@ void print_text(const Plan& plan, int64_t max_rows) {
   std::cout << fmt::format("  fan out (stage 1)        {:>14}{}\n", s.bytes_fan_out,
                            percent(s.bytes_fan_out, s.bytes_total));
   std::cout << fmt::format("  most sent by one process {:>14}\n", s.max_process_send_bytes);
+  if (topology.hosts_shared()) print_host_levels(plan);
 }
 
 // Under mpirun, every rank's path to every rank (job_peer_paths), gathered at
@@ -179,6 +238,7 @@ void run_plan(const PlanFlags& flags) {
   if (job_world().rank != 0) return;
   if (flags.json) {
     nlohmann::ordered_json out = plan_json(plan);
+    if (plan.key().topology.hosts_shared()) add_host_levels(out, plan);
     if (!paths.empty()) out["paths"] = paths;
     std::cout << out.dump() << "\n";
   } else {
@@ -200,6 +260,9 @@ void add_plan_command(CLI::App& app) {
   add_job_flags(*cmd, flags->job);
   cmd->add_flag("--uneven", flags->uneven, "Allow dimensions not divisible by their shard count (both layouts)");
   cmd->add_flag("--json", flags->json, "Print the plan as one JSON document");
+  cmd->add_option("--hosts", flags->hosts,
+                  "Hosts the processes sit on (dividing their count; consecutive runs of processes per host): "
+                  "plan each element into a host once, and count the bytes per level");
   cmd->add_option("--max-rows", flags->max_rows, "Transfers listed in text output (0: all)")->capture_default_str();
   cmd->callback([flags] { run_plan(*flags); });
 }

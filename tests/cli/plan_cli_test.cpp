@@ -100,6 +100,46 @@ TEST(PlanCli, ReplicatedTargetJsonHasBothStages) {
   EXPECT_EQ(doc.at("transfers").back().at("stage"), 1);
 }
 
+// The seed's replicated target over 4 processes on 2 hosts: each host takes
+// the half it lacks once (not once per process), and the levels add up.
+TEST(PlanCli, HostsCountEachLevelAndCrossEachHostOnce) {
+  const CommandResult r = run_plan(std::string("--shape 32,8,4096 --dtype f32 --src-mesh data=4,model=4 ") +
+                                       "--src-devices " + kSeedSrcDevices + " --src-spec data,None,model " +
+                                       "--dst-mesh data=4,model=4 --processes 4 --hosts 2 --json",
+                                   {"--dst-spec", ""});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const PlanKey key{{32, 8, 4096}, DType::kF32, sharding_of("data=4,model=4", kSeedSrcDevices, "data,None,model"),
+                    sharding_of("data=4,model=4", "", ""), Topology::uniform(16, 4).with_uniform_hosts(2)};
+  const Plan plan = make_plan(key);
+  nlohmann::json doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc.at("hosts"), 2);
+  EXPECT_EQ(doc.at("host_of_process"), nlohmann::json::parse("[0, 0, 1, 1]"));
+  // Each host's source devices hold half of the 4 MiB array: it lacks 2 MiB,
+  // which crosses once (a plan blind to hosts takes it into both processes).
+  EXPECT_EQ(doc.at("min_bytes_into_hosts"), nlohmann::json::parse("[2097152, 2097152]"));
+  EXPECT_EQ(doc.at("bytes_cross_host"), 4u << 20);
+  EXPECT_EQ(doc.at("bytes_cross_host").get<uint64_t>() + doc.at("bytes_same_host").get<uint64_t>(),
+            doc.at("bytes_cross_process").get<uint64_t>());
+  EXPECT_EQ(doc.at("bytes_host_relay").get<uint64_t>(), plan.stats().bytes_host_relay);
+  EXPECT_GT(plan.stats().bytes_host_relay, 0u);
+  for (const char* field : {"hosts", "host_of_process", "bytes_same_host", "bytes_cross_host", "bytes_host_relay",
+                            "min_bytes_into_hosts"}) {
+    doc.erase(field);
+  }
+  expect_json_matches(doc, plan);  // the rest as without hosts
+  const CommandResult text = run_plan(std::string("--shape 32,8,4096 --dtype f32 --src-mesh data=4,model=4 ") +
+                                          "--src-spec data,None,model --dst-mesh data=4,model=4 --processes 4 --hosts 2",
+                                      {"--dst-spec", ""});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("by level, 4 processes on 2 hosts"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("host relay"), std::string::npos) << text.out;
+  const CommandResult uneven = run_plan("--shape 8 --dtype f32 --src-mesh d=4 --src-spec d --dst-mesh d=4 "
+                                        "--dst-spec d --processes 4 --hosts 3");
+  EXPECT_NE(uneven.exit_code, 0);
+  EXPECT_NE(uneven.err.find("--hosts: 4 processes cannot be split evenly over 3 hosts"), std::string::npos)
+      << uneven.err;
+}
+
 TEST(PlanCli, DefaultsToOneProcessAndTheLargestDeviceUsed) {
   const CommandResult r = run_plan("--shape 8,6 --dtype bf16 --src-mesh x=2,y=3 --src-devices 5,0,3,1,4,2 --src-spec x "
                                    "--dst-mesh a=4 --dst-devices 7,6,1,0 --json",
