@@ -7,29 +7,7 @@
 # refuses network namespaces.
 set -euo pipefail
 reshard=$1
-here=$(cd "$(dirname "$0")" && pwd)
-hosts=$here/../../scripts/netns-hosts.sh
-# A prefix of its own, so that tests running at once never share a namespace;
-# the hosts of an earlier run that was killed before it could clean up (its
-# process is gone) are removed first.
-for stale in $(ip netns list 2>/dev/null | awk '{print $1}' | sed -n 's/^rst\([0-9][0-9]*\)-.*/\1/p' | sort -u); do
-  kill -0 "$stale" 2>/dev/null || RESHARD_NETNS_PREFIX=rst$stale bash "$hosts" down
-done
-export RESHARD_NETNS_PREFIX=rst$$
-status=0
-bash "$hosts" check || status=$?
-if ((status == 77)); then
-  echo "skipped: this machine cannot make network namespaces"
-  exit 77
-fi
-((status == 0)) || exit "$status"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-
-fail() {
-  echo "FAILED: $*" >&2
-  exit 1
-}
+source "$(dirname "$0")/common.sh"
 
 # 1. Which path each rank takes to each other, 2 hosts of 2 ranks.
 timeout -k 5 120 bash "$hosts" run 2 2 -- "$reshard" plan --shape 64 --dtype f32 --src-mesh d=4 --src-spec d \
@@ -77,6 +55,4 @@ grep -q "every rank has ended, but mpirun is still waiting" "$work/cut.log" ||
 echo "ok: a cut link ends every rank and the job ${took} s after the cut, naming the silent rank and its host"
 
 # 4. Nothing left behind.
-left=$(ip netns list | awk '{print $1}' | grep -c "^$RESHARD_NETNS_PREFIX-" || true)
-((left == 0)) || fail "$left namespaces left behind"
-echo "ok: no namespace left"
+check_nothing_left
