@@ -4,11 +4,13 @@
 # between "hosts" go through a real network stack (Open MPI's TCP transport).
 #
 # Usage (as root):
-#   scripts/netns-hosts.sh run HOSTS RANKS_PER_HOST [--rate RATE] -- COMMAND [ARGS...]
+#   scripts/netns-hosts.sh run HOSTS RANKS_PER_HOST [--rate RATE] [--cut HOST] -- COMMAND [ARGS...]
 #       makes the hosts, runs `mpirun -np HOSTS*RANKS_PER_HOST COMMAND ARGS` from
 #       the first, removes everything (also when the job fails or is
 #       interrupted) and exits with the job's status. --rate (a tc rate such
-#       as 50mbit) slows the last host's link.
+#       as 50mbit) slows the last host's link; --cut takes host HOST's link
+#       down just before the launch (a host unreachable from the start). A
+#       job that fails says which hosts cannot reach the first one.
 #   scripts/netns-hosts.sh up HOSTS     make the hosts and leave them up
 #   scripts/netns-hosts.sh down         remove them (and any process left in them)
 #   scripts/netns-hosts.sh exec HOST COMMAND...   run a command on host HOST (0-based)
@@ -125,14 +127,15 @@ cut() { ip -n "$(host_ns "$1")" link set eth0 down; }
 run() {
   local hosts=$1 per_host=$2
   shift 2
-  local rate=""
+  local rate="" unreachable=""
   while (($#)) && [[ $1 != -- ]]; do
     case $1 in
       --rate) rate=$2; shift 2 ;;
+      --cut) unreachable=$2; shift 2 ;;
       *) die "unknown option '$1'" ;;
     esac
   done
-  [[ ${1:-} == -- ]] || die "run HOSTS RANKS_PER_HOST [--rate RATE] -- COMMAND [ARGS...]"
+  [[ ${1:-} == -- ]] || die "run HOSTS RANKS_PER_HOST [--rate RATE] [--cut HOST] -- COMMAND [ARGS...]"
   shift
   (($#)) || die "no command to run"
   [[ $per_host =~ ^[0-9]+$ ]] && ((per_host >= 1)) || die "RANKS_PER_HOST must be 1 or more, not '$per_host'"
@@ -141,6 +144,7 @@ run() {
   up "$hosts"
   wait_until_connected "$hosts"
   [[ -z $rate ]] || limit_rate "$((hosts - 1))" "$rate"
+  [[ -z $unreachable ]] || cut "$unreachable"
   local hostfile
   hostfile=$(mktemp)
   local i
@@ -162,7 +166,19 @@ run() {
   local status=0
   wait "$launcher" || status=$?
   rm -f "$hostfile"
+  ((status == 0)) || say_unreachable "$hosts" "$status"
   return "$status"
+}
+
+# After a failed job: which hosts cannot reach host 0, where mpirun runs.
+# Open MPI's own account of a daemon that could not call back names neither
+# host ("Local host: vm, Remote host: vm": they share one host name).
+say_unreachable() {
+  local hosts=$1 status=$2 i
+  for ((i = 1; i < hosts; i++)); do
+    reaches_first_host "$i" || echo "netns-hosts: the job failed (exit $status), and host $i" \
+      "($(host_ns "$i"), $subnet.$((i + 1))) cannot reach host 0 ($subnet.1), where mpirun runs: its link is down" >&2
+  done
 }
 
 # Whether a process of the job itself (not mpirun, a daemon or a shell) runs on any host.
@@ -182,11 +198,21 @@ ranks_running() {
 # The launcher's fate: once every rank has ended, mpirun should too. One that
 # still waits $launcher_grace seconds later waits for a daemon it cannot reach
 # (a cut link, a vanished host) and would wait forever: it is said, and killed.
+# A launch that has started no rank $launch_grace seconds on waits for a daemon
+# that will never call back: it is said, and killed, too.
 launcher_grace=${RESHARD_NETNS_LAUNCHER_GRACE:-10}
+launch_grace=${RESHARD_NETNS_LAUNCH_GRACE:-60}
 watch_launcher() {
-  local launcher=$1 hosts=$2 seen=0 idle=0
+  local launcher=$1 hosts=$2 seen=0 idle=0 waited=0
   while kill -0 "$launcher" 2>/dev/null; do
     sleep 1
+    waited=$((waited + 1))
+    if ((!seen && waited >= launch_grace)); then
+      echo "netns-hosts: mpirun has started no rank ${waited} s after it began (a daemon that cannot call back): killing it" >&2
+      pkill -9 -P "$launcher" 2>/dev/null || true
+      kill -9 "$launcher" 2>/dev/null || true
+      return
+    fi
     if ranks_running "$hosts"; then
       seen=1 idle=0
     elif ((seen)); then

@@ -7,29 +7,7 @@
 # refuses network namespaces.
 set -euo pipefail
 reshard=$1
-here=$(cd "$(dirname "$0")" && pwd)
-hosts=$here/../../scripts/netns-hosts.sh
-# A prefix of its own, so that tests running at once never share a namespace;
-# the hosts of an earlier run that was killed before it could clean up (its
-# process is gone) are removed first.
-for stale in $(ip netns list 2>/dev/null | awk '{print $1}' | sed -n 's/^rst\([0-9][0-9]*\)-.*/\1/p' | sort -u); do
-  kill -0 "$stale" 2>/dev/null || RESHARD_NETNS_PREFIX=rst$stale bash "$hosts" down
-done
-export RESHARD_NETNS_PREFIX=rst$$
-status=0
-bash "$hosts" check || status=$?
-if ((status == 77)); then
-  echo "skipped: this machine cannot make network namespaces"
-  exit 77
-fi
-((status == 0)) || exit "$status"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-
-fail() {
-  echo "FAILED: $*" >&2
-  exit 1
-}
+source "$(dirname "$0")/common.sh"
 
 # 1. Which path each rank takes to each other, 2 hosts of 2 ranks.
 timeout -k 5 120 bash "$hosts" run 2 2 -- "$reshard" plan --shape 64 --dtype f32 --src-mesh d=4 --src-spec d \
@@ -53,9 +31,9 @@ grep -q "^ok: every tensor of every step equals the reference" "$work/demo.log" 
 echo "ok: reshard demo over 2 hosts of 2 ranks"
 
 # 3. A link cut mid-transfer: host 1's cable pulled while 1 GiB moves between
-# the hosts. Rank 0 fails naming rank 1 once it has been silent for --timeout;
-# every rank ends; mpirun, which waits forever for the daemon it cannot reach,
-# is reported and killed; the job fails. All within the timeout, the failure
+# the hosts. Rank 0 fails naming rank 1 and its host (by address) once it
+# has been silent for --timeout; every rank ends; mpirun, which waits forever
+# for the daemon it cannot reach, is reported and killed; the job fails. All within the timeout, the failure
 # grace (3 s), the launcher's grace (5 s here) and a margin.
 export RESHARD_NETNS_LAUNCHER_GRACE=5
 RESHARD_BENCH_ONLY=split timeout -k 5 120 bash "$hosts" run 2 1 -- "$reshard" bench reshard --timeout 4 \
@@ -69,12 +47,12 @@ wait "$job" || status=$?
 took=$(($(date +%s) - cut_at))
 ((status != 0)) || fail "the job with a cut link exited 0: $(tail -5 "$work/cut.log")"
 ((took <= 4 + 3 + 5 + 15)) || fail "the job took ${took} s to end after the cut"
-grep -qE "rank 0: rank 1 has been silent for [0-9]+ ms \(timeout 4000 ms\)" "$work/cut.log" || fail "rank 0 did not name rank 1: $(tail -20 "$work/cut.log")"
+# The hosts share one host name: the address tells host 1 apart.
+grep -qE "rank 0: rank 1 has been silent for [0-9]+ ms \(timeout 4000 ms\) on host 1 \($(hostname), 10\.213\.0\.2\) while" \
+  "$work/cut.log" || fail "rank 0 did not name rank 1 and its host: $(tail -20 "$work/cut.log")"
 grep -q "every rank has ended, but mpirun is still waiting" "$work/cut.log" ||
   fail "the launcher's fate is not reported: $(tail -20 "$work/cut.log")"
-echo "ok: a cut link ends every rank and the job ${took} s after the cut, naming the silent rank"
+echo "ok: a cut link ends every rank and the job ${took} s after the cut, naming the silent rank and its host"
 
 # 4. Nothing left behind.
-left=$(ip netns list | awk '{print $1}' | grep -c "^$RESHARD_NETNS_PREFIX-" || true)
-((left == 0)) || fail "$left namespaces left behind"
-echo "ok: no namespace left"
+check_nothing_left

@@ -119,6 +119,8 @@ struct MpiTransport::State {
   std::vector<mpi_detail::Communicator> direct_headers;
   std::vector<mpi_detail::Communicator> direct_replies;
   std::vector<PeerPath> peer_paths;
+  std::vector<int> host_of;
+  std::vector<std::string> host_names;
   int processes_on_host = 1;
   int rank = 0;
   int size = 1;
@@ -140,6 +142,9 @@ struct MpiTransport::State {
     mpi_detail::HostPeers host = mpi_detail::find_same_host_peers(collective.get(), options.single_copy);
     peer_paths = std::move(host.paths);
     processes_on_host = host.processes_on_host;
+    host_of = std::move(host.host_of);
+    host_names = std::move(host.host_names);
+    engine.set_host_labels(host_labels());
     if (any_rank_copies_directly()) {
       for (auto* comms : {&direct_headers, &direct_replies}) {
         comms->reserve(tags.num_communicators());
@@ -182,6 +187,14 @@ struct MpiTransport::State {
     check_mpi(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_LOR, collective.get()),
               "agreeing whether any processes copy directly");
     return any != 0;
+  }
+
+  // "host 1 (myhost, 10.213.0.3)" for each rank.
+  std::vector<std::string> host_labels() const {
+    std::vector<std::string> labels;
+    labels.reserve(host_of.size());
+    for (size_t j = 0; j < host_of.size(); ++j) labels.push_back(fmt::format("host {} ({})", host_of[j], host_names[j]));
+    return labels;
   }
 
   // A thread of its own, so that this rank beats while it is busy elsewhere.
@@ -394,6 +407,16 @@ PeerPath MpiTransport::path_to(int peer) const {
 }
 
 int MpiTransport::processes_on_this_host() const { return state_->processes_on_host; }
+
+int MpiTransport::host_of(int rank) const {
+  state_->check_peer(rank);
+  return state_->host_of[static_cast<size_t>(rank)];
+}
+
+std::string MpiTransport::host_name(int rank) const {
+  state_->check_peer(rank);
+  return state_->host_names[static_cast<size_t>(rank)];
+}
 
 std::string MpiTransport::describe_paths() const {
   return mpi_detail::describe_peer_paths(state_->rank, state_->peer_paths);

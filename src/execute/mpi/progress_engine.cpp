@@ -103,6 +103,11 @@ void ProgressEngine::throw_if_peer_failed() {
   }
 }
 
+std::string ProgressEngine::where(int peer) const {
+  const auto index = static_cast<size_t>(peer);
+  return index < host_labels_.size() ? " on " + host_labels_[index] : std::string();
+}
+
 void ProgressEngine::throw_if_peer_gone(const std::vector<int>& peers, Clock::duration idle,
                                         const std::function<std::string()>& describe) {
   const auto now = Clock::now();
@@ -110,9 +115,9 @@ void ProgressEngine::throw_if_peer_gone(const std::vector<int>& peers, Clock::du
     const auto silent = heartbeats_.silent_for(peer, now);
     if (silent > timeout()) {
       throw Error(ErrorCode::kTimeout,
-                  fmt::format("rank {}: rank {} has been silent for {} ms (timeout {} ms) while {}: has it died, "
+                  fmt::format("rank {}: rank {} has been silent for {} ms (timeout {} ms){} while {}: has it died, "
                               "hung, or lost its network?",
-                              rank_, peer, as_ms(silent), timeout().count(), describe()));
+                              rank_, peer, as_ms(silent), timeout().count(), where(peer), describe()));
     }
     if (heartbeats_.left(peer) && idle > std::min<Clock::duration>(kGoodbyeGrace, timeout())) {
       throw Error(ErrorCode::kPeerFailed,

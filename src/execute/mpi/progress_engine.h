@@ -103,6 +103,10 @@ class ProgressEngine {
   // taken only briefly, so heartbeats go on meanwhile). Takes the lock.
   void abort(std::string_view reason) noexcept;
 
+  // Where each rank runs, entry j for rank j ("host 1 (myhost, 10.213.0.3)"),
+  // for the errors naming a silent peer. Set once, before any wait.
+  void set_host_labels(std::vector<std::string> labels) { host_labels_ = std::move(labels); }
+
   int rank() const { return rank_; }
   std::chrono::milliseconds timeout() const { return std::chrono::milliseconds(timeout_ms_.load()); }
   void set_timeout(std::chrono::milliseconds timeout) { timeout_ms_.store(timeout.count()); }
@@ -119,6 +123,9 @@ class ProgressEngine {
   }
 
  private:
+  // " on host 1 (myhost, 10.213.0.3)", or nothing before set_host_labels.
+  std::string where(int peer) const;
+
   std::mutex mutex_;
   int rank_;
   std::vector<ChunkedRequest*> requests_;
@@ -128,6 +135,7 @@ class ProgressEngine {
   FailureChannel failures_;
   Heartbeats heartbeats_;
   std::optional<std::string> aborted_;  // this rank's own failure
+  std::vector<std::string> host_labels_;
   size_t max_in_flight_;
   size_t in_flight_ = 0;
   std::atomic<size_t> peak_in_flight_{0};

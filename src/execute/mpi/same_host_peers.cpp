@@ -1,5 +1,9 @@
 #include "same_host_peers.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +14,8 @@
 #include <random>
 #include <string>
 #include <string_view>
+
+#include <fmt/format.h>
 
 #include "mpi_error.h"
 #include "same_host_copy.h"
@@ -23,6 +29,8 @@ struct Identity {
   std::array<std::byte, 16> token{};
   std::array<char, 48> boot_id{};  // the kernel instance: equal on one host (and one VM)
   uint64_t net_namespace = 0;      // its inode: containers and namespaced test hosts on one kernel differ
+  std::array<char, 64> host_name{};
+  std::array<char, INET_ADDRSTRLEN> address{};  // the first non-loopback IPv4 address; empty if none
   uint8_t enabled = 0;
 };
 
@@ -52,6 +60,54 @@ std::array<char, 48> read_boot_id() {
   return id;
 }
 
+std::array<char, 64> read_host_name() {
+  std::array<char, 64> name{};
+  if (::gethostname(name.data(), name.size() - 1) != 0) name = {};
+  return name;
+}
+
+// Hosts made of namespaces or containers share one host name, so the name
+// alone does not tell them apart in an error; their addresses do. An
+// interface that is up wins over one that is down.
+std::array<char, INET_ADDRSTRLEN> read_address() {
+  std::array<char, INET_ADDRSTRLEN> text{};
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return text;
+  const ifaddrs* chosen = nullptr;
+  for (const ifaddrs* it = list; it != nullptr; it = it->ifa_next) {
+    if (it->ifa_addr == nullptr || it->ifa_addr->sa_family != AF_INET || (it->ifa_flags & IFF_LOOPBACK) != 0) continue;
+    if (chosen == nullptr || ((it->ifa_flags & IFF_UP) != 0 && (chosen->ifa_flags & IFF_UP) == 0)) chosen = it;
+  }
+  if (chosen != nullptr) {
+    sockaddr_in address{};
+    std::memcpy(&address, chosen->ifa_addr, sizeof(address));
+    if (::inet_ntop(AF_INET, &address.sin_addr, text.data(), text.size()) == nullptr) text = {};
+  }
+  ::freeifaddrs(list);
+  return text;
+}
+
+// "myhost, 10.213.0.3", or the one of the two that is known.
+std::string host_label(const Identity& id) {
+  const std::string name(id.host_name.data(), ::strnlen(id.host_name.data(), id.host_name.size()));
+  const std::string address(id.address.data(), ::strnlen(id.address.data(), id.address.size()));
+  if (name.empty() || address.empty()) return name.empty() ? (address.empty() ? "unknown" : address) : name;
+  return fmt::format("{}, {}", name, address);
+}
+
+// Hosts numbered in the order of their lowest rank: rank 0's is host 0.
+void number_hosts(const std::vector<Identity>& all, HostPeers& found) {
+  found.host_of.assign(all.size(), 0);
+  found.host_names.assign(all.size(), std::string());
+  int hosts = 0;
+  for (size_t j = 0; j < all.size(); ++j) {
+    size_t first = 0;
+    while (!same_host(all[first], all[j])) ++first;
+    found.host_of[j] = first == j ? hosts++ : found.host_of[first];
+    found.host_names[j] = host_label(all[j]);
+  }
+}
+
 std::string_view single_copy_setting() {
   const char* value = std::getenv("RESHARD_SINGLE_COPY");
   return value != nullptr ? std::string_view(value) : std::string_view();
@@ -74,7 +130,6 @@ HostPeers find_same_host_peers(MPI_Comm comm, bool enabled) {
   check_mpi(MPI_Comm_size(comm, &size), "reading the job's size");
   HostPeers found;
   found.paths.assign(static_cast<size_t>(size), PeerPath::kSelf);
-  if (size == 1) return found;
 
   Identity me;
   me.pid = static_cast<int64_t>(::getpid());
@@ -83,11 +138,15 @@ HostPeers find_same_host_peers(MPI_Comm comm, bool enabled) {
   me.token_address = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(me.token.data()));
   me.boot_id = read_boot_id();
   me.net_namespace = read_net_namespace();
+  me.host_name = read_host_name();
+  me.address = read_address();
   me.enabled = enabled && single_copy_setting() != "0" ? 1 : 0;
   const bool refuse = single_copy_setting() == "refuse";
   std::vector<Identity> all(static_cast<size_t>(size));
   check_mpi(MPI_Allgather(&me, sizeof(Identity), MPI_BYTE, all.data(), sizeof(Identity), MPI_BYTE, comm),
             "sharing which processes are on this host");
+  number_hosts(all, found);
+  if (size == 1) return found;
 
   std::vector<uint8_t> i_can_read(static_cast<size_t>(size), 0);
   for (size_t j = 0; j < all.size(); ++j) {

@@ -3,6 +3,7 @@
 
 #include <mpi.h>
 
+#include <string>
 #include <vector>
 
 #include "reshard/execute/mpi/mpi_transport.h"
@@ -18,11 +19,14 @@ namespace reshard::mpi_detail {
 // environment) opts this process out, and so every pair it belongs to;
 // RESHARD_SINGLE_COPY=refuse makes its probes fail as a kernel that forbids
 // the attach would. Entry j is the path to rank j, and why (kSelf for this
-// rank); both processes of a pair get the same answer.
-// Throws Error(kTransport) if MPI fails.
+// rank); both processes of a pair get the same answer. Every rank also
+// learns every rank's host (hosts numbered by their lowest rank) and its
+// label for errors. Throws Error(kTransport) if MPI fails.
 struct HostPeers {
   std::vector<PeerPath> paths;
   int processes_on_host = 1;  // ranks whose kernel is this one's, this one included
+  std::vector<int> host_of;   // entry j: rank j's host, 0..H-1
+  std::vector<std::string> host_names;  // entry j: rank j's host name and address, "myhost, 10.213.0.3"
 };
 HostPeers find_same_host_peers(MPI_Comm comm, bool enabled);
 

@@ -323,6 +323,7 @@ TEST_F(MpiTransportTest, ASilentPeerTimesOutWithinTheBoundNamingIt) {
     EXPECT_NE(message.find("rank 1 has been silent"), std::string::npos) << message;
     EXPECT_GE(silent_ms(message), 500) << message;
     EXPECT_NE(message.find("(timeout 500 ms)"), std::string::npos) << message;
+    EXPECT_NE(message.find("on host 0 (" + t.host_name(1) + ")"), std::string::npos) << message;
     EXPECT_NE(message.find("from rank 1"), std::string::npos) << message;
     kill(rank1, SIGCONT);
   }

@@ -1,7 +1,10 @@
 // The same-host single-copy path: which pairs take it, and that strided, contiguous, owned and unowned
 // messages all arrive byte for byte and are counted.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -171,6 +174,21 @@ TEST_F(SingleCopyMpi, EveryRankOfThisJobCountsTheHostsProcesses) {
   MpiTransportOptions off;
   off.single_copy = false;
   EXPECT_EQ(MpiTransport(MPI_COMM_WORLD, off).processes_on_this_host(), t.size());
+}
+
+TEST_F(SingleCopyMpi, EveryRankOfThisJobIsOnHostZeroUnderThisHostsName) {
+  // One host here (other hosts: tests/netns): host 0 for every rank, named
+  // by its host name and, where it has one, its address, alike for all.
+  MpiTransport& t = world_transport();
+  std::array<char, 256> name{};
+  ASSERT_EQ(gethostname(name.data(), name.size() - 1), 0);
+  for (int peer = 0; peer < t.size(); ++peer) {
+    EXPECT_EQ(t.host_of(peer), 0) << "rank " << peer;
+    EXPECT_EQ(t.host_name(peer), t.host_name(t.rank())) << "rank " << peer;
+  }
+  EXPECT_EQ(t.host_name(t.rank()).rfind(name.data(), 0), 0u) << t.host_name(t.rank());
+  EXPECT_THROW(static_cast<void>(t.host_of(t.size())), Error);
+  EXPECT_THROW(static_cast<void>(t.host_name(-1)), Error);
 }
 
 TEST_F(SingleCopyMpi, APeerTheKernelRefusesGoesThroughMpiSaysSoAndStillDeliversEveryByte) {

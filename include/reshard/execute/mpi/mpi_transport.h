@@ -146,6 +146,17 @@ class MpiTransport final : public Transport {
   // The path to `peer` and why (kSelf for this rank). The two processes of a
   // pair always agree. Error(kInvalidArgument) for a rank outside the job.
   PeerPath path_to(int peer) const;
+  // The host `rank` runs on, 0..H-1 for a job on H hosts: hosts are numbered
+  // in the order of their lowest rank (rank 0's is host 0), and a host is one
+  // kernel and one network namespace, as for processes_on_this_host. Every
+  // rank gets the same answer. Error(kInvalidArgument) for a rank outside the job.
+  int host_of(int rank) const;
+  // That host's name and its first IPv4 address other than loopback, e.g.
+  // "node7, 10.213.0.3" (the name alone where there is no such address):
+  // hosts made of containers or network namespaces share one host name, and
+  // the address tells them apart. Errors naming a silent peer say
+  // "on host 1 (node7, 10.213.0.3)". Error(kInvalidArgument) as host_of.
+  std::string host_name(int rank) const;
   // One line naming the peers each path serves, e.g. "rank 0 of 4: single
   // copy with ranks 1-3". With RESHARD_LOG=debug in the environment, each
   // rank writes it to stderr (prefixed "reshard: ") once it is constructed.

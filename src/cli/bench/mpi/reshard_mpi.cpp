@@ -39,8 +39,17 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 // does: the same split in that order (whole shards move, as contiguous
 // messages), and a split along the last dimension (every target shard gathers
 // 256-byte runs from every process, packed and unpacked). Either way
-// (P-1)/P of the array crosses processes.
-const Shape kShape{32, 8192, 1024};
+// (P-1)/P of the array crosses processes. RESHARD_BENCH_RESHARD_BYTES sizes
+// it otherwise (rounded down to whole 32 KiB columns, or 32 MiB rows): a slow
+// link (tests/netns throttles one) moves 1 GiB some 36 times far too slowly.
+Shape split_shape() {
+  const char* text = std::getenv("RESHARD_BENCH_RESHARD_BYTES");
+  if (text == nullptr) return Shape{32, 8192, 1024};
+  constexpr uint64_t kRowBytes = uint64_t{8192} * 1024 * 4;
+  const uint64_t bytes = std::stoull(text);
+  if (bytes >= kRowBytes) return Shape{static_cast<int64_t>(bytes / kRowBytes), 8192, 1024};
+  return Shape{1, 8192, std::max<int64_t>(1, static_cast<int64_t>(bytes / (8192 * 4)))};
+}
 
 std::vector<DeviceId> in_order(int64_t devices) {
   std::vector<DeviceId> order(static_cast<size_t>(devices));
@@ -148,12 +157,12 @@ void fill(ShardedArray& array) {
 
 // What replicating the array on every host moves: each process fetches, once,
 // every element its own devices lack (planned onto one device per process).
-uint64_t replicate_bytes(const NamedSharding& source, const Topology& topology) {
+uint64_t replicate_bytes(const Shape& shape, const NamedSharding& source, const Topology& topology) {
   std::vector<DeviceId> one_per_process;
   for (int p = 0; p < topology.num_processes(); ++p) one_per_process.push_back(topology.devices_of(p).front());
   const auto processes = static_cast<int64_t>(one_per_process.size());
   const NamedSharding everywhere(Mesh({{"host", processes}}, one_per_process), PartitionSpec());
-  return make_plan(PlanKey{kShape, DType::kF32, source, everywhere, topology}).stats().bytes_cross_process;
+  return make_plan(PlanKey{shape, DType::kF32, source, everywhere, topology}).stats().bytes_cross_process;
 }
 
 // The path the default transport's bytes take between this host's processes:
@@ -217,8 +226,9 @@ void one_strided_pass(const Plan& plan, const ShardedArray& source, std::vector<
 Measured measure(const ShardedArray& source, const NamedSharding& target_sharding, Transport& transport,
                  std::span<Transport* const> others = {}, std::vector<double>* other_seconds = nullptr) {
   const Topology& topology = source.topology();
-  ShardedArray target = ShardedArray::allocate(kShape, DType::kF32, target_sharding, topology, source.process());
-  const Plan plan = make_plan(PlanKey{kShape, DType::kF32, source.sharding(), target_sharding, topology});
+  const Shape& shape = source.shape();
+  ShardedArray target = ShardedArray::allocate(shape, DType::kF32, target_sharding, topology, source.process());
+  const Plan plan = make_plan(PlanKey{shape, DType::kF32, source.sharding(), target_sharding, topology});
   AlltoallvBaseline baseline(byte_matrix(plan), source.process());
   ExecuteOptions options;
   options.threads = 1;  // the processes already share the cores
@@ -252,8 +262,10 @@ Measured measure(const ShardedArray& source, const NamedSharding& target_shardin
 BenchFigure against_alltoallv(const std::string& what, const Measured& m, int processes,
                               std::optional<double> target = 0.9) {
   const double cross_gib = static_cast<double>(m.cross_process_bytes) / kGiB;
-  return throughput_figure(fmt::format("reshard {:.0f} GiB {}, {}", static_cast<double>(m.total_bytes) / kGiB, what,
-                                       on_cores(processes)),
+  const double total = static_cast<double>(m.total_bytes);
+  const std::string size =
+      total >= kGiB ? fmt::format("{:.0f} GiB", total / kGiB) : fmt::format("{:.0f} MiB", total / (1 << 20));
+  return throughput_figure(fmt::format("reshard {} {}, {}", size, what, on_cores(processes)),
                            cross_gib / m.reshard_seconds, "MPI_Alltoallv, same byte matrix",
                            cross_gib / m.alltoallv_seconds, target);
 }
@@ -409,7 +421,7 @@ BenchReport run_reshard_mpi_benchmark() {
   const char* only_env = std::getenv("RESHARD_BENCH_ONLY");
   const std::string only = only_env != nullptr ? only_env : "";
   if (only.empty() || only == "split") {
-    ShardedArray source = ShardedArray::allocate(kShape, DType::kF32, split_middle(in_order(devices)), topology,
+    ShardedArray source = ShardedArray::allocate(split_shape(), DType::kF32, split_middle(in_order(devices)), topology,
                                                  world.rank);
     fill(source);
     const Measured reorder = measure(source, split_middle(processes_take_turns(world.size)), transport);
@@ -442,7 +454,7 @@ BenchReport run_reshard_mpi_benchmark() {
     bytes.unit = "GiB";
     bytes.value = static_cast<double>(transpose.cross_process_bytes) / kGiB;
     bytes.baseline_name = "replicate on every host, then slice";
-    bytes.baseline = static_cast<double>(replicate_bytes(source.sharding(), topology)) / kGiB;
+    bytes.baseline = static_cast<double>(replicate_bytes(source.shape(), source.sharding(), topology)) / kGiB;
     bytes.ratio = bytes.value > 0 ? bytes.baseline / bytes.value : 0;  // how many times fewer
     report.figures.push_back(bytes);
   }
