@@ -130,7 +130,8 @@ void run_demo_process(const DemoModel& model, const DemoOptions& options, Transp
   DemoLog log(transport.rank() == 0, options.json, kLoggedSteps);
   const fs::path dir = agree_on_dir(options, transport);
   const bool temporary = options.out.empty();
-  DemoContext ctx{model, options, transport, log, dir, Topology::uniform(kDevices, transport.size()), train_mesh(),
+  DemoContext ctx{model, options, transport, log, dir, with_job_hosts(Topology::uniform(kDevices, transport.size())),
+                  train_mesh(),
                   resume_mesh()};
   try {
     log_introduction(ctx, processes);

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "reshard/execute/in_process_transport.h"
+#include "reshard/layout/topology.h"
 #if RESHARD_WITH_MPI
 #include "reshard/execute/mpi/mpi_session.h"
 #include "reshard/execute/mpi/mpi_transport.h"
@@ -83,6 +84,18 @@ std::vector<std::string> job_peer_paths() {
     paths.emplace_back(peer == transport.rank() ? "self" : "in process");
   }
   return paths;
+}
+
+Topology with_job_hosts(const Topology& topology) {
+  Transport& transport = job_transport();
+#if RESHARD_WITH_MPI
+  if (const Job& j = job(); j.mpi_transport && topology.num_processes() == transport.size()) {
+    std::vector<int> hosts;
+    for (int rank = 0; rank < transport.size(); ++rank) hosts.push_back(j.mpi_transport->host_of(rank));
+    return topology.with_hosts(std::move(hosts));
+  }
+#endif
+  return topology;  // one process, or the threads of one: one host, and nothing crosses it
 }
 
 std::chrono::milliseconds job_timeout() { return job().timeout; }

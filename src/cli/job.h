@@ -11,6 +11,7 @@ class App;
 }
 
 namespace reshard {
+class Topology;
 class Transport;
 }
 
@@ -36,6 +37,12 @@ Transport& job_transport();
 // under MPI "single copy" or why not ("MPI (other host)", "MPI (single copy
 // off)", "MPI (attach refused)"). Creates the transport: collective.
 std::vector<std::string> job_peer_paths();
+
+// `topology` with each process on the host it really runs on (under MPI:
+// the hosts the transport found, told apart by kernel and network namespace),
+// so that plans take each element into a host once. Unchanged for a job of
+// one process or a topology of another size. Creates the transport: collective.
+Topology with_job_hosts(const Topology& topology);
 
 // The liveness bound of the job's transport (spec/cli.md's --timeout): how
 // long a peer may stay silent before the job fails naming it. 60 s unless set.

@@ -77,7 +77,8 @@ PlanKey key_from_flags(const PlanFlags& flags) {
   NamedSharding src = sharding_from_flags(flags.src, flags.uneven);
   NamedSharding dst = sharding_from_flags(flags.dst, flags.uneven);
   Topology topology = topology_from_flags(flags.job, {&src.mesh(), &dst.mesh()}, job_world().size);
-  if (!flags.hosts.empty()) topology = with_hosts_flag(topology, flags.hosts);
+  // --hosts, else under mpirun the hosts the ranks really run on.
+  topology = flags.hosts.empty() ? with_job_hosts(topology) : with_hosts_flag(topology, flags.hosts);
   return PlanKey{std::move(shape), dtype, std::move(src), std::move(dst), std::move(topology)};
 }
 
@@ -116,6 +117,10 @@ nlohmann::ordered_json plan_json(const Plan& plan) {
   out["transfers"] = std::move(transfers);
   return out;
 }
+
+// Whether a job's real hosts have levels to tell apart: some host with
+// several processes, in a job of several hosts (of one, every byte stays).
+bool reports_hosts(const Topology& topology) { return topology.hosts_shared() && topology.num_hosts() > 1; }
 
 // The bytes per level of a plan over hosts (--hosts), and the per-host bound.
 void add_host_levels(nlohmann::ordered_json& out, const Plan& plan) {
@@ -162,7 +167,7 @@ void print_host_levels(const Plan& plan) {
   std::cout << fmt::format("  fewest into each host    {}\n", fmt::join(minimum, ", "));
 }
 
-void print_text(const Plan& plan, int64_t max_rows) {
+void print_text(const Plan& plan, int64_t max_rows, bool host_levels) {
   const PlanKey& key = plan.key();
   const Topology& topology = key.topology;
   std::cout << fmt::format("plan for {}[{}] over {} devices in {} process{}\n", dtype_name(key.dtype),
@@ -196,7 +201,7 @@ void print_text(const Plan& plan, int64_t max_rows) {
   std::cout << fmt::format("  fan out (stage 1)        {:>14}{}\n", s.bytes_fan_out,
                            percent(s.bytes_fan_out, s.bytes_total));
   std::cout << fmt::format("  most sent by one process {:>14}\n", s.max_process_send_bytes);
-  if (topology.hosts_shared()) print_host_levels(plan);
+  if (host_levels) print_host_levels(plan);
 }
 
 // Under mpirun, every rank's path to every rank (job_peer_paths), gathered at
@@ -235,14 +240,15 @@ void run_plan(const PlanFlags& flags) {
   // Under mpirun every rank plans (so a bad layout fails on each); rank 0 prints.
   const Plan plan = plan_from_key(key_from_flags(flags));
   const std::vector<std::vector<std::string>> paths = gather_peer_paths();
+  const bool host_levels = !flags.hosts.empty() || reports_hosts(plan.key().topology);
   if (job_world().rank != 0) return;
   if (flags.json) {
     nlohmann::ordered_json out = plan_json(plan);
-    if (plan.key().topology.hosts_shared()) add_host_levels(out, plan);
+    if (host_levels) add_host_levels(out, plan);
     if (!paths.empty()) out["paths"] = paths;
     std::cout << out.dump() << "\n";
   } else {
-    print_text(plan, max_rows);
+    print_text(plan, max_rows, host_levels);
     print_paths_text(paths);
   }
 }
