@@ -270,6 +270,31 @@ BenchFigure against_alltoallv(const std::string& what, const Measured& m, int pr
                            cross_gib / m.alltoallv_seconds, target);
 }
 
+// Over several hosts: the bytes the plans take across hosts, beside the
+// fewest any plan could (each host's slices less what it holds) and
+// beside the same job's plans made blind to hosts.
+void cross_host_figures(const std::string& what, std::span<const PlanKey> keys, std::span<const Plan> plans,
+                        BenchReport& report) {
+  const Topology& real = keys.front().topology;
+  uint64_t crossing = 0, fewest = 0;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    crossing += plans[i].stats().bytes_cross_host;
+    for (uint64_t bytes : min_bytes_into_hosts(keys[i])) fewest += bytes;
+  }
+  std::vector<PlanKey> blind_keys(keys.begin(), keys.end());
+  for (PlanKey& key : blind_keys) key.topology = Topology::uniform(real.num_devices(), real.num_processes());
+  uint64_t blind = 0;
+  for (const Plan& plan : make_plans(blind_keys)) {
+    for (const Transfer& t : plan.transfers()) {
+      if (real.host_of_process(real.process_of(t.src)) != real.host_of_process(real.process_of(t.dst))) {
+        blind += dtype_byte_size(plan.key().dtype, static_cast<uint64_t>(t.box.volume()));
+      }
+    }
+  }
+  const std::string name = fmt::format("bytes across hosts, {}, {} hosts", what, real.num_hosts());
+  report.figures.push_back(bytes_figure(name, crossing, "the per-host minimum", fewest));
+  report.figures.push_back(bytes_figure(name, crossing, "plans blind to hosts", blind));
+}
 
 // The array made replicated on every device: the two-stage plan (each
 // missing byte crosses into a process once) beside the per-device plan (each
@@ -301,36 +326,14 @@ void replicated_figures(const Topology& topology, int rank, Transport& transport
                                         per_device.stats().bytes_cross_process));
   report.figures.push_back(time_figure("time, 64 MiB made replicated on every device", two_stage_s * 1e3,
                                        "per-device plan", per_device_s * 1e3, std::nullopt));
+  if (topology.num_hosts() > 1) {
+    cross_host_figures("64 MiB made replicated on every device", std::span(&key, 1), std::span(&two_stage, 1), report);
+  }
 }
 
 // A Llama-shaped model of about 1 GiB in 309 tensors, fully sharded to
 // tensor parallel: all arrays in one operation, beside one array at a time
 // and beside MPI_Alltoallv of the same byte matrix.
-// Over several hosts: the bytes the model's plans take across hosts, beside
-// the fewest any plan could (each host's slices less what it holds) and
-// beside the same job's plans made blind to hosts.
-void cross_host_figures(std::span<const PlanKey> keys, std::span<const Plan> plans, BenchReport& report) {
-  const Topology& real = keys.front().topology;
-  uint64_t crossing = 0, fewest = 0;
-  for (size_t i = 0; i < plans.size(); ++i) {
-    crossing += plans[i].stats().bytes_cross_host;
-    for (uint64_t bytes : min_bytes_into_hosts(keys[i])) fewest += bytes;
-  }
-  std::vector<PlanKey> blind_keys(keys.begin(), keys.end());
-  for (PlanKey& key : blind_keys) key.topology = Topology::uniform(real.num_devices(), real.num_processes());
-  uint64_t blind = 0;
-  for (const Plan& plan : make_plans(blind_keys)) {
-    for (const Transfer& t : plan.transfers()) {
-      if (real.host_of_process(real.process_of(t.src)) != real.host_of_process(real.process_of(t.dst))) {
-        blind += dtype_byte_size(plan.key().dtype, static_cast<uint64_t>(t.box.volume()));
-      }
-    }
-  }
-  const std::string name = fmt::format("bytes across hosts, whole model, {} hosts", real.num_hosts());
-  report.figures.push_back(bytes_figure(name, crossing, "the per-host minimum", fewest));
-  report.figures.push_back(bytes_figure(name, crossing, "plans blind to hosts", blind));
-}
-
 void model_figures(const Topology& topology, int rank, Transport& transport, Transport& packed, Transport& typed,
                    BenchReport& report) {
   const std::string path = path_taken(transport);
@@ -398,7 +401,7 @@ void model_figures(const Topology& topology, int rank, Transport& transport, Tra
   sender.baseline = static_cast<double>(cross) / topology.num_processes() / (1 << 20);
   sender.ratio = sender.value > 0 ? sender.baseline / sender.value : 0;
   report.figures.push_back(sender);
-  if (topology.num_hosts() > 1) cross_host_figures(keys, plans, report);
+  if (topology.num_hosts() > 1) cross_host_figures("whole model", keys, plans, report);
 }
 
 // A replicated array held by the first half of the processes, moved to the
