@@ -21,7 +21,8 @@ fi
 work=$(mktemp -d)
 # The harness removes its hosts when its job ends; a test stopped part-way
 # (a failed check with hosts still up) removes them here.
-trap 'bash "$hosts" down; rm -rf "$work"' EXIT
+# RESHARD_NETNS_KEEP=1 keeps $work, the jobs' logs, to see why one failed.
+trap 'bash "$hosts" down; [[ -n ${RESHARD_NETNS_KEEP:-} ]] || rm -rf "$work"' EXIT
 
 fail() {
   echo "FAILED: $*" >&2

@@ -193,7 +193,9 @@ struct MpiTransport::State {
   std::vector<std::string> host_labels() const {
     std::vector<std::string> labels;
     labels.reserve(host_of.size());
-    for (size_t j = 0; j < host_of.size(); ++j) labels.push_back(fmt::format("host {} ({})", host_of[j], host_names[j]));
+    for (size_t j = 0; j < host_of.size(); ++j) {
+      labels.push_back(fmt::format("host {} ({})", host_of[j], host_names[j]));
+    }
     return labels;
   }
 
