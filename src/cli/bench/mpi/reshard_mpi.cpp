@@ -428,6 +428,33 @@ BenchFigure replicated_holders_figure(const Topology& topology) {
   return f;
 }
 
+// RESHARD_BENCH_ONLY=loop: the split-dimension change again and again
+// (RESHARD_BENCH_LOOPS times, 30 unless set), with no MPI call of the bench's
+// own (no barrier, no baseline) between them, so every byte and every wait is
+// reshard's, under its liveness bound: what the fault tests cut a link under.
+// Reports the later reshards' rate beside the first one's.
+BenchFigure reshard_loop_figure(const Topology& topology, int rank, Transport& transport) {
+  const char* loops_env = std::getenv("RESHARD_BENCH_LOOPS");
+  const int loops = loops_env != nullptr ? std::max(2, std::atoi(loops_env)) : 30;
+  ShardedArray source = ShardedArray::allocate(split_shape(), DType::kF32,
+                                               split_middle(in_order(topology.num_devices())), topology, rank);
+  fill(source);
+  const NamedSharding target_layout = split_last(processes_take_turns(topology.num_processes()));
+  const Plan plan = make_plan(PlanKey{source.shape(), DType::kF32, source.sharding(), target_layout, topology});
+  ShardedArray target = ShardedArray::allocate(source.shape(), DType::kF32, target_layout, topology, rank);
+  const auto seconds_of = [&] {
+    const auto start = std::chrono::steady_clock::now();
+    execute(plan, source, target, transport);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const double first_s = seconds_of();
+  double rest_s = 0;
+  for (int i = 1; i < loops; ++i) rest_s += seconds_of();
+  const double gib = static_cast<double>(plan.stats().bytes_cross_process) / kGiB;
+  return throughput_figure(fmt::format("{} reshards in a row, split dimension, rank {}", loops, rank),
+                           gib * (loops - 1) / rest_s, "the first one", gib / first_s, std::nullopt);
+}
+
 }  // namespace
 
 BenchReport run_reshard_mpi_benchmark() {
@@ -451,6 +478,10 @@ BenchReport run_reshard_mpi_benchmark() {
   report.benchmark = "reshard";
   const char* only_env = std::getenv("RESHARD_BENCH_ONLY");
   const std::string only = only_env != nullptr ? only_env : "";
+  if (only == "loop") {
+    report.figures.push_back(reshard_loop_figure(topology, world.rank, transport));
+    return report;
+  }
   if (only.empty() || only == "split") {
     ShardedArray source = ShardedArray::allocate(split_shape(), DType::kF32, split_middle(in_order(devices)), topology,
                                                  world.rank);
