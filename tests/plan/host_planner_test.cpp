@@ -3,7 +3,6 @@
 // element by element against brute force on random layouts and hosts.
 #include <algorithm>
 #include <map>
-#include <set>
 
 #include <gtest/gtest.h>
 
@@ -17,13 +16,6 @@ namespace reshard {
 namespace {
 
 using testing::sharding;
-
-bool holds(const Box& box, const std::vector<int64_t>& index) {
-  for (size_t d = 0; d < index.size(); ++d) {
-    if (index[d] < box.origin()[d] || index[d] >= box.origin()[d] + box.shape()[d]) return false;
-  }
-  return true;
-}
 
 int host_of_device(const Topology& topology, DeviceId device) {
   return topology.host_of_process(topology.process_of(device));
@@ -42,28 +34,6 @@ PlanKey with_random_hosts(PlanKey key, std::mt19937_64& rng) {
   return key;
 }
 
-// Brute force: for every host, the elements of its target slices that none of
-// its source devices holds.
-std::vector<uint64_t> brute_minimum_into_hosts(const PlanKey& key) {
-  const std::vector<Box> sources = key.src.index_domains(key.shape);
-  const std::vector<Box> targets = key.dst.index_domains(key.shape);
-  std::vector<uint64_t> bytes(static_cast<size_t>(key.topology.num_hosts()), 0);
-  for (int h = 0; h < key.topology.num_hosts(); ++h) {
-    std::set<std::vector<int64_t>> needed;
-    for (size_t t = 0; t < targets.size(); ++t) {
-      if (host_of_device(key.topology, key.dst.mesh().devices()[t]) != h) continue;
-      testing::for_each_index(targets[t], [&](const std::vector<int64_t>& index) {
-        for (size_t s = 0; s < sources.size(); ++s) {
-          if (host_of_device(key.topology, key.src.mesh().devices()[s]) == h && holds(sources[s], index)) return;
-        }
-        needed.insert(index);
-      });
-    }
-    bytes[static_cast<size_t>(h)] = dtype_byte_size(key.dtype, needed.size());
-  }
-  return bytes;
-}
-
 // The stage-0 bytes that cross into each host, from the plan.
 std::vector<uint64_t> bytes_into_each_host(const Plan& plan) {
   const Topology& topology = plan.key().topology;
@@ -75,46 +45,6 @@ std::vector<uint64_t> bytes_into_each_host(const Plan& plan) {
     }
   }
   return bytes;
-}
-
-// Every target element arrives once; a stage-1 or stage-2 source received
-// every element of its box in stage 0, in its own process (stage 1) or
-// another of its host (stage 2).
-void expect_exact_cover(const Plan& plan) {
-  const PlanKey& key = plan.key();
-  std::map<DeviceId, std::map<std::vector<int64_t>, int>> stage0;
-  std::map<DeviceId, std::map<std::vector<int64_t>, int>> all;
-  for (const Transfer& t : plan.transfers()) {
-    testing::for_each_index(t.box, [&](const std::vector<int64_t>& index) {
-      ++all[t.dst][index];
-      if (t.stage == 0) ++stage0[t.dst][index];
-    });
-  }
-  const std::vector<Box> slices = key.dst.index_domains(key.shape);
-  for (size_t logical = 0; logical < slices.size(); ++logical) {
-    const DeviceId device = key.dst.mesh().devices()[logical];
-    int64_t elements = 0;
-    testing::for_each_index(slices[logical], [&](const std::vector<int64_t>& index) {
-      ++elements;
-      EXPECT_EQ(all[device][index], 1) << "device " << device;
-    });
-    EXPECT_EQ(static_cast<int64_t>(all[device].size()), elements) << "device " << device;
-  }
-  for (const Transfer& t : plan.transfers()) {
-    if (t.stage == 0) continue;
-    const int from = key.topology.process_of(t.src);
-    const int to = key.topology.process_of(t.dst);
-    if (t.stage == 1) {
-      EXPECT_EQ(from, to);
-    } else {
-      EXPECT_EQ(t.stage, 2);
-      EXPECT_NE(from, to);
-      EXPECT_EQ(key.topology.host_of_process(from), key.topology.host_of_process(to));
-    }
-    testing::for_each_index(t.box, [&](const std::vector<int64_t>& index) {
-      EXPECT_EQ(stage0[t.src][index], 1) << "stage-" << t.stage << " source " << t.src << " lacks an element";
-    });
-  }
 }
 
 // A stage-0 piece that some source device of the target's host holds comes
@@ -138,13 +68,13 @@ void expect_host_preference(const Plan& plan) {
 void expect_host_minimal_plan(const PlanKey& key) {
   const Plan plan = make_plan(key);
   ASSERT_NO_THROW(plan.validate());
-  const std::vector<uint64_t> minimum = brute_minimum_into_hosts(key);
+  const std::vector<uint64_t> minimum = testing::minimum_bytes_into_each_host(key);
   EXPECT_EQ(bytes_into_each_host(plan), minimum);
   EXPECT_EQ(min_bytes_into_hosts(key), minimum);
   uint64_t total = 0;
   for (uint64_t b : minimum) total += b;
   EXPECT_EQ(plan.stats().bytes_cross_host, total);
-  expect_exact_cover(plan);
+  testing::expect_exact_cover_by_elements(plan);
   expect_host_preference(plan);
   EXPECT_EQ(plan, make_plan(key));
 }
@@ -162,7 +92,7 @@ TEST(HostPlanner, EachElementCrossesIntoAHostOnce) {
     if (HasFailure()) break;
   }
   // The generator must exercise the relay between processes of a host.
-  EXPECT_GT(relayed, 20);
+  EXPECT_GT(relayed, 6);  // about 25 in 600 (16 the least of 15 seeds)
 }
 
 // Replicated everywhere from a split over 8 devices, 2 per process, 2

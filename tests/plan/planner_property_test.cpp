@@ -49,38 +49,6 @@ TEST(PlannerProperty, PerDevicePlansFollowTheReferenceRule) {
   EXPECT_GT(pieces_that_cross, kCases / 10);
 }
 
-// Element by element: every target device receives each element of its slice
-// exactly once, and a stage-1 source received every element of its box in
-// stage 0 (so no chains). Independent of validate().
-void expect_exact_cover_by_elements(const Plan& plan) {
-  const PlanKey& key = plan.key();
-  std::map<DeviceId, std::map<std::vector<int64_t>, int>> stage0;  // device -> element -> times received
-  std::map<DeviceId, std::map<std::vector<int64_t>, int>> all;
-  for (const Transfer& t : plan.transfers()) {
-    testing::for_each_index(t.box, [&](const std::vector<int64_t>& index) {
-      ++all[t.dst][index];
-      if (t.stage == 0) ++stage0[t.dst][index];
-    });
-  }
-  const std::vector<Box> slices = key.dst.index_domains(key.shape);
-  for (size_t logical = 0; logical < slices.size(); ++logical) {
-    const DeviceId device = key.dst.mesh().devices()[logical];
-    int64_t elements = 0;
-    testing::for_each_index(slices[logical], [&](const std::vector<int64_t>& index) {
-      ++elements;
-      EXPECT_EQ(all[device][index], 1) << "device " << device << " element " << ::testing::PrintToString(index);
-    });
-    EXPECT_EQ(static_cast<int64_t>(all[device].size()), elements) << "device " << device;
-  }
-  for (const Transfer& t : plan.transfers()) {
-    if (t.stage != 1) continue;
-    EXPECT_EQ(key.topology.process_of(t.src), key.topology.process_of(t.dst));
-    testing::for_each_index(t.box, [&](const std::vector<int64_t>& index) {
-      EXPECT_EQ(stage0[t.src][index], 1) << "stage-1 source " << t.src << " lacks " << ::testing::PrintToString(index);
-    });
-  }
-}
-
 // Stage-0 bytes that cross into each process, from the plan.
 std::vector<uint64_t> bytes_into_each_process(const Plan& plan) {
   const PlanKey& key = plan.key();
@@ -125,7 +93,7 @@ void expect_minimal_balanced_plan(const PlanKey& key) {
   ASSERT_NO_THROW(plan.validate());
   EXPECT_EQ(bytes_into_each_process(plan), testing::minimum_bytes_into_each_process(key));
   EXPECT_EQ(plan.stats().bytes_total, bytes_needed(key));
-  expect_exact_cover_by_elements(plan);
+  testing::expect_exact_cover_by_elements(plan);
   expect_local_preference(plan);
   expect_balanced_senders(std::span(&key, 1), plan.stats().max_process_send_bytes);
   EXPECT_EQ(plan, make_plan(key));

@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include <gtest/gtest.h>
+
 namespace reshard::testing {
 namespace {
 
@@ -95,24 +97,80 @@ uint64_t minimum_cross_process_bytes(const PlanKey& key) {
   return dtype_byte_size(key.dtype, elements);
 }
 
-std::vector<uint64_t> minimum_bytes_into_each_process(const PlanKey& key) {
+namespace {
+
+// The fewest bytes any plan must bring into each group of processes (a
+// process, or a host), element by element.
+template <typename GroupOf>
+std::vector<uint64_t> minimum_bytes_into_each_group(const PlanKey& key, int groups, GroupOf&& group_of) {
   const std::vector<Box> sources = key.src.index_domains(key.shape);
   const std::vector<Box> targets = key.dst.index_domains(key.shape);
-  std::vector<uint64_t> bytes(static_cast<size_t>(key.topology.num_processes()), 0);
-  for (int p = 0; p < key.topology.num_processes(); ++p) {
+  std::vector<uint64_t> bytes(static_cast<size_t>(groups), 0);
+  for (int g = 0; g < groups; ++g) {
     std::set<std::vector<int64_t>> needed;
     for (size_t t = 0; t < targets.size(); ++t) {
-      if (key.topology.process_of(key.dst.mesh().devices()[t]) != p) continue;
+      if (group_of(key.dst.mesh().devices()[t]) != g) continue;
       for_each_index(targets[t], [&](const std::vector<int64_t>& index) {
         for (size_t s = 0; s < sources.size(); ++s) {
-          if (key.topology.process_of(key.src.mesh().devices()[s]) == p && holds(sources[s], index)) return;
+          if (group_of(key.src.mesh().devices()[s]) == g && holds(sources[s], index)) return;
         }
         needed.insert(index);
       });
     }
-    bytes[static_cast<size_t>(p)] = dtype_byte_size(key.dtype, needed.size());
+    bytes[static_cast<size_t>(g)] = dtype_byte_size(key.dtype, needed.size());
   }
   return bytes;
+}
+
+}  // namespace
+
+std::vector<uint64_t> minimum_bytes_into_each_process(const PlanKey& key) {
+  return minimum_bytes_into_each_group(key, key.topology.num_processes(),
+                                       [&](DeviceId d) { return key.topology.process_of(d); });
+}
+
+std::vector<uint64_t> minimum_bytes_into_each_host(const PlanKey& key) {
+  return minimum_bytes_into_each_group(key, key.topology.num_hosts(), [&](DeviceId d) {
+    return key.topology.host_of_process(key.topology.process_of(d));
+  });
+}
+
+void expect_exact_cover_by_elements(const Plan& plan) {
+  const PlanKey& key = plan.key();
+  std::map<DeviceId, std::map<std::vector<int64_t>, int>> stage0;  // device -> element -> times received
+  std::map<DeviceId, std::map<std::vector<int64_t>, int>> all;
+  for (const Transfer& t : plan.transfers()) {
+    for_each_index(t.box, [&](const std::vector<int64_t>& index) {
+      ++all[t.dst][index];
+      if (t.stage == 0) ++stage0[t.dst][index];
+    });
+  }
+  const std::vector<Box> slices = key.dst.index_domains(key.shape);
+  for (size_t logical = 0; logical < slices.size(); ++logical) {
+    const DeviceId device = key.dst.mesh().devices()[logical];
+    int64_t elements = 0;
+    for_each_index(slices[logical], [&](const std::vector<int64_t>& index) {
+      ++elements;
+      EXPECT_EQ(all[device][index], 1) << "device " << device << " element " << ::testing::PrintToString(index);
+    });
+    EXPECT_EQ(static_cast<int64_t>(all[device].size()), elements) << "device " << device;
+  }
+  for (const Transfer& t : plan.transfers()) {
+    if (t.stage == 0) continue;
+    const int from = key.topology.process_of(t.src);
+    const int to = key.topology.process_of(t.dst);
+    if (t.stage == 1) {
+      EXPECT_EQ(from, to) << "a stage-1 copy crosses processes";
+    } else {
+      EXPECT_EQ(t.stage, 2);
+      EXPECT_NE(from, to) << "a stage-2 copy stays in its process";
+      EXPECT_EQ(key.topology.host_of_process(from), key.topology.host_of_process(to)) << "a relay crosses hosts";
+    }
+    for_each_index(t.box, [&](const std::vector<int64_t>& index) {
+      EXPECT_EQ(stage0[t.src][index], 1) << "stage-" << t.stage << " source " << t.src << " lacks "
+                                         << ::testing::PrintToString(index);
+    });
+  }
 }
 
 SendBound sender_bound(std::span<const PlanKey> keys) {

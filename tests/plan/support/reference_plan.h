@@ -45,6 +45,17 @@ uint64_t minimum_cross_process_bytes(const PlanKey& key);
 // target slices that no source device of p holds. Small shapes only.
 std::vector<uint64_t> minimum_bytes_into_each_process(const PlanKey& key);
 
+// The same per host (the topology's hosts): what no source device of the
+// host holds, of the union of its target slices. Small shapes only.
+std::vector<uint64_t> minimum_bytes_into_each_host(const PlanKey& key);
+
+// Element by element, with gtest expectations: every target device receives
+// each element of its slice exactly once; a stage-1 source is in its target's
+// process, a stage-2 source in another process of its host, and either
+// received every element of its box in stage 0 (no chains). Independent of
+// Plan::validate().
+void expect_exact_cover_by_elements(const Plan& plan);
+
 // What the largest sender can achieve over one batch of small keys, found by
 // brute force: every element some process needs from others is demanded once
 // per process, from the set of processes holding it. `least_max_send` is the
