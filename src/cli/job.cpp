@@ -87,8 +87,8 @@ std::vector<std::string> job_peer_paths() {
 }
 
 Topology with_job_hosts(const Topology& topology) {
-  Transport& transport = job_transport();
 #if RESHARD_WITH_MPI
+  Transport& transport = job_transport();
   if (const Job& j = job(); j.mpi_transport && topology.num_processes() == transport.size()) {
     std::vector<int> hosts;
     for (int rank = 0; rank < transport.size(); ++rank) hosts.push_back(j.mpi_transport->host_of(rank));
