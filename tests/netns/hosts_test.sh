@@ -29,11 +29,18 @@ assert any(t["stage"] == 2 for t in plan["transfers"]), plan
 PY
 echo "ok: ranks of one host copy directly, ranks of different hosts go through MPI; the plan crosses each host once"
 
-# 2. The demo over the network, every byte checked by the demo itself.
+# 2. The demo over the network, every byte checked by the demo itself: the
+# seed's reshards, a checkpoint saved and restored onto another mesh, a PEFT
+# adapter and a merged model exported and imported back; over 2 hosts of 2
+# ranks (relays between each host's ranks) and over 4 hosts of 1.
 timeout -k 5 300 bash "$hosts" run 2 2 -- "$reshard" demo --out "$work/demo" >"$work/demo.log" 2>&1 ||
   fail "reshard demo over 2 hosts exited $?: $(tail -20 "$work/demo.log")"
 grep -q "^ok: every tensor of every step equals the reference" "$work/demo.log" || fail "demo: $(tail -5 "$work/demo.log")"
 echo "ok: reshard demo over 2 hosts of 2 ranks"
+timeout -k 5 300 bash "$hosts" run 4 1 -- "$reshard" demo >"$work/demo4.log" 2>&1 ||
+  fail "reshard demo over 4 hosts exited $?: $(tail -20 "$work/demo4.log")"
+grep -q "^ok: every tensor of every step equals the reference" "$work/demo4.log" || fail "demo: $(tail -5 "$work/demo4.log")"
+echo "ok: reshard demo over 4 hosts of 1 rank"
 
 # 3. A link cut mid-transfer: host 1's cable pulled while reshards of 1 GiB
 # move between the hosts again and again (the bench's loop: every wait in it is
