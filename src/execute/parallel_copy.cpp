@@ -19,9 +19,20 @@ constexpr uint64_t kShortRow = uint64_t{64} << 10;
 // around it (as memcpy does for large sizes).
 constexpr uint64_t kStreamingBytes = uint64_t{32} << 20;
 
+// A lockstep group walks its shared buffer in blocks of about this many
+// bytes: each job copies its rows of one block before the next job does, so
+// the block is read from cache by all but the first, and each job's other
+// buffer is written in runs of several rows. (Row by row, a thread writes to
+// as many streams at once as the group has jobs, more than the CPU keeps
+// write-combining buffers for, and pays a call per row: 0.87x of a streaming
+// copy for 8 jobs of 512-byte rows. In blocks of 16 KiB, which stay in the
+// first-level cache, each job's rows of a block in one call: 0.99-1.03x;
+// blocks of 8 or 64 KiB: 0.93-0.97x.)
+constexpr uint64_t kLockstepBlockBytes = uint64_t{16} << 10;
+
 // Copies whose short rows interleave in one shared buffer (e.g. the column
-// strips one source shard sends to several targets): walked row by row
-// together, so that buffer is read (or written) front to back instead of in
+// strips one source shard sends to several targets): walked together, block
+// by block, so that buffer is read (or written) front to back instead of in
 // page-hopping strides. A group of one is a plain copy.
 struct CopyGroup {
   std::vector<const CopyJob*> jobs;
@@ -67,17 +78,25 @@ std::vector<CopyGroup> group_jobs(std::span<const CopyJob> jobs) {
   return groups;
 }
 
-// Rows [first, last) of every job of a lockstep group.
-void copy_rows(const CopyGroup& group, uint64_t first, uint64_t last, CopyMode mode) {
+// Rows [first, last) of every job of a lockstep group, a block of rows at a time.
+void copy_group_rows(const CopyGroup& group, uint64_t first, uint64_t last, CopyMode mode) {
   if (first >= last) return;
   std::vector<BoxCopy::RowCursor> cursors;
   cursors.reserve(group.jobs.size());
   for (const CopyJob* job : group.jobs) cursors.emplace_back(job->copy, first);
-  for (uint64_t row = first; row < last; ++row) {
+  const uint64_t block_rows = std::max<uint64_t>(1, kLockstepBlockBytes / group.row_unit);
+  for (uint64_t block = first; block < last; block += block_rows) {
+    const uint64_t block_end = std::min(last, block + block_rows);
     for (size_t j = 0; j < cursors.size(); ++j) {
       const CopyJob& job = *group.jobs[j];
-      copy_bytes(job.dst + cursors[j].dst(), job.src + cursors[j].src(), job.copy.row_bytes(), mode);
-      cursors[j].next();
+      BoxCopy::RowCursor& cursor = cursors[j];
+      for (uint64_t rows = block_end - block; rows > 0;) {
+        const uint64_t even = std::min(rows, cursor.even_steps());
+        copy_rows(job.dst + cursor.dst(), cursor.dst_step(), job.src + cursor.src(), cursor.src_step(),
+                  job.copy.row_bytes(), even, mode);
+        cursor.skip(even);
+        rows -= even;
+      }
     }
   }
 }
@@ -90,7 +109,7 @@ void copy_part_of_group(const CopyGroup& group, uint64_t begin, uint64_t end, Co
     return;
   }
   const auto nearest_row = [&](uint64_t byte) { return (byte + group.row_unit / 2) / group.row_unit; };
-  copy_rows(group, nearest_row(begin), nearest_row(end), mode);
+  copy_group_rows(group, nearest_row(begin), nearest_row(end), mode);
 }
 
 // Bytes [begin, end) of all groups concatenated.

@@ -21,8 +21,8 @@ struct CopyJob {
 // when there is less than `min_bytes_per_thread` each), so one large job is
 // shared as readily as many small ones; the calling thread takes the first.
 // Jobs with short rows that interleave in a shared buffer (the strips one
-// shard sends to several others) go row by row together, so that buffer is
-// walked in order. `mode` defaults to streaming stores for copies too large
+// shard sends to several others) go together, a block of rows at a time, so
+// that buffer is walked in order. `mode` defaults to streaming stores for copies too large
 // for any cache.
 void run_copies(std::span<const CopyJob> jobs, int threads, uint64_t min_bytes_per_thread = uint64_t{1} << 20,
                 std::optional<CopyMode> mode = std::nullopt);

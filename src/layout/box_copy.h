@@ -38,6 +38,22 @@ class DimCursor {
   DimCursor(std::span<const StridedDim> dims, uint64_t position, int64_t src_base = 0, int64_t dst_base = 0);
   int64_t src() const { return src_; }
   int64_t dst() const { return dst_; }
+  // Positions from here to the end of the innermost dimension (at least 1):
+  // they step evenly, by that dimension's strides.
+  uint64_t even_steps() const {
+    return index_.empty() ? 1 : static_cast<uint64_t>(dims_.back().size - index_.back());
+  }
+  int64_t src_step() const { return index_.empty() ? 0 : dims_.back().src_stride; }
+  int64_t dst_step() const { return index_.empty() ? 0 : dims_.back().dst_stride; }
+  // Moves `steps` positions on, at most even_steps().
+  void skip(uint64_t steps) {
+    if (steps == 0 || index_.empty()) return;
+    const auto within = static_cast<int64_t>(steps) - 1;  // the last one may wrap
+    index_.back() += within;
+    src_ += within * src_step();
+    dst_ += within * dst_step();
+    next();
+  }
   // Inline: it is the step between the rows of every copy.
   void next() {
     for (size_t d = index_.size(); d-- > 0;) {

@@ -48,7 +48,8 @@ __attribute__((target("avx2"), always_inline)) inline void store(std::byte* p, _
   _mm256_stream_si256(reinterpret_cast<__m256i*>(p), v);
 }
 
-__attribute__((target("avx2"))) void stream_copy_avx2(std::byte* dst, const std::byte* src, size_t size) {
+__attribute__((target("avx2"), always_inline)) inline void stream_run_avx2(std::byte* dst, const std::byte* src,
+                                                                          size_t size) {
   const size_t head = std::min(size, (32 - reinterpret_cast<uintptr_t>(dst) % 32) % 32);
   if (head > 0) {
     std::memcpy(dst, src, head);
@@ -66,28 +67,61 @@ __attribute__((target("avx2"))) void stream_copy_avx2(std::byte* dst, const std:
   for (; size >= 32; size -= 32, src += 32, dst += 32) store(dst, load(src));
   if (size > 0) std::memcpy(dst, src, size);
 }
+
+__attribute__((target("avx2"))) void stream_copy_avx2(std::byte* dst, const std::byte* src, size_t size) {
+  stream_run_avx2(dst, src, size);
+}
+
+__attribute__((target("avx2"))) void stream_rows_avx2(std::byte* dst, int64_t dst_stride, const std::byte* src,
+                                                      int64_t src_stride, size_t size, uint64_t rows) {
+  for (uint64_t row = 0; row < rows; ++row, dst += dst_stride, src += src_stride) stream_run_avx2(dst, src, size);
+}
 #endif
+
+void stream_rows(std::byte* dst, int64_t dst_stride, const std::byte* src, int64_t src_stride, size_t size,
+                 uint64_t rows) {
+  for (uint64_t row = 0; row < rows; ++row, dst += dst_stride, src += src_stride) stream_copy(dst, src, size);
+}
 
 using StreamCopy = void (*)(std::byte*, const std::byte*, size_t);
+using StreamRows = void (*)(std::byte*, int64_t, const std::byte*, int64_t, size_t, uint64_t);
 
-// For the CPU the process runs on.
-StreamCopy pick_stream_copy() {
+// The kernels for the CPU the process runs on.
+struct StreamKernels {
+  StreamCopy copy = stream_copy;
+  StreamRows rows = stream_rows;
+};
+
+StreamKernels pick_stream_kernels() {
 #if defined(RESHARD_HAS_AVX2_STREAM)
   __builtin_cpu_init();  // harmless when already initialised
-  if (__builtin_cpu_supports("avx2")) return stream_copy_avx2;
+  if (__builtin_cpu_supports("avx2")) return {stream_copy_avx2, stream_rows_avx2};
 #endif
-  return stream_copy;
+  return {};
+}
+
+const StreamKernels& stream_kernels() {
+  static const StreamKernels chosen = pick_stream_kernels();
+  return chosen;
 }
 
 }  // namespace
 
 void copy_bytes(std::byte* dst, const std::byte* src, size_t size, CopyMode mode) {
   if (mode == CopyMode::kStreaming && size >= 64) {
-    static const StreamCopy chosen = pick_stream_copy();
-    chosen(dst, src, size);
+    stream_kernels().copy(dst, src, size);
   } else {
     std::memcpy(dst, src, size);
   }
+}
+
+void copy_rows(std::byte* dst, int64_t dst_stride, const std::byte* src, int64_t src_stride, size_t size,
+               uint64_t rows, CopyMode mode) {
+  if (mode == CopyMode::kStreaming && size >= 64) {
+    stream_kernels().rows(dst, dst_stride, src, src_stride, size, rows);
+    return;
+  }
+  for (uint64_t row = 0; row < rows; ++row, dst += dst_stride, src += src_stride) std::memcpy(dst, src, size);
 }
 
 void finish_streaming() { _mm_sfence(); }
@@ -95,6 +129,10 @@ void finish_streaming() { _mm_sfence(); }
 #else
 
 void copy_bytes(std::byte* dst, const std::byte* src, size_t size, CopyMode) { std::memcpy(dst, src, size); }
+void copy_rows(std::byte* dst, int64_t dst_stride, const std::byte* src, int64_t src_stride, size_t size,
+               uint64_t rows, CopyMode) {
+  for (uint64_t row = 0; row < rows; ++row, dst += dst_stride, src += src_stride) std::memcpy(dst, src, size);
+}
 void finish_streaming() {}
 
 #endif

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace reshard {
 
@@ -13,6 +14,12 @@ namespace reshard {
 enum class CopyMode { kCached, kStreaming };
 
 void copy_bytes(std::byte* dst, const std::byte* src, size_t size, CopyMode mode);
+
+// `rows` runs of `size` bytes, the i-th from src + i * src_stride to
+// dst + i * dst_stride: a strided copy's rows in one call, so that short rows
+// (a few hundred bytes) cost no call and no dispatch each.
+void copy_rows(std::byte* dst, int64_t dst_stride, const std::byte* src, int64_t src_stride, size_t size,
+               uint64_t rows, CopyMode mode);
 
 // Orders this thread's streaming stores before its later stores.
 void finish_streaming();

@@ -1,8 +1,11 @@
 #include "execute/parallel_copy.h"
 
+#include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "layout/copy_bytes.h"
@@ -73,6 +76,75 @@ TEST(RunCopies, StripsInLockstepAndAloneGiveTheSameBytes) {
     Bytes one_strip(strip_buffers[0].size());
     scatter[0].copy.copy(source.data(), one_strip.data());
     EXPECT_EQ(one_strip, strip_buffers[0]);
+  }
+}
+
+// Strips of a box that does not fill its buffer (so its rows step through
+// two outer dimensions that do not merge), large enough for many lockstep
+// blocks: a group's rows wrap the inner dimension inside a block, blocks end
+// mid-dimension, and threads split the rows anywhere. Each strip must match
+// its own copy by the plain path, and the strips gathered back the source.
+TEST(RunCopies, LockstepBlocksCrossOuterDimensions) {
+  auto rng = testing::seeded_rng();
+  for (int trial = 0; trial < 12; ++trial) {
+    const int64_t planes = 1 + static_cast<int64_t>(rng() % 4), rows = 1 + static_cast<int64_t>(rng() % 300);
+    const int64_t padding = 1 + static_cast<int64_t>(rng() % 3), strips = 2 + static_cast<int64_t>(rng() % 7);
+    const int64_t strip_width = 1 + static_cast<int64_t>(rng() % 200);
+    const size_t element = size_t{1} << (rng() % 4);
+    const int64_t width = strips * strip_width;
+    const Box extent({0, 0, 0}, {planes, rows + padding, width});
+    const Bytes source = random_bytes(rng, static_cast<size_t>(extent.volume()) * element);
+    std::vector<Bytes> by_run_copies, by_plain_copy;
+    std::vector<CopyJob> scatter;
+    for (int64_t s = 0; s < strips; ++s) {
+      const Box strip({0, 0, s * strip_width}, {planes, rows, strip_width});
+      const size_t bytes = static_cast<size_t>(strip.volume()) * element;
+      by_run_copies.emplace_back(bytes);
+      by_plain_copy.emplace_back(bytes);
+      scatter.push_back(CopyJob{BoxCopy(strip, extent, strip, element), source.data(), by_run_copies.back().data()});
+      scatter.back().copy.copy(source.data(), by_plain_copy.back().data());
+    }
+    const int threads = 1 + static_cast<int>(rng() % 3);
+    const auto mode = rng() % 2 ? CopyMode::kStreaming : CopyMode::kCached;
+    const std::string what = fmt::format("{} planes of {} rows, {} strips of {} x {} bytes, {} threads", planes, rows,
+                                         strips, strip_width, element, threads);
+    run_copies(scatter, threads, 1 + rng() % 20000, mode);
+    ASSERT_EQ(by_run_copies, by_plain_copy) << what;
+    Bytes gathered(source.size(), std::byte{0});
+    std::vector<CopyJob> gather;
+    for (int64_t s = 0; s < strips; ++s) {
+      const Box strip({0, 0, s * strip_width}, {planes, rows, strip_width});
+      gather.push_back(CopyJob{BoxCopy(strip, strip, extent, element), by_run_copies[static_cast<size_t>(s)].data(),
+                               gathered.data()});
+    }
+    run_copies(gather, threads, 1 + rng() % 20000, mode);
+    const BoxCopy whole(Box({0, 0, 0}, {planes, rows, width}), extent, Box({0, 0, 0}, {planes, rows, width}), element);
+    Bytes expected(whole.bytes()), got(whole.bytes());
+    whole.copy(source.data(), expected.data());
+    whole.copy(gathered.data(), got.data());
+    EXPECT_EQ(got, expected) << what;
+  }
+}
+
+TEST(CopyRows, StepsEitherWayThroughBothBuffers) {
+  auto rng = testing::seeded_rng();
+  const Bytes src = random_bytes(rng, 64 * 1024);
+  for (int trial = 0; trial < 200; ++trial) {
+    const size_t size = 1 + rng() % 700, rows = 1 + rng() % 20;
+    const auto src_stride = static_cast<int64_t>(size + rng() % 64) * (rng() % 2 ? 1 : -1);
+    const auto dst_stride = static_cast<int64_t>(size + rng() % 64) * (rng() % 2 ? 1 : -1);
+    // Start where every row stays inside both buffers, whichever way they step.
+    const auto start = [&](int64_t stride) { return stride < 0 ? static_cast<size_t>(-stride) * (rows - 1) : 0; };
+    Bytes dst(64 * 1024, std::byte{0}), expected(dst);
+    const std::byte* from = src.data() + start(src_stride);
+    const auto mode = rng() % 2 ? CopyMode::kStreaming : CopyMode::kCached;
+    copy_rows(dst.data() + start(dst_stride), dst_stride, from, src_stride, size, rows, mode);
+    finish_streaming();
+    for (size_t r = 0; r < rows; ++r) {
+      const auto i = static_cast<int64_t>(r);
+      std::memcpy(expected.data() + static_cast<int64_t>(start(dst_stride)) + i * dst_stride, from + i * src_stride, size);
+    }
+    ASSERT_EQ(dst, expected) << rows << " rows of " << size << ", strides " << src_stride << " and " << dst_stride;
   }
 }
 
