@@ -16,9 +16,14 @@ struct TransferRef {
   size_t array = 0;
   size_t transfer = 0;
   uint64_t bytes = 0;
+  DeviceId src = 0;
 };
 
-// The transfers from one process to another, in batch order.
+// The transfers from one process to another: plan by plan, each plan's by
+// source device (else in the plan's order). Every pair then streams one
+// source shard's transfers at a time, so the messages of one round to
+// different peers come from the same shard, whose rows a transport that
+// gathers the round together reads once.
 using PairTransfers = std::map<std::pair<int, int>, std::vector<TransferRef>>;
 
 PairTransfers cross_process_transfers(std::span<const Plan* const> plans, int process, int stage) {
@@ -34,8 +39,13 @@ PairTransfers cross_process_transfers(std::span<const Plan* const> plans, int pr
       if (src == dst || (src != process && dst != process)) continue;
       const uint64_t bytes =
           checked_mul(static_cast<uint64_t>(transfers[i].box.volume()), element_bytes, "transfer bytes");
-      pairs[{src, dst}].push_back(TransferRef{a, i, bytes});
+      pairs[{src, dst}].push_back(TransferRef{a, i, bytes, transfers[i].src});
     }
+  }
+  for (auto& [pair, refs] : pairs) {
+    std::stable_sort(refs.begin(), refs.end(), [](const TransferRef& x, const TransferRef& y) {
+      return std::pair(x.array, x.src) < std::pair(y.array, y.src);
+    });
   }
   return pairs;
 }

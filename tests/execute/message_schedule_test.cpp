@@ -44,10 +44,18 @@ TEST(MessageSchedule, BothEndsAgreeAndEveryByteTravelsOnce) {
     for (int p = 0; p < processes; ++p) schedules.push_back(schedule_messages(plan, p, chunk));
 
     std::map<size_t, uint64_t> carried;  // transfer -> bytes covered, checked to be in order
+    std::map<int, DeviceId> last_source;   // per receiving process: the pair streams source by source
     for (int p = 0; p < processes; ++p) {
       const auto& sends = schedules[static_cast<size_t>(p)].sends;
+      last_source.clear();
       for (size_t i = 0; i < sends.size(); ++i) {
         const Message& m = sends[i];
+        for (const MessagePiece& piece : m.pieces) {
+          const DeviceId src = plan.transfers()[piece.transfer].src;
+          const auto [it, first] = last_source.try_emplace(m.dst_process, src);
+          EXPECT_LE(it->second, src) << "to process " << m.dst_process << ": a shard's transfers after a later one's";
+          it->second = src;
+        }
         EXPECT_EQ(m.src_process, p);
         if (i > 0) {
           EXPECT_TRUE(sends[i - 1].comes_before(m, processes));
