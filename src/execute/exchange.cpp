@@ -64,23 +64,33 @@ BoxCopy Exchange::receive_copy(const MessagePiece& piece) const {
 }
 
 void Exchange::post_sends() {
-  while (next_send_ < messages_.sends.size() &&
-         fits(send_bytes_in_flight_, messages_.sends[next_send_].bytes, max_bytes_in_flight_)) {
-    const Message& m = messages_.sends[next_send_++];
-    std::vector<ConstByteRun> runs;
-    for (const MessagePiece& piece : m.pieces) send_copy(piece).src_runs(src_data(piece), piece.begin, piece.end, runs);
-    Pending pending{&m, nullptr};
-    const Tag tag = base_ + m.index;
-    // The request shares the shards' owner: if the exchange fails, a transport
-    // still holding the bytes keeps them alive. One run goes straight from the
-    // shard; several are gathered by the transport.
-    std::shared_ptr<const void> owner = owner_of(m, /*sending=*/true);
-    pending.request = runs.size() == 1
-                          ? transport_.isend_owned(m.dst_process, tag, {runs[0].data, runs[0].size}, std::move(owner))
-                          : transport_.isend_gather(m.dst_process, tag, runs, std::move(owner));
-    send_bytes_in_flight_ += m.bytes;
-    sends_.push_back(std::move(pending));
+  // Sends go in batches: once half the bound is free, as many as fit, all
+  // in one call, so that a transport that gathers walks the rows they share
+  // once (one at a time as each finished, every gather would walk alone).
+  if (send_bytes_in_flight_ > max_bytes_in_flight_ / 2) return;
+  size_t end = next_send_;
+  uint64_t in_flight = send_bytes_in_flight_;
+  while (end < messages_.sends.size() && fits(in_flight, messages_.sends[end].bytes, max_bytes_in_flight_)) {
+    in_flight += messages_.sends[end++].bytes;
   }
+  if (end == next_send_) return;
+  std::vector<std::vector<ConstByteRun>> runs(end - next_send_);
+  std::vector<Transport::GatherSend> batch;
+  batch.reserve(runs.size());
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const Message& m = messages_.sends[next_send_ + i];
+    for (const MessagePiece& piece : m.pieces) send_copy(piece).src_runs(src_data(piece), piece.begin, piece.end, runs[i]);
+    // The request shares the shards' owner: if the exchange fails, a
+    // transport still holding the bytes keeps them alive.
+    batch.push_back({m.dst_process, base_ + m.index, runs[i], owner_of(m, /*sending=*/true)});
+  }
+  std::vector<std::unique_ptr<Request>> requests = transport_.isend_gather_all(batch);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Message& m = messages_.sends[next_send_ + i];
+    send_bytes_in_flight_ += m.bytes;
+    sends_.push_back(Pending{&m, std::move(requests[i])});
+  }
+  next_send_ = end;
 }
 
 void Exchange::post_receives() {

@@ -85,6 +85,17 @@ std::unique_ptr<Request> Transport::isend_gather(int peer, Tag tag, std::span<co
   return request;
 }
 
+std::vector<std::unique_ptr<Request>> Transport::isend_gather_all(std::span<const GatherSend> sends) {
+  std::vector<std::unique_ptr<Request>> requests;
+  requests.reserve(sends.size());
+  for (const GatherSend& send : sends) {
+    requests.push_back(send.runs.size() == 1
+                           ? isend_owned(send.peer, send.tag, {send.runs[0].data, send.runs[0].size}, send.owner)
+                           : isend_gather(send.peer, send.tag, send.runs, send.owner));
+  }
+  return requests;
+}
+
 std::unique_ptr<Request> Transport::irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,
                                                   std::shared_ptr<const void> /*owner*/) {
   auto request = std::make_unique<StagedRequest>(StagingCache::for_process().take(total_bytes(runs)),

@@ -78,6 +78,20 @@ class Transport {
   virtual std::unique_ptr<Request> irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,
                                                  std::shared_ptr<const void> owner = nullptr);
 
+  // One send of a batch: isend_gather's arguments.
+  struct GatherSend {
+    int peer = 0;
+    Tag tag = 0;
+    std::span<const ConstByteRun> runs;
+    std::shared_ptr<const void> owner;
+  };
+  // Starts every send of the batch, each as isend_gather would (one run as
+  // isend_owned), and returns their requests in the batch's order. A
+  // transport that gathers runs into buffers of its own walks the batch's
+  // runs together, so that rows several messages take from (the strips one
+  // shard sends to several peers) are read once, not once per message.
+  virtual std::vector<std::unique_ptr<Request>> isend_gather_all(std::span<const GatherSend> sends);
+
   // Collective: returns every process's `local` bytes, indexed by rank. The way
   // processes agree on small metadata (shapes, sizes, a failure flag).
   virtual std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> local) = 0;

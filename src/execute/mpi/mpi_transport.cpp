@@ -7,6 +7,7 @@
 #include <cstring>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <thread>
 #include <vector>
@@ -248,20 +249,43 @@ struct MpiTransport::State {
   // into a buffer of its own first (the kernel's work per run of the peer's
   // outweighs a streaming copy, and without an owner a withdrawn request
   // could not keep the caller's memory alive for a reading peer).
+  static bool must_gather(std::span<const mpi_detail::RunGroup> groups, uint64_t bytes,
+                          const std::shared_ptr<const void>& owner) {
+    return !owner || mpi_detail::count_runs(groups) * kMinExposedRunBytes > bytes;
+  }
+
+  // A buffer to gather `bytes` into. Sizes rounded up to a power of two, so
+  // that kept buffers serve later messages of other sizes: a fresh one costs
+  // a zeroed page per 4 KiB, about as much as the gather itself.
+  static Buffer gather_buffer(uint64_t bytes) {
+    return StagingCache::for_process().take(std::bit_ceil(std::max<size_t>(static_cast<size_t>(bytes), 1)));
+  }
+
+  // The jobs that gather `groups` into `out`, one after another.
+  static void add_gather_jobs(std::span<const mpi_detail::RunGroup> groups, std::byte* out,
+                              std::vector<mpi_detail::GatherJob>& jobs) {
+    for (const mpi_detail::RunGroup& group : groups) {
+      jobs.push_back({group, out});
+      out += group.size * group.count;
+    }
+  }
+
+  std::unique_ptr<Request> start_gathered_send(int peer, Tag tag, Buffer gathered, uint64_t bytes) {
+    auto guard = engine.lock();
+    engine.throw_if_aborted();
+    return std::make_unique<mpi_detail::DirectSend>(engine, peer, tag, direct_channel(tag), std::move(gathered), bytes);
+  }
+
   std::unique_ptr<Request> start_direct_send(int peer, Tag tag, std::span<const ConstByteRun> runs,
                                              std::shared_ptr<const void> owner) {
     const size_t bytes = total_bytes(runs);
     std::vector<mpi_detail::RunGroup> groups = mpi_detail::group_runs(runs);
-    if (!owner || mpi_detail::count_runs(groups) * kMinExposedRunBytes > bytes) {
-      // Sizes rounded up to a power of two, so that kept buffers serve later
-      // messages of other sizes: a fresh one costs a zeroed page per 4 KiB,
-      // about as much as the gather itself.
-      Buffer gathered = StagingCache::for_process().take(std::bit_ceil(std::max<size_t>(bytes, 1)));
-      mpi_detail::gather_streaming(runs, gathered.data());
-      auto guard = engine.lock();
-      engine.throw_if_aborted();
-      return std::make_unique<mpi_detail::DirectSend>(engine, peer, tag, direct_channel(tag), std::move(gathered),
-                                                      bytes);
+    if (must_gather(groups, bytes, owner)) {
+      Buffer gathered = gather_buffer(bytes);
+      std::vector<mpi_detail::GatherJob> jobs;
+      add_gather_jobs(groups, gathered.data(), jobs);
+      mpi_detail::gather_streaming(jobs);
+      return start_gathered_send(peer, tag, std::move(gathered), bytes);
     }
     auto guard = engine.lock();
     engine.throw_if_aborted();
@@ -358,6 +382,38 @@ std::unique_ptr<Request> MpiTransport::isend_gather(int peer, Tag tag, std::span
   if (state_->goes_direct(peer)) return state_->start_direct_send(peer, tag, runs, std::move(owner));
   if (auto request = state_->start_typed(true, peer, tag, runs, owner)) return request;
   return Transport::isend_gather(peer, tag, runs, std::move(owner));
+}
+
+std::vector<std::unique_ptr<Request>> MpiTransport::isend_gather_all(std::span<const GatherSend> sends) {
+  // First every gather of the batch in one walk, then every send in order.
+  struct Gathered {
+    Buffer buffer;
+    uint64_t bytes = 0;
+  };
+  std::vector<std::optional<Gathered>> gathered(sends.size());
+  std::vector<mpi_detail::GatherJob> jobs;
+  for (size_t i = 0; i < sends.size(); ++i) {
+    const GatherSend& send = sends[i];
+    if (!state_->goes_direct(send.peer)) continue;
+    const uint64_t bytes = total_bytes(send.runs);
+    const std::vector<mpi_detail::RunGroup> groups = mpi_detail::group_runs(send.runs);
+    if (!State::must_gather(groups, bytes, send.owner)) continue;
+    gathered[i] = Gathered{State::gather_buffer(bytes), bytes};
+    State::add_gather_jobs(groups, gathered[i]->buffer.data(), jobs);
+  }
+  mpi_detail::gather_streaming(jobs);
+  std::vector<std::unique_ptr<Request>> requests;
+  requests.reserve(sends.size());
+  for (size_t i = 0; i < sends.size(); ++i) {
+    const GatherSend& send = sends[i];
+    if (gathered[i]) {
+      requests.push_back(state_->start_gathered_send(send.peer, send.tag, std::move(gathered[i]->buffer),
+                                                     gathered[i]->bytes));
+    } else {
+      requests.push_back(std::move(Transport::isend_gather_all(std::span(&send, 1)).front()));
+    }
+  }
+  return requests;
 }
 
 std::unique_ptr<Request> MpiTransport::irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,

@@ -5,6 +5,7 @@
 #include <span>
 
 #include "reshard/execute/transport.h"
+#include "run_groups.h"
 
 namespace reshard::mpi_detail {
 
@@ -14,5 +15,19 @@ namespace reshard::mpi_detail {
 // cache line of `out` is read first or kept. With the next runs prefetched,
 // gathering 256-byte runs 4 KiB apart measured about 1.5x memcpy's speed.
 void gather_streaming(std::span<const ConstByteRun> runs, std::byte* out);
+
+// One progression of runs to gather, and where its bytes go.
+struct GatherJob {
+  RunGroup runs;
+  std::byte* out = nullptr;
+};
+
+// Gathers every job, as the runs version does. Jobs whose runs step alike
+// through the same rows of memory (equal stride and count, each run inside
+// the stride, starting within one stride of each other: the strips a shard
+// sends to several peers) are walked together, a block of rows at a time, so
+// each row is read from memory once and from cache by the rest; a strided
+// pass per job would read every page once per job.
+void gather_streaming(std::span<const GatherJob> jobs);
 
 }  // namespace reshard::mpi_detail

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -87,6 +88,63 @@ TEST(StreamingGather, EqualsPlainConcatenationForAnyRunsAndAlignment) {
     EXPECT_EQ(std::vector<std::byte>(out.begin() + static_cast<long>(offset), out.end() - 1), expected)
         << "trial " << trial;
     EXPECT_EQ(out.back(), std::byte{0x5a}) << "wrote past the end, trial " << trial;
+  }
+}
+
+// Strips of one buffer for several messages (walked together, a block of
+// rows at a time), mixed with progressions that step backwards, runs longer
+// than their stride, strides too long to share a block and empty groups: each
+// message must hold exactly its runs, in order, and nothing past its end.
+TEST(StreamingGather, JobsWalkedTogetherGiveEachMessageItsOwnRuns) {
+  std::mt19937_64 rng = testing::seeded_rng();
+  std::vector<std::byte> source(1 << 20);
+  for (std::byte& b : source) b = static_cast<std::byte>(rng());
+  const auto address = [&](size_t at) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(source.data() + at)); };
+  for (int trial = 0; trial < 60; ++trial) {
+    std::vector<RunGroup> groups;
+    const size_t stride = std::uniform_int_distribution<size_t>(64, 8192)(rng);
+    const size_t rows = std::uniform_int_distribution<size_t>(2, (source.size() - stride) / stride)(rng);
+    const size_t strips = std::uniform_int_distribution<size_t>(1, 8)(rng);
+    for (size_t s = 0; s < strips; ++s) {  // the strips of one shard: alike, within one stride
+      const size_t width = std::uniform_int_distribution<size_t>(1, stride / strips)(rng);
+      groups.push_back({address(s * (stride / strips)), width, stride, rows});
+    }
+    const size_t others = std::uniform_int_distribution<size_t>(0, 4)(rng);
+    for (size_t o = 0; o < others; ++o) {
+      const uint64_t size = std::uniform_int_distribution<uint64_t>(0, 300)(rng);
+      const uint64_t count = std::uniform_int_distribution<uint64_t>(0, 50)(rng);
+      const uint64_t step = std::uniform_int_distribution<uint64_t>(1, 20000)(rng);
+      if (rng() % 2) {  // backwards from the end
+        const uint64_t back = step + size;
+        groups.push_back({address(source.size() - size - 1), size, ~back + 1, std::min<uint64_t>(count, (source.size() - size) / back)});
+      } else {
+        const uint64_t forward = size > 0 && rng() % 2 ? size / 2 + 1 : step;  // runs may overlap
+        groups.push_back({address(0), size, forward, std::min<uint64_t>(count, (source.size() - size) / forward)});
+      }
+    }
+    std::shuffle(groups.begin(), groups.end(), rng);
+    // Each group is one message of its own here, at any alignment.
+    std::vector<std::vector<std::byte>> out(groups.size()), expected(groups.size());
+    std::vector<GatherJob> jobs;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const RunGroup& group = groups[g];
+      for (uint64_t i = 0; i < group.count; ++i) {
+        const auto* run = reinterpret_cast<const std::byte*>(group.address + i * group.stride);
+        expected[g].insert(expected[g].end(), run, run + group.size);
+      }
+      out[g].assign(expected[g].size() + 9, std::byte{0x5a});
+      jobs.push_back({group, out[g].data() + g % 8});
+    }
+    gather_streaming(jobs);
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const auto begin = out[g].begin() + static_cast<long>(g % 8);
+      EXPECT_EQ(std::vector<std::byte>(begin, begin + static_cast<long>(expected[g].size())), expected[g])
+          << "trial " << trial << ", group " << g << " of " << groups.size() << ": " << groups[g].count
+          << " runs of " << groups[g].size << " every " << groups[g].stride;
+      EXPECT_TRUE(std::all_of(begin + static_cast<long>(expected[g].size()), out[g].end(),
+                              [](std::byte b) { return b == std::byte{0x5a}; }))
+          << "wrote past the end, trial " << trial << ", group " << g;
+    }
   }
 }
 
