@@ -16,8 +16,13 @@ bool fits(uint64_t in_flight, uint64_t bytes, uint64_t limit) { return in_flight
 }  // namespace
 
 Exchange::Exchange(std::span<const ArrayMove> moves, const ProcessMessages& messages, Transport& transport, Tag base,
-                   uint64_t max_bytes_in_flight)
-    : moves_(moves), messages_(messages), transport_(transport), base_(base), max_bytes_in_flight_(max_bytes_in_flight) {}
+                   uint64_t max_bytes_in_flight, int threads)
+    : moves_(moves),
+      messages_(messages),
+      transport_(transport),
+      base_(base),
+      max_bytes_in_flight_(max_bytes_in_flight),
+      threads_(threads) {}
 
 const Transfer& Exchange::transfer_of(const MessagePiece& piece) const {
   return moves_[piece.array].plan->transfers()[piece.transfer];
@@ -84,7 +89,7 @@ void Exchange::post_sends() {
     // transport still holding the bytes keeps them alive.
     batch.push_back({m.dst_process, base_ + m.index, runs[i], owner_of(m, /*sending=*/true)});
   }
-  std::vector<std::unique_ptr<Request>> requests = transport_.isend_gather_all(batch);
+  std::vector<std::unique_ptr<Request>> requests = transport_.isend_gather_all(batch, threads_);
   for (size_t i = 0; i < requests.size(); ++i) {
     const Message& m = messages_.sends[next_send_ + i];
     send_bytes_in_flight_ += m.bytes;

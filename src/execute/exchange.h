@@ -24,8 +24,9 @@ namespace reshard {
 class Exchange {
  public:
   // `messages` come from schedule_messages over the plans of `moves`, in order.
+  // A transport that gathers sends may use `threads` threads for it.
   Exchange(std::span<const ArrayMove> moves, const ProcessMessages& messages, Transport& transport, Tag base,
-           uint64_t max_bytes_in_flight);
+           uint64_t max_bytes_in_flight, int threads = 1);
 
   void run(ExecuteStats& stats);
 
@@ -52,6 +53,7 @@ class Exchange {
   Transport& transport_;
   const Tag base_;
   const uint64_t max_bytes_in_flight_;
+  const int threads_;
   size_t next_send_ = 0;
   size_t next_receive_ = 0;
   uint64_t send_bytes_in_flight_ = 0;

@@ -145,7 +145,9 @@ void run_stage_zero(std::span<const ArrayMove> moves, Transport& transport, Tag 
         copy_error = std::current_exception();
       }
     });
-    Exchange(moves, messages, transport, base, options.max_bytes_in_flight).run(stats);
+    // The exchange's gathers share the budget with the local copies: these
+    // are the smaller part and end first, then the gathers have it alone.
+    Exchange(moves, messages, transport, base, options.max_bytes_in_flight, threads).run(stats);
   }
   if (copy_error) std::rethrow_exception(copy_error);
 }
@@ -168,7 +170,9 @@ void run_host_relay(std::span<const ArrayMove> moves, Transport& transport, cons
   const Tag base = transport.begin_operation();
   const ProcessMessages messages = schedule_messages(plans_of(moves), transport.rank(), options.chunk_bytes, 2);
   if (messages.sends.empty() && messages.receives.empty()) return;
-  Exchange(moves, messages, transport, base, options.max_bytes_in_flight).run(stats);
+  Exchange(moves, messages, transport, base, options.max_bytes_in_flight,
+           options.copy_threads(transport.processes_on_this_host()))
+      .run(stats);
 }
 
 ExecuteStats execute_unguarded(std::span<const ArrayMove> moves, Transport& transport,

@@ -85,7 +85,8 @@ std::unique_ptr<Request> Transport::isend_gather(int peer, Tag tag, std::span<co
   return request;
 }
 
-std::vector<std::unique_ptr<Request>> Transport::isend_gather_all(std::span<const GatherSend> sends) {
+std::vector<std::unique_ptr<Request>> Transport::isend_gather_all(std::span<const GatherSend> sends,
+                                                                 int /*threads*/) {
   std::vector<std::unique_ptr<Request>> requests;
   requests.reserve(sends.size());
   for (const GatherSend& send : sends) {

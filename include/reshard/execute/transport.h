@@ -89,8 +89,9 @@ class Transport {
   // isend_owned), and returns their requests in the batch's order. A
   // transport that gathers runs into buffers of its own walks the batch's
   // runs together, so that rows several messages take from (the strips one
-  // shard sends to several peers) are read once, not once per message.
-  virtual std::vector<std::unique_ptr<Request>> isend_gather_all(std::span<const GatherSend> sends);
+  // shard sends to several peers) are read once, not once per message, on
+  // up to `threads` threads.
+  virtual std::vector<std::unique_ptr<Request>> isend_gather_all(std::span<const GatherSend> sends, int threads);
 
   // Collective: returns every process's `local` bytes, indexed by rank. The way
   // processes agree on small metadata (shapes, sizes, a failure flag).

@@ -384,7 +384,8 @@ std::unique_ptr<Request> MpiTransport::isend_gather(int peer, Tag tag, std::span
   return Transport::isend_gather(peer, tag, runs, std::move(owner));
 }
 
-std::vector<std::unique_ptr<Request>> MpiTransport::isend_gather_all(std::span<const GatherSend> sends) {
+std::vector<std::unique_ptr<Request>> MpiTransport::isend_gather_all(std::span<const GatherSend> sends,
+                                                                    int threads) {
   // First every gather of the batch in one walk, then every send in order.
   struct Gathered {
     Buffer buffer;
@@ -401,7 +402,7 @@ std::vector<std::unique_ptr<Request>> MpiTransport::isend_gather_all(std::span<c
     gathered[i] = Gathered{State::gather_buffer(bytes), bytes};
     State::add_gather_jobs(groups, gathered[i]->buffer.data(), jobs);
   }
-  mpi_detail::gather_streaming(jobs);
+  mpi_detail::gather_streaming(jobs, threads);
   std::vector<std::unique_ptr<Request>> requests;
   requests.reserve(sends.size());
   for (size_t i = 0; i < sends.size(); ++i) {
@@ -410,7 +411,7 @@ std::vector<std::unique_ptr<Request>> MpiTransport::isend_gather_all(std::span<c
       requests.push_back(state_->start_gathered_send(send.peer, send.tag, std::move(gathered[i]->buffer),
                                                      gathered[i]->bytes));
     } else {
-      requests.push_back(std::move(Transport::isend_gather_all(std::span(&send, 1)).front()));
+      requests.push_back(std::move(Transport::isend_gather_all(std::span(&send, 1), 1).front()));
     }
   }
   return requests;

@@ -1,6 +1,7 @@
 #include "streaming_gather.h"
 
 #include <algorithm>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -22,6 +23,9 @@ void prefetch_run(const ConstByteRun& run) {
 // in the first-level cache while every job of the walk copies its part.
 constexpr uint64_t kBlockBytes = uint64_t{16} << 10;
 
+// Less than this a thread is not worth starting.
+constexpr uint64_t kMinBytesPerThread = uint64_t{1} << 20;
+
 // Strides up to this are walked in lockstep (a longer one is a block of its own).
 constexpr uint64_t kMaxLockstepStride = kBlockBytes;
 
@@ -33,56 +37,94 @@ bool is_forward_strided(const RunGroup& g) {
   return g.count > 1 && g.stride >= g.size && g.stride <= kMaxLockstepStride && g.size > 0;
 }
 
-// The jobs `members` names, all stepping alike through the same rows.
-void gather_in_lockstep(std::span<const GatherJob> jobs, std::span<const size_t> members) {
-  const RunGroup& lead = jobs[members.front()].runs;
-  const uint64_t block_rows = std::max<uint64_t>(1, kBlockBytes / lead.stride);
-  const auto stride = static_cast<int64_t>(lead.stride);
-  for (uint64_t row = 0; row < lead.count; row += block_rows) {
-    const uint64_t rows = std::min(block_rows, lead.count - row);
-    for (const size_t m : members) {
+// Jobs walked together: row by row of the lead's progression, `block_rows`
+// rows of every member before the next block. A job alone is a walk of one
+// that copies all its rows in one block.
+struct Walk {
+  std::vector<size_t> members;
+  uint64_t rows = 0;
+  uint64_t block_rows = 1;
+  uint64_t row_bytes = 0;  // of every member together
+};
+
+// Rows [first, last) of every member of `walk`.
+void copy_walk_rows(std::span<const GatherJob> jobs, const Walk& walk, uint64_t first, uint64_t last) {
+  for (uint64_t row = first; row < last; row += walk.block_rows) {
+    const uint64_t rows = std::min(walk.block_rows, last - row);
+    for (const size_t m : walk.members) {
       const GatherJob& job = jobs[m];
       const auto* src = reinterpret_cast<const std::byte*>(job.runs.address + row * job.runs.stride);
-      copy_rows(job.out + row * job.runs.size, static_cast<int64_t>(job.runs.size), src, stride,
+      copy_rows(job.out + row * job.runs.size, static_cast<int64_t>(job.runs.size), src,
+                static_cast<int64_t>(job.runs.stride),  // a stride may step backwards
                 static_cast<size_t>(job.runs.size), rows, CopyMode::kStreaming);
     }
   }
 }
 
-void gather_alone(const GatherJob& job) {
-  const RunGroup& g = job.runs;
-  if (g.size == 0 || g.count == 0) return;
-  copy_rows(job.out, static_cast<int64_t>(g.size), reinterpret_cast<const std::byte*>(g.address),
-            static_cast<int64_t>(g.stride), static_cast<size_t>(g.size), g.count, CopyMode::kStreaming);
-}
-
-}  // namespace
-
-void gather_streaming(std::span<const GatherJob> jobs) {
+// Alike jobs together (each set in address order), every other job alone.
+std::vector<Walk> plan_walks(std::span<const GatherJob> jobs) {
+  std::vector<Walk> walks;
   std::vector<size_t> strided;
   for (size_t i = 0; i < jobs.size(); ++i) {
-    if (is_forward_strided(jobs[i].runs)) {
+    const RunGroup& g = jobs[i].runs;
+    if (is_forward_strided(g)) {
       strided.push_back(i);
-    } else {
-      gather_alone(jobs[i]);
+    } else if (g.size > 0 && g.count > 0) {
+      walks.push_back(Walk{{i}, g.count, g.count, g.size});
     }
   }
-  // Alike jobs side by side, each set in address order.
   std::sort(strided.begin(), strided.end(), [&](size_t a, size_t b) {
     const RunGroup &x = jobs[a].runs, &y = jobs[b].runs;
     return std::tuple(x.stride, x.count, x.address) < std::tuple(y.stride, y.count, y.address);
   });
   for (size_t first = 0; first < strided.size();) {
     const RunGroup& lead = jobs[strided[first]].runs;
-    size_t last = first + 1;
-    while (last < strided.size() && steps_alike(jobs[strided[last]].runs, lead) &&
-           jobs[strided[last]].runs.address - lead.address < lead.stride) {
-      ++last;
+    Walk walk{{}, lead.count, std::max<uint64_t>(1, kBlockBytes / lead.stride), 0};
+    for (size_t next = first; next < strided.size() && steps_alike(jobs[strided[next]].runs, lead) &&
+                              jobs[strided[next]].runs.address - lead.address < lead.stride;
+         ++next) {
+      walk.members.push_back(strided[next]);
+      walk.row_bytes += jobs[strided[next]].runs.size;
     }
-    gather_in_lockstep(jobs, std::span(strided).subspan(first, last - first));
-    first = last;
+    first += walk.members.size();
+    walks.push_back(std::move(walk));
+  }
+  return walks;
+}
+
+// Bytes [begin, end) of the walks one after another (`starts` where each
+// begins), to the nearest row of each walk so that neighbouring ranges meet.
+void copy_walks_range(std::span<const GatherJob> jobs, std::span<const Walk> walks, std::span<const uint64_t> starts,
+                      uint64_t begin, uint64_t end) {
+  const auto nearest_row = [](const Walk& w, uint64_t byte) { return (byte + w.row_bytes / 2) / w.row_bytes; };
+  for (size_t w = 0; w < walks.size(); ++w) {
+    const uint64_t walk_end = starts[w] + walks[w].rows * walks[w].row_bytes;
+    if (walk_end <= begin || starts[w] >= end) continue;
+    const uint64_t from = std::max(begin, starts[w]) - starts[w], to = std::min(end, walk_end) - starts[w];
+    copy_walk_rows(jobs, walks[w], nearest_row(walks[w], from), nearest_row(walks[w], to));
   }
   finish_streaming();
+}
+
+}  // namespace
+
+void gather_streaming(std::span<const GatherJob> jobs, int threads) {
+  const std::vector<Walk> walks = plan_walks(jobs);
+  std::vector<uint64_t> starts;
+  uint64_t total = 0;
+  for (const Walk& walk : walks) {
+    starts.push_back(total);
+    total += walk.rows * walk.row_bytes;
+  }
+  const uint64_t parts =
+      std::clamp<uint64_t>(total / kMinBytesPerThread, 1, static_cast<uint64_t>(std::max(1, threads)));
+  const auto bound = [&](uint64_t part) { return total / parts * part + std::min(part, total % parts); };
+  std::vector<std::jthread> helpers;
+  for (uint64_t part = 1; part < parts; ++part) {
+    helpers.emplace_back([&, part] { copy_walks_range(jobs, walks, starts, bound(part), bound(part + 1)); });
+  }
+  copy_walks_range(jobs, walks, starts, bound(0), bound(1));
+  // The helpers join here; each made its streaming stores visible first.
 }
 
 void gather_streaming(std::span<const ConstByteRun> runs, std::byte* out) {

@@ -27,7 +27,8 @@ struct GatherJob {
 // the stride, starting within one stride of each other: the strips a shard
 // sends to several peers) are walked together, a block of rows at a time, so
 // each row is read from memory once and from cache by the rest; a strided
-// pass per job would read every page once per job.
-void gather_streaming(std::span<const GatherJob> jobs);
+// pass per job would read every page once per job. The bytes are split over
+// up to `threads` threads (at least 1 MiB each), by rows.
+void gather_streaming(std::span<const GatherJob> jobs, int threads = 1);
 
 }  // namespace reshard::mpi_detail

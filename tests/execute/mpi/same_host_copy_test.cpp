@@ -93,11 +93,12 @@ TEST(StreamingGather, EqualsPlainConcatenationForAnyRunsAndAlignment) {
 
 // Strips of one buffer for several messages (walked together, a block of
 // rows at a time), mixed with progressions that step backwards, runs longer
-// than their stride, strides too long to share a block and empty groups: each
-// message must hold exactly its runs, in order, and nothing past its end.
+// than their stride, strides too long to share a block and empty groups, on
+// 1 to 3 threads (which split the walks by rows once there are megabytes):
+// each message must hold exactly its runs, in order, and nothing past its end.
 TEST(StreamingGather, JobsWalkedTogetherGiveEachMessageItsOwnRuns) {
   std::mt19937_64 rng = testing::seeded_rng();
-  std::vector<std::byte> source(1 << 20);
+  std::vector<std::byte> source(4 << 20);
   for (std::byte& b : source) b = static_cast<std::byte>(rng());
   const auto address = [&](size_t at) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(source.data() + at)); };
   for (int trial = 0; trial < 60; ++trial) {
@@ -135,11 +136,12 @@ TEST(StreamingGather, JobsWalkedTogetherGiveEachMessageItsOwnRuns) {
       out[g].assign(expected[g].size() + 9, std::byte{0x5a});
       jobs.push_back({group, out[g].data() + g % 8});
     }
-    gather_streaming(jobs);
+    const int threads = std::uniform_int_distribution<int>(1, 3)(rng);
+    gather_streaming(jobs, threads);
     for (size_t g = 0; g < groups.size(); ++g) {
       const auto begin = out[g].begin() + static_cast<long>(g % 8);
       EXPECT_EQ(std::vector<std::byte>(begin, begin + static_cast<long>(expected[g].size())), expected[g])
-          << "trial " << trial << ", group " << g << " of " << groups.size() << ": " << groups[g].count
+          << "trial " << trial << ", " << threads << " threads, group " << g << " of " << groups.size() << ": " << groups[g].count
           << " runs of " << groups[g].size << " every " << groups[g].stride;
       EXPECT_TRUE(std::all_of(begin + static_cast<long>(expected[g].size()), out[g].end(),
                               [](std::byte b) { return b == std::byte{0x5a}; }))

@@ -124,7 +124,7 @@ class MpiTransport final : public Transport {
   // Messages to peers of this host whose runs must be gathered first are
   // gathered together (one walk over the rows they share), then each goes
   // as isend_gather's would; the rest go as isend_gather.
-  std::vector<std::unique_ptr<Request>> isend_gather_all(std::span<const GatherSend> sends) override;
+  std::vector<std::unique_ptr<Request>> isend_gather_all(std::span<const GatherSend> sends, int threads) override;
   std::unique_ptr<Request> irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,
                                          std::shared_ptr<const void> owner = nullptr) override;
   std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> local) override;
