@@ -17,10 +17,13 @@ namespace reshard {
 // flight allow (always at least one each way), and waits on the oldest
 // outstanding one. Since every process walks the same order, the oldest
 // unfinished message of the whole job is always posted at both ends, so the
-// exchange cannot deadlock. A message that is one contiguous run is sent
-// from, or received into, the shard itself; one of several runs (strided
-// pieces, several transfers) goes through the transport's gather and scatter,
-// which MPI does with derived datatypes, straight between the shards.
+// exchange cannot deadlock (sends go in batches, once half the bound is free,
+// but a process with none in flight always posts). A message that is one
+// contiguous run is sent from, or received into, the shard itself; one of
+// several runs (strided pieces, several transfers) goes through the
+// transport's gather and scatter: between processes of a host, one kernel
+// copy (a batch's gathers walked together); otherwise derived datatypes or
+// packing.
 class Exchange {
  public:
   // `messages` come from schedule_messages over the plans of `moves`, in order.
