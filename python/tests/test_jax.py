@@ -82,6 +82,12 @@ def assert_same_shards(ours, theirs, values=None):
     mine = {s.device.id: np.asarray(s.data) for s in ours.addressable_shards}
     for shard in theirs.addressable_shards:
         expected, got = np.asarray(shard.data), mine[shard.device.id]
+        if expected.size == 0:
+            # JAX's shards of an empty array may keep the whole (empty) shape,
+            # whatever their index says (seen: (0, 8, 0) for index [:, 0:2, :]);
+            # ours take the index's shape, as every other shard does.
+            assert got.size == 0 and got.shape == np.empty(theirs.shape, np.uint8)[shard.index].shape
+            continue
         if values is not None:  # reshard keeps every bit
             assert got.tobytes() == values[shard.index].tobytes()
         # XLA may quiet NaN payloads when it copies; every other bit agrees.
