@@ -3,9 +3,11 @@
 # does). Runs as root and oversubscribed, so it works in CI containers with two
 # cores. MPI_PATH_RANKS runs it again at those counts with the same-host
 # single-copy path off (RESHARD_SINGLE_COPY=0), so that MPI's own path, which
-# ranks on different hosts take, is tested on one host too.
+# ranks on different hosts take, is tested on one host too; KERNEL_COPY_RANKS
+# with the shared-memory mapping off (RESHARD_SHARED_MEMORY=0), so that the
+# kernel copy (process_vm_readv) carries every same-host message.
 function(reshard_add_mpi_test target)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "RANKS;MPI_PATH_RANKS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT" "RANKS;MPI_PATH_RANKS;KERNEL_COPY_RANKS" ${ARGN})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
@@ -16,6 +18,10 @@ function(reshard_add_mpi_test target)
   foreach(ranks IN LISTS ARG_MPI_PATH_RANKS)
     _reshard_mpi_test_at("${target}.np${ranks}.mpi_path" ${target} ${ranks} ${ARG_TIMEOUT}
                          "${environment};RESHARD_SINGLE_COPY=0")
+  endforeach()
+  foreach(ranks IN LISTS ARG_KERNEL_COPY_RANKS)
+    _reshard_mpi_test_at("${target}.np${ranks}.kernel_copy" ${target} ${ranks} ${ARG_TIMEOUT}
+                         "${environment};RESHARD_SHARED_MEMORY=0")
   endforeach()
 endfunction()
 

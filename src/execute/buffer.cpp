@@ -1,12 +1,14 @@
 #include "reshard/execute/buffer.h"
 
 #include <new>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include <sys/mman.h>
 
 #include "reshard/layout/error.h"
+#include "shared_arena.h"
 
 namespace reshard {
 namespace {
@@ -23,9 +25,21 @@ struct AlignedDelete {
   void operator()(std::byte* p) const { ::operator delete[](p, alignment); }
 };
 
+// A large buffer in the process's shared arena, where same-host peers read
+// it in place; empty when the arena is off or full.
+std::optional<Buffer> allocate_shared(size_t size) {
+  if (size < detail::SharedArena::kMinBytes || !detail::SharedArena::serving_allocations()) return std::nullopt;
+  detail::SharedArena* arena = detail::SharedArena::for_process();
+  std::byte* data = arena != nullptr ? arena->allocate(size) : nullptr;
+  if (data == nullptr) return std::nullopt;
+  std::shared_ptr<std::byte> owner(data, [arena, size](std::byte* p) { arena->release(p, size); });
+  return Buffer::adopt(std::span(data, size), std::move(owner));
+}
+
 }  // namespace
 
 Buffer Buffer::allocate(size_t size) {
+  if (std::optional<Buffer> shared = allocate_shared(size)) return std::move(*shared);
   const std::align_val_t alignment{alignment_for(size)};
   // operator new[] without a new-expression leaves the bytes uninitialised.
   auto* raw = static_cast<std::byte*>(::operator new[](size == 0 ? 1 : size, alignment));

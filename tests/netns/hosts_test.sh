@@ -20,7 +20,7 @@ paths = plan["paths"]
 host = lambda rank: rank // 2
 for a in range(4):
     for b in range(4):
-        want = "self" if a == b else ("single copy" if host(a) == host(b) else "MPI (other host)")
+        want = "self" if a == b else ("shared memory" if host(a) == host(b) else "MPI (other host)")
         assert paths[a][b] == want, (a, b, paths[a][b], want)
 # The plan knows the hosts: each takes the half it lacks across once.
 assert plan["hosts"] == 2 and plan["host_of_process"] == [0, 0, 1, 1], plan

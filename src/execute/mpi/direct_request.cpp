@@ -10,6 +10,7 @@
 
 #include "mpi_error.h"
 #include "orphans.h"
+#include "run_copy.h"
 #include "../staging_cache.h"
 #include "same_host_copy.h"
 
@@ -217,7 +218,11 @@ void DirectReceive::act_on_header(std::span<const std::byte> header) {
                      d.head.bytes, bytes_));
   }
   try {
-    read_from_peer(static_cast<pid_t>(d.head.pid), peer_, d.groups, runs_, bytes_);
+    if (std::optional<std::vector<RunGroup>> mapped = channel_.arena ? channel_.arena->to_local(d.groups) : std::nullopt) {
+      copy_between_runs(runs_, *mapped, bytes_);
+    } else {
+      read_from_peer(static_cast<pid_t>(d.head.pid), peer_, d.groups, runs_, bytes_);
+    }
   } catch (const Error& e) {
     send_control(channel_.replies, encode(Kind::kFailed, bytes_, {}, e.what()));
     fail(e.what());

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "peer_arena.h"
 #include "polled_request.h"
 #include "progress_engine.h"
 #include "reshard/execute/buffer.h"
@@ -26,6 +27,9 @@ struct DirectChannel {
   MPI_Comm headers = MPI_COMM_NULL;  // sender to receiver: where my bytes are
   MPI_Comm replies = MPI_COMM_NULL;  // receiver to sender: read / refused / failed
   int mpi_tag = 0;
+  // The peer's shared arena mapped here, or null: runs of its that lie in it
+  // are copied with loads and stores instead of by the kernel.
+  const PeerArena* arena = nullptr;
 };
 
 // MPI over shared memory copies a strided message three times (pack, copy,
@@ -40,7 +44,10 @@ struct DirectChannel {
 // (a strided box) first gathers them into a contiguous buffer of its own
 // with streaming stores, which costs less than the kernel's per-run work.
 // (Writing into the receiver with process_vm_writev was measured slower than
-// either, so the receiver always reads.)
+// either, so the receiver always reads.) Where the receiver has mapped the
+// sender's shared arena (DirectChannel::arena) and the runs lie in it, the
+// sender exposes them however short, and the receiver copies them itself
+// with loads and streaming stores: one copy, with no per-run kernel work.
 //
 // The protocol: the sender posts a header with its pid and runs; the
 // receiver, once it has arrived, reads and replies "read", or "refused" when

@@ -26,6 +26,7 @@
 #include "reshard/execute/buffer.h"
 #include "reshard/execute/mpi/mpi_session.h"
 #include "../run_bytes.h"
+#include "../shared_arena.h"
 #include "../staging_cache.h"
 #include "run_groups.h"
 #include "same_host_peers.h"
@@ -120,6 +121,8 @@ struct MpiTransport::State {
   std::vector<mpi_detail::Communicator> direct_headers;
   std::vector<mpi_detail::Communicator> direct_replies;
   std::vector<PeerPath> peer_paths;
+  // Entry j: rank j's shared arena, mapped here, where the pair's path is kSharedMemory.
+  std::vector<std::shared_ptr<const mpi_detail::PeerArena>> peer_arenas;
   std::vector<int> host_of;
   std::vector<std::string> host_names;
   int processes_on_host = 1;
@@ -140,8 +143,14 @@ struct MpiTransport::State {
         engine(rank, size, control.get(), heartbeat_comm.get(), options.max_bytes_in_flight, options.timeout) {
     data.reserve(tags.num_communicators());
     for (size_t i = 0; i < tags.num_communicators(); ++i) data.emplace_back(parent);
-    mpi_detail::HostPeers host = mpi_detail::find_same_host_peers(collective.get(), options.single_copy);
+    mpi_detail::HostPeers host =
+        mpi_detail::find_same_host_peers(collective.get(), options.single_copy, options.shared_memory);
     peer_paths = std::move(host.paths);
+    peer_arenas = std::move(host.arenas);
+    // Peers read our large buffers in place only once they live in the arena.
+    if (std::find(peer_paths.begin(), peer_paths.end(), PeerPath::kSharedMemory) != peer_paths.end()) {
+      detail::SharedArena::serve_allocations();
+    }
     processes_on_host = host.processes_on_host;
     host_of = std::move(host.host_of);
     host_names = std::move(host.host_names);
@@ -183,7 +192,7 @@ struct MpiTransport::State {
   // single-copy path's: a rank with no such peer (alone on its host, or
   // refused) still takes part when others need them.
   bool any_rank_copies_directly() {
-    int mine = std::find(peer_paths.begin(), peer_paths.end(), PeerPath::kSingleCopy) != peer_paths.end() ? 1 : 0;
+    int mine = std::any_of(peer_paths.begin(), peer_paths.end(), is_direct) ? 1 : 0;
     int any = 0;
     check_mpi(MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_LOR, collective.get()),
               "agreeing whether any processes copy directly");
@@ -236,22 +245,39 @@ struct MpiTransport::State {
   // (a size threshold would send a message one side sized wrongly down two
   // paths that never meet, a hang instead of an error). Never this rank.
   bool goes_direct(int peer) const {
-    return peer >= 0 && peer < size && peer_paths[static_cast<size_t>(peer)] == PeerPath::kSingleCopy;
+    return peer >= 0 && peer < size && is_direct(peer_paths[static_cast<size_t>(peer)]);
+  }
+  static bool is_direct(PeerPath path) { return path == PeerPath::kSingleCopy || path == PeerPath::kSharedMemory; }
+
+  // `peer`'s arena mapped here, or null.
+  const mpi_detail::PeerArena* arena_of(int peer) const {
+    return static_cast<size_t>(peer) < peer_arenas.size() ? peer_arenas[static_cast<size_t>(peer)].get() : nullptr;
   }
 
-  mpi_detail::DirectChannel direct_channel(Tag tag) const {
+  mpi_detail::DirectChannel direct_channel(int peer, Tag tag) const {
     const MpiTagSlot slot = tags.map(tag);
-    return {direct_headers[slot.communicator].get(), direct_replies[slot.communicator].get(), slot.tag};
+    return {direct_headers[slot.communicator].get(), direct_replies[slot.communicator].get(), slot.tag,
+            arena_of(peer)};
   }
 
   // A single-copy send over `runs`. The sender exposes its runs to the
-  // receiver only when they are long and owned; otherwise it gathers them
-  // into a buffer of its own first (the kernel's work per run of the peer's
-  // outweighs a streaming copy, and without an owner a withdrawn request
-  // could not keep the caller's memory alive for a reading peer).
-  static bool must_gather(std::span<const mpi_detail::RunGroup> groups, uint64_t bytes,
-                          const std::shared_ptr<const void>& owner) {
-    return !owner || mpi_detail::count_runs(groups) * kMinExposedRunBytes > bytes;
+  // receiver only when they are owned, and either in our arena with a peer
+  // that maps it (it copies them itself, however short) or long; otherwise it
+  // gathers them into a buffer of its own first (the kernel's work per run of
+  // the peer's outweighs a streaming copy, and without an owner a withdrawn
+  // request could not keep the caller's memory alive for a reading peer).
+  bool must_gather(int peer, std::span<const mpi_detail::RunGroup> groups, uint64_t bytes,
+                   const std::shared_ptr<const void>& owner) const {
+    if (!owner) return true;
+    if (peer_paths[static_cast<size_t>(peer)] == PeerPath::kSharedMemory && in_our_arena(groups)) return false;
+    return mpi_detail::count_runs(groups) * kMinExposedRunBytes > bytes;
+  }
+
+  static bool in_our_arena(std::span<const mpi_detail::RunGroup> groups) {
+    const detail::SharedArena* arena = detail::SharedArena::for_process();
+    return arena != nullptr && std::all_of(groups.begin(), groups.end(), [arena](const mpi_detail::RunGroup& group) {
+             return mpi_detail::group_inside(group, arena->base_address(), arena->reserved_bytes());
+           });
   }
 
   // A buffer to gather `bytes` into. Sizes rounded up to a power of two, so
@@ -273,14 +299,15 @@ struct MpiTransport::State {
   std::unique_ptr<Request> start_gathered_send(int peer, Tag tag, Buffer gathered, uint64_t bytes) {
     auto guard = engine.lock();
     engine.throw_if_aborted();
-    return std::make_unique<mpi_detail::DirectSend>(engine, peer, tag, direct_channel(tag), std::move(gathered), bytes);
+    return std::make_unique<mpi_detail::DirectSend>(engine, peer, tag, direct_channel(peer, tag), std::move(gathered),
+                                                    bytes);
   }
 
   std::unique_ptr<Request> start_direct_send(int peer, Tag tag, std::span<const ConstByteRun> runs,
                                              std::shared_ptr<const void> owner) {
     const size_t bytes = total_bytes(runs);
     std::vector<mpi_detail::RunGroup> groups = mpi_detail::group_runs(runs);
-    if (must_gather(groups, bytes, owner)) {
+    if (must_gather(peer, groups, bytes, owner)) {
       Buffer gathered = gather_buffer(bytes);
       std::vector<mpi_detail::GatherJob> jobs;
       add_gather_jobs(groups, gathered.data(), jobs);
@@ -289,7 +316,7 @@ struct MpiTransport::State {
     }
     auto guard = engine.lock();
     engine.throw_if_aborted();
-    return std::make_unique<mpi_detail::DirectSend>(engine, peer, tag, direct_channel(tag), std::move(groups), bytes,
+    return std::make_unique<mpi_detail::DirectSend>(engine, peer, tag, direct_channel(peer, tag), std::move(groups), bytes,
                                                     std::move(owner));
   }
 
@@ -299,7 +326,7 @@ struct MpiTransport::State {
     std::vector<mpi_detail::RunGroup> groups = mpi_detail::group_runs(runs);
     auto guard = engine.lock();
     engine.throw_if_aborted();
-    return std::make_unique<mpi_detail::DirectReceive>(engine, peer, tag, direct_channel(tag), std::move(groups),
+    return std::make_unique<mpi_detail::DirectReceive>(engine, peer, tag, direct_channel(peer, tag), std::move(groups),
                                                        total_bytes(runs));
   }
 
@@ -398,7 +425,7 @@ std::vector<std::unique_ptr<Request>> MpiTransport::isend_gather_all(std::span<c
     if (!state_->goes_direct(send.peer)) continue;
     const uint64_t bytes = total_bytes(send.runs);
     const std::vector<mpi_detail::RunGroup> groups = mpi_detail::group_runs(send.runs);
-    if (!State::must_gather(groups, bytes, send.owner)) continue;
+    if (!state_->must_gather(send.peer, groups, bytes, send.owner)) continue;
     gathered[i] = Gathered{State::gather_buffer(bytes), bytes};
     State::add_gather_jobs(groups, gathered[i]->buffer.data(), jobs);
   }

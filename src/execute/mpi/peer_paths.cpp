@@ -13,6 +13,7 @@ namespace reshard {
 std::string_view peer_path_name(PeerPath path) {
   switch (path) {
     case PeerPath::kSelf: return "self";
+    case PeerPath::kSharedMemory: return "shared memory";
     case PeerPath::kSingleCopy: return "single copy";
     case PeerPath::kOtherHost: return "MPI (other host)";
     case PeerPath::kOptedOut: return "MPI (single copy off)";
@@ -24,7 +25,7 @@ std::string_view peer_path_name(PeerPath path) {
 namespace mpi_detail {
 namespace {
 
-constexpr PeerPath kEveryPath[] = {PeerPath::kSingleCopy, PeerPath::kOtherHost, PeerPath::kOptedOut,
+constexpr PeerPath kEveryPath[] = {PeerPath::kSharedMemory, PeerPath::kSingleCopy, PeerPath::kOtherHost, PeerPath::kOptedOut,
                                    PeerPath::kRefused};
 
 // "rank 4" or "ranks 1-3, 5": consecutive ranks as ranges.

@@ -1,6 +1,7 @@
 #include "run_groups.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "layout/checked.h"
 
@@ -101,6 +102,21 @@ void RunCursor::advance(uint64_t bytes) {
 
 void RunCursor::skip_empty() {
   while (group_ < groups_.size() && (groups_[group_].size == 0 || groups_[group_].count == 0)) ++group_;
+}
+
+bool group_inside(const RunGroup& group, uint64_t base, uint64_t bytes) {
+  const auto run_inside = [&](uint64_t address) {
+    return address >= base && address - base <= bytes && group.size <= bytes - (address - base);
+  };
+  if (group.size == 0 || group.count == 0) return true;
+  if (group.count - 1 > static_cast<uint64_t>(INT64_MAX)) return false;
+  // The progression is monotonic in signed steps; its two ends inside (with
+  // no overflow on the way) put every run between them inside too.
+  int64_t span = 0;
+  if (__builtin_mul_overflow(static_cast<int64_t>(group.count - 1), static_cast<int64_t>(group.stride), &span)) {
+    return false;
+  }
+  return run_inside(group.address) && run_inside(group.address + static_cast<uint64_t>(span));
 }
 
 }  // namespace reshard::mpi_detail

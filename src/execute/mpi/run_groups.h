@@ -33,6 +33,11 @@ std::vector<RunGroup> group_runs(std::span<const ByteRun> runs);
 uint64_t count_runs(std::span<const RunGroup> groups);
 uint64_t count_bytes(std::span<const RunGroup> groups);
 
+// Whether every run of `group` lies inside [base, base + bytes). A peer's
+// groups are checked before they are read in place: a wrapped progression or
+// one that strays is outside.
+bool group_inside(const RunGroup& group, uint64_t base, uint64_t bytes);
+
 // Walks the runs of a group list, handing them out as iovecs.
 class RunCursor {
  public:

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "../shared_arena.h"
 #include "mpi_error.h"
 #include "same_host_copy.h"
 
@@ -32,7 +34,15 @@ struct Identity {
   std::array<char, 64> host_name{};
   std::array<char, INET_ADDRSTRLEN> address{};  // the first non-loopback IPv4 address; empty if none
   uint8_t enabled = 0;
+  uint8_t offers_arena = 0;  // shared memory wanted, and this process has an arena
+  int32_t arena_fd = -1;
+  uint64_t arena_base = 0;
+  uint64_t arena_bytes = 0;
+  std::array<std::byte, detail::SharedArena::kTokenBytes> arena_token{};
 };
+
+// What one process found out about another, sent back to it.
+enum ProbeBits : uint8_t { kCanRead = 1, kCanMap = 2 };
 
 // One host: one kernel and one network. Processes of one kernel in different
 // network namespaces (containers, pods, the test hosts of
@@ -108,9 +118,30 @@ void number_hosts(const std::vector<Identity>& all, HostPeers& found) {
   }
 }
 
-std::string_view single_copy_setting() {
-  const char* value = std::getenv("RESHARD_SINGLE_COPY");
+std::string_view setting(const char* name) {
+  const char* value = std::getenv(name);
   return value != nullptr ? std::string_view(value) : std::string_view();
+}
+std::string_view single_copy_setting() { return setting("RESHARD_SINGLE_COPY"); }
+std::string_view shared_memory_setting() { return setting("RESHARD_SHARED_MEMORY"); }
+
+// Offers this process's arena to its peers, where shared memory is wanted.
+void offer_arena(Identity& me, bool shared_memory) {
+  if (!shared_memory || shared_memory_setting() == "0") return;
+  const detail::SharedArena* arena = detail::SharedArena::for_process();
+  if (arena == nullptr) return;
+  me.offers_arena = 1;
+  me.arena_fd = arena->fd();
+  me.arena_base = arena->base_address();
+  me.arena_bytes = arena->reserved_bytes();
+  std::copy(arena->token().begin(), arena->token().end(), me.arena_token.begin());
+}
+
+// The peer's arena mapped here, or null.
+std::shared_ptr<const PeerArena> map_arena(const Identity& me, const Identity& peer) {
+  if (me.offers_arena == 0 || peer.offers_arena == 0 || shared_memory_setting() == "refuse") return nullptr;
+  return PeerArena::map(static_cast<pid_t>(peer.pid), peer.arena_fd, peer.arena_base, peer.arena_bytes,
+                        peer.arena_token);
 }
 
 // The path between two processes and why: single copy only when both want
@@ -123,7 +154,7 @@ PeerPath classify(const Identity& me, const Identity& peer, bool both_read) {
 
 }  // namespace
 
-HostPeers find_same_host_peers(MPI_Comm comm, bool enabled) {
+HostPeers find_same_host_peers(MPI_Comm comm, bool enabled, bool shared_memory) {
   int rank = 0;
   int size = 1;
   check_mpi(MPI_Comm_rank(comm, &rank), "reading this rank");
@@ -141,6 +172,7 @@ HostPeers find_same_host_peers(MPI_Comm comm, bool enabled) {
   me.host_name = read_host_name();
   me.address = read_address();
   me.enabled = enabled && single_copy_setting() != "0" ? 1 : 0;
+  offer_arena(me, me.enabled != 0 && shared_memory);
   const bool refuse = single_copy_setting() == "refuse";
   std::vector<Identity> all(static_cast<size_t>(size));
   check_mpi(MPI_Allgather(&me, sizeof(Identity), MPI_BYTE, all.data(), sizeof(Identity), MPI_BYTE, comm),
@@ -148,21 +180,31 @@ HostPeers find_same_host_peers(MPI_Comm comm, bool enabled) {
   number_hosts(all, found);
   if (size == 1) return found;
 
-  std::vector<uint8_t> i_can_read(static_cast<size_t>(size), 0);
+  std::vector<uint8_t> i_found(static_cast<size_t>(size), 0);
+  found.arenas.assign(static_cast<size_t>(size), nullptr);
   for (size_t j = 0; j < all.size(); ++j) {
     const Identity& peer = all[j];
     // Probe only the peers that nothing but the probe keeps from a single copy.
     if (static_cast<int>(j) == rank || classify(me, peer, true) != PeerPath::kSingleCopy) continue;
-    i_can_read[j] = !refuse && can_read_peer(static_cast<pid_t>(peer.pid), peer.token_address, peer.token) ? 1 : 0;
+    if (refuse || !can_read_peer(static_cast<pid_t>(peer.pid), peer.token_address, peer.token)) continue;
+    i_found[j] = kCanRead;
+    found.arenas[j] = map_arena(me, peer);
+    if (found.arenas[j]) i_found[j] |= kCanMap;
   }
   // Every peer's probe of our token ends before it enters this exchange, so
   // the token may go once it returns.
-  std::vector<uint8_t> reads_me(static_cast<size_t>(size), 0);
-  check_mpi(MPI_Alltoall(i_can_read.data(), 1, MPI_BYTE, reads_me.data(), 1, MPI_BYTE, comm),
+  std::vector<uint8_t> found_me(static_cast<size_t>(size), 0);
+  check_mpi(MPI_Alltoall(i_found.data(), 1, MPI_BYTE, found_me.data(), 1, MPI_BYTE, comm),
             "sharing which processes can copy directly");
   for (size_t j = 0; j < found.paths.size(); ++j) {
     if (static_cast<int>(j) == rank) continue;
-    found.paths[j] = classify(me, all[j], i_can_read[j] != 0 && reads_me[j] != 0);
+    const uint8_t both = i_found[j] & found_me[j];
+    found.paths[j] = classify(me, all[j], (both & kCanRead) != 0);
+    if (found.paths[j] == PeerPath::kSingleCopy && (both & kCanMap) != 0) {
+      found.paths[j] = PeerPath::kSharedMemory;
+    } else {
+      found.arenas[j] = nullptr;
+    }
     if (same_host(all[j], me)) ++found.processes_on_host;
   }
   return found;

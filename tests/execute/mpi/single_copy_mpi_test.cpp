@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "execute/shared_arena.h"
 #include "mpi_world.h"
 #include "reshard/execute/buffer.h"
 #include "reshard/layout/error.h"
@@ -144,7 +145,9 @@ TEST_F(SingleCopyMpi, EveryRankNamesThePathToEachPeerAndWhy) {
   EXPECT_EQ(t.path_to(t.rank()), PeerPath::kSelf);
   for (int peer = 0; peer < t.size(); ++peer) {
     if (peer == t.rank()) continue;
-    EXPECT_EQ(t.path_to(peer) == PeerPath::kSingleCopy, t.copies_directly_with(peer)) << "peer " << peer;
+    const PeerPath path = t.path_to(peer);
+    EXPECT_EQ(path == PeerPath::kSingleCopy || path == PeerPath::kSharedMemory, t.copies_directly_with(peer))
+        << "peer " << peer;
     if (opted_out()) {
       EXPECT_EQ(t.path_to(peer), PeerPath::kOptedOut) << "peer " << peer;
     }
@@ -202,9 +205,11 @@ TEST_F(SingleCopyMpi, APeerTheKernelRefusesGoesThroughMpiSaysSoAndStillDeliversE
     const ScopedEnvironment refuse("RESHARD_SINGLE_COPY", t.rank() == 0 ? "refuse" : nullptr);
     refused.emplace(MPI_COMM_WORLD);
   }
+  // The pairs without rank 0 copy as the world's transport does.
+  const PeerPath direct = t.path_to((t.rank() + 1) % t.size());
   for (int peer = 0; peer < t.size(); ++peer) {
     if (peer == t.rank()) continue;
-    const PeerPath expected = t.rank() == 0 || peer == 0 ? PeerPath::kRefused : PeerPath::kSingleCopy;
+    const PeerPath expected = t.rank() == 0 || peer == 0 ? PeerPath::kRefused : direct;
     EXPECT_EQ(refused->path_to(peer), expected) << "peer " << peer;
   }
   const std::string line = refused->describe_paths();
@@ -213,9 +218,55 @@ TEST_F(SingleCopyMpi, APeerTheKernelRefusesGoesThroughMpiSaysSoAndStillDeliversE
       << line;
   if (t.rank() == 0) {
     EXPECT_EQ(line.find("single copy with"), std::string::npos) << line;
+    EXPECT_EQ(line.find("shared memory with"), std::string::npos) << line;
   }
   // Pairs with rank 0 go through MPI, the others copy directly: one reshard uses both.
   testing::check_strided_reshard(*refused, 256, /*round_trip=*/true, 53);
+}
+
+TEST_F(SingleCopyMpi, SharedMemoryPairsReadArenaBuffersAndEachOptOutFallsBackToTheKernelCopy) {
+  MpiTransport& t = world_transport();
+  if (t.size() < 2) GTEST_SKIP() << "needs two ranks";
+  const PeerPath direct = t.path_to((t.rank() + 1) % t.size());
+  const char* setting = std::getenv("RESHARD_SHARED_MEMORY");
+  if (setting != nullptr && std::string_view(setting) == "0") {
+    EXPECT_NE(direct, PeerPath::kSharedMemory) << "RESHARD_SHARED_MEMORY=0 must turn it off";
+  }
+  if (direct != PeerPath::kSharedMemory) GTEST_SKIP() << "no shared memory here: " << t.describe_paths();
+  // From now on this process's large buffers live where its peers map them.
+  const detail::SharedArena* arena = detail::SharedArena::for_process();
+  ASSERT_NE(arena, nullptr);
+  const Buffer large = Buffer::allocate(size_t{1} << 20);
+  EXPECT_TRUE(arena->contains(large.data(), large.size()));
+  EXPECT_NE(t.describe_paths().find("shared memory with rank"), std::string::npos) << t.describe_paths();
+
+  // Off in the options: the kernel copy, every pair.
+  MpiTransportOptions off;
+  off.shared_memory = false;
+  MpiTransport kernel_copy(MPI_COMM_WORLD, off);
+  for (int peer = 0; peer < t.size(); ++peer) {
+    if (peer != t.rank()) {
+      EXPECT_EQ(kernel_copy.path_to(peer), PeerPath::kSingleCopy) << "peer " << peer;
+    }
+  }
+  testing::check_strided_reshard(kernel_copy, 256, /*round_trip=*/true, 59);
+
+  // Rank 0's mappings fail (as without pidfd_getfd): its pairs take the
+  // kernel copy, the others map; one reshard uses both and every byte arrives.
+  std::optional<MpiTransport> refused;
+  {
+    const ScopedEnvironment refuse("RESHARD_SHARED_MEMORY", t.rank() == 0 ? "refuse" : nullptr);
+    refused.emplace(MPI_COMM_WORLD);
+  }
+  for (int peer = 0; peer < t.size(); ++peer) {
+    if (peer == t.rank()) continue;
+    const PeerPath expected = t.rank() == 0 || peer == 0 ? PeerPath::kSingleCopy : PeerPath::kSharedMemory;
+    EXPECT_EQ(refused->path_to(peer), expected) << "peer " << peer;
+  }
+  EXPECT_NE(refused->describe_paths().find(t.rank() == 0 ? "single copy with rank" : "single copy with rank 0"),
+            std::string::npos)
+      << refused->describe_paths();
+  testing::check_strided_reshard(*refused, 256, /*round_trip=*/true, 61);
 }
 
 TEST_F(SingleCopyMpi, AWithdrawnUnownedSendStillDeliversWhatItWasGiven) {

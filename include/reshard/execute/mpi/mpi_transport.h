@@ -51,18 +51,31 @@ struct MpiTransportOptions {
   // (RESHARD_SINGLE_COPY=refuse makes this process answer as though the
   // kernel forbade the attach, to test the fallback where it is allowed.)
   bool single_copy = true;
+  // Where both processes of a single-copy pair can also map each other's
+  // shared memory arena (a memory file they exchange by pidfd_getfd, under
+  // the same permission as the kernel copy), buffers of 256 KiB or more that
+  // Buffer::allocate makes from then on live in the process's arena, and a
+  // peer copies strided messages out of them itself, in user space, one copy
+  // at memory speed: the kernel copy's work per run made short runs slow, so
+  // its senders gathered them first (two copies). Memory outside the arena
+  // (the caller's own, adopted) still goes by the kernel copy. False (or
+  // RESHARD_SHARED_MEMORY=0) in one process of a pair turns it off for the
+  // pair; RESHARD_SHARED_MEMORY=refuse makes this process's mappings fail,
+  // as a kernel without pidfd_getfd would.
+  bool shared_memory = true;
 };
 
 // How the bytes between this process and one peer travel, and why.
 enum class PeerPath {
   kSelf,        // this process: local copies
+  kSharedMemory,  // one copy in user space out of the peer's mapped arena (one kernel copy for memory outside it)
   kSingleCopy,  // one kernel copy between the two processes' memories
   kOtherHost,   // through MPI: the peer runs on another host (another kernel or network namespace)
   kOptedOut,    // through MPI: single_copy is off in one of the two processes
   kRefused,     // through MPI: the kernel refused the attach (Yama's ptrace_scope, seccomp, a container)
 };
 
-// "self", "single copy", "MPI (other host)", "MPI (single copy off)", "MPI (attach refused)".
+// "self", "shared memory", "single copy", "MPI (other host)", "MPI (single copy off)", "MPI (attach refused)".
 std::string_view peer_path_name(PeerPath path);
 
 // Point-to-point transfers are non-blocking MPI_Isend/MPI_Irecv, chunked, with
@@ -145,7 +158,8 @@ class MpiTransport final : public Transport {
   void abort(std::string_view reason) noexcept override;
 
   const MpiTransportOptions& options() const;
-  // Whether messages to and from `peer` take the single-copy path (options().single_copy).
+  // Whether messages to and from `peer` take the single-copy path
+  // (options().single_copy): kSharedMemory or kSingleCopy.
   bool copies_directly_with(int peer) const;
   // The path to `peer` and why (kSelf for this rank). The two processes of a
   // pair always agree. Error(kInvalidArgument) for a rank outside the job.

@@ -7,19 +7,26 @@
 //   killed: rank 2 offers each peer a 256 MiB message and is killed (SIGKILL)
 //           while they read it from its memory (the single-copy path, where
 //           the host allows it; through MPI, mid-receive).
+//   killed-shared: the same with the message in a Buffer::allocate buffer,
+//           which lives in the shared memory arena that its peers map and
+//           copy from themselves, where the host allows it.
 // Ranks 0 and 1 each expect a stream of messages from rank 2. No rank may
 // wait forever: but for `slow`, the job must end non-zero, soon; a slow
 // rank must be waited for, and the job succeed.
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <span>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "reshard/execute/buffer.h"
 #include "reshard/execute/mpi/mpi_session.h"
 #include "reshard/execute/mpi/mpi_transport.h"
 #include "reshard/layout/error.h"
@@ -34,15 +41,29 @@ constexpr size_t kLargeMessageBytes = size_t{256} << 20;
 
 // Whether message `i` of the stream is the large one that rank 2 dies sending.
 size_t message_bytes(int i, const std::string& mode) {
-  return mode == "killed" && i == kMessagesBeforeFailure ? kLargeMessageBytes : kMessageBytes;
+  const bool killed = mode == "killed" || mode == "killed-shared";
+  return killed && i == kMessagesBeforeFailure ? kLargeMessageBytes : kMessageBytes;
 }
 
 // Offers both peers the large message, then dies while they read it.
-[[noreturn]] void die_while_read(reshard::Transport& transport, reshard::Tag tag) {
-  auto large = std::make_shared<std::vector<std::byte>>(kLargeMessageBytes, std::byte{42});
+// In the caller's own memory (a vector), or in a buffer of reshard's (in the
+// shared arena where peers map it).
+[[noreturn]] void die_while_read(reshard::Transport& transport, reshard::Tag tag, bool shared) {
+  std::span<const std::byte> bytes;
+  std::shared_ptr<const void> owner;
+  if (shared) {
+    reshard::Buffer buffer = reshard::Buffer::allocate(kLargeMessageBytes);
+    std::fill(buffer.bytes().begin(), buffer.bytes().end(), std::byte{42});
+    bytes = std::as_const(buffer).bytes();
+    owner = buffer.owner();
+  } else {
+    auto large = std::make_shared<std::vector<std::byte>>(kLargeMessageBytes, std::byte{42});
+    bytes = *large;
+    owner = large;
+  }
   std::vector<std::unique_ptr<reshard::Request>> sends;
   for (int peer = 0; peer < kFailingRank; ++peer) {
-    sends.push_back(transport.isend_owned(peer, tag, *large, large));
+    sends.push_back(transport.isend_owned(peer, tag, bytes, owner));
   }
   // Long enough for the headers to arrive and the reads to begin, far
   // shorter than reading 256 MiB twice.
@@ -60,7 +81,9 @@ void send_stream(reshard::Transport& transport, reshard::Tag tag, const std::str
       if (mode == "throw") throw reshard::Error(reshard::ErrorCode::kIo, "rank 2: simulated failure mid-transfer");
       if (mode == "silent") raise(SIGSTOP);
       if (mode == "slow") std::this_thread::sleep_for(3 * transport.timeout());
-      if (mode == "killed") die_while_read(transport, tag + static_cast<reshard::Tag>(i));
+      if (mode == "killed" || mode == "killed-shared") {
+        die_while_read(transport, tag + static_cast<reshard::Tag>(i), mode == "killed-shared");
+      }
     }
     for (int peer = 0; peer < kFailingRank; ++peer) {
       transport.send(peer, tag + static_cast<reshard::Tag>(i), message);

@@ -72,6 +72,19 @@ TEST(MpiFault, ARankKilledWhileItsPeersReadItsMemoryEndsTheJobNamingIt) {
   EXPECT_FALSE(mentions(job, "runtime error:")) << job.output;
 }
 
+TEST(MpiFault, ARankKilledWhileItsPeersCopyFromItsSharedMemoryEndsTheJobNamingIt) {
+  // The message lives in rank 2's shared arena, which its peers have mapped:
+  // its pages outlive it while mapped, so a reader's copy finishes (or
+  // mpirun sees the death first), and the next wait names rank 2. No
+  // survivor faults on the dead rank's memory, none finishes.
+  const JobResult job = run_fault_job("killed-shared");
+  expect_failed_on_its_own(job);
+  EXPECT_TRUE(mentions(job, "rank 2")) << job.output;
+  EXPECT_FALSE(mentions(job, "finished without a failure")) << job.output;
+  EXPECT_FALSE(mentions(job, "AddressSanitizer")) << job.output;
+  EXPECT_FALSE(mentions(job, "runtime error:")) << job.output;
+}
+
 TEST(MpiFault, ARankThatThrowsIsNamedByItsPeers) {
   const JobResult job = run_fault_job("throw");
   expect_failed_on_its_own(job);
