@@ -128,10 +128,12 @@ TEST(RunCopies, LockstepBlocksCrossOuterDimensions) {
 
 TEST(CopyRows, StepsEitherWayThroughBothBuffers) {
   auto rng = testing::seeded_rng();
-  const Bytes src = random_bytes(rng, 64 * 1024);
-  for (int trial = 0; trial < 200; ++trial) {
+  const Bytes src = random_bytes(rng, 128 * 1024);
+  for (int trial = 0; trial < 400; ++trial) {
     const size_t size = 1 + rng() % 700, rows = 1 + rng() % 20;
-    const auto src_stride = static_cast<int64_t>(size + rng() % 64) * (rng() % 2 ? 1 : -1);
+    // Sources a page or more apart per row take the prefetching kernel.
+    const size_t far = rng() % 2 ? 4096 + rng() % 1024 : 0;
+    const auto src_stride = static_cast<int64_t>(size + far + rng() % 64) * (rng() % 2 ? 1 : -1);
     const auto dst_stride = static_cast<int64_t>(size + rng() % 64) * (rng() % 2 ? 1 : -1);
     // Start where every row stays inside both buffers, whichever way they step.
     const auto start = [&](int64_t stride) { return stride < 0 ? static_cast<size_t>(-stride) * (rows - 1) : 0; };
