@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "layout/copy_bytes.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::detail {
@@ -102,7 +103,12 @@ SharedArena* SharedArena::for_process() {
   return arena;
 }
 
-void SharedArena::serve_allocations() { serving.store(true, std::memory_order_release); }
+void SharedArena::serve_allocations() {
+  // Shared memory comes in small pages here (unless the kernel gives shmem
+  // huge pages): strided copies out of it do better asking ahead.
+  prefetch_rows_a_page_apart(true);
+  serving.store(true, std::memory_order_release);
+}
 bool SharedArena::serving_allocations() { return serving.load(std::memory_order_acquire); }
 
 std::byte* SharedArena::allocate(size_t bytes) {

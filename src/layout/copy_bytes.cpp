@@ -1,6 +1,7 @@
 #include "layout/copy_bytes.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 
@@ -9,6 +10,15 @@
 #endif
 
 namespace reshard {
+namespace {
+
+// How many rows ahead copy_rows asks for, when it prefetches.
+[[maybe_unused]] constexpr uint64_t kPrefetchRows = 8;
+std::atomic<bool> prefetch_rows{false};
+
+}  // namespace
+
+void prefetch_rows_a_page_apart(bool on) { prefetch_rows.store(on, std::memory_order_relaxed); }
 
 #if defined(__SSE2__)
 
@@ -72,26 +82,9 @@ __attribute__((target("avx2"))) void stream_copy_avx2(std::byte* dst, const std:
   stream_run_avx2(dst, src, size);
 }
 
-// Rows this far ahead are prefetched when each row is a page of its own.
-constexpr uint64_t kPrefetchRows = 8;
-
 __attribute__((target("avx2"))) void stream_rows_avx2(std::byte* dst, int64_t dst_stride, const std::byte* src,
                                                       int64_t src_stride, size_t size, uint64_t rows) {
-  // Short rows a page or more apart: the hardware prefetchers stop at page
-  // boundaries, so each row would miss (and walk the page tables) on its
-  // own; asking for the rows ahead overlaps those misses. A prefetch never
-  // faults, so asking past the last row is harmless.
-  const bool far_apart = size <= 1024 && (src_stride >= 4096 || src_stride <= -4096);
-  if (!far_apart) {
-    for (uint64_t row = 0; row < rows; ++row, dst += dst_stride, src += src_stride) stream_run_avx2(dst, src, size);
-    return;
-  }
-  const int64_t ahead = static_cast<int64_t>(kPrefetchRows) * src_stride;
-  for (uint64_t row = 0; row < rows; ++row, dst += dst_stride, src += src_stride) {
-    const char* next = reinterpret_cast<const char*>(src) + ahead;
-    for (size_t line = 0; line < size; line += 64) _mm_prefetch(next + line, _MM_HINT_T0);
-    stream_run_avx2(dst, src, size);
-  }
+  for (uint64_t row = 0; row < rows; ++row, dst += dst_stride, src += src_stride) stream_run_avx2(dst, src, size);
 }
 #endif
 
@@ -132,13 +125,44 @@ void copy_bytes(std::byte* dst, const std::byte* src, size_t size, CopyMode mode
   }
 }
 
-void copy_rows(std::byte* dst, int64_t dst_stride, const std::byte* src, int64_t src_stride, size_t size,
-               uint64_t rows, CopyMode mode) {
+namespace {
+
+void copy_rows_here(std::byte* dst, int64_t dst_stride, const std::byte* src, int64_t src_stride, size_t size,
+                    uint64_t rows, CopyMode mode) {
   if (mode == CopyMode::kStreaming && size >= 64) {
     stream_kernels().rows(dst, dst_stride, src, src_stride, size, rows);
     return;
   }
   for (uint64_t row = 0; row < rows; ++row, dst += dst_stride, src += src_stride) std::memcpy(dst, src, size);
+}
+
+// Each row asks for the row kPrefetchRows ahead of it before it is copied.
+// A prefetch never faults, so asking past the last row is harmless.
+void copy_rows_prefetching(std::byte* dst, int64_t dst_stride, const std::byte* src, int64_t src_stride, size_t size,
+                           uint64_t rows, CopyMode mode) {
+  const int64_t ahead = static_cast<int64_t>(kPrefetchRows) * src_stride;
+  const bool streaming = mode == CopyMode::kStreaming && size >= 64;
+  for (uint64_t row = 0; row < rows; ++row, dst += dst_stride, src += src_stride) {
+    const char* next = reinterpret_cast<const char*>(src) + ahead;
+    for (size_t line = 0; line < size; line += 64) _mm_prefetch(next + line, _MM_HINT_T0);
+    if (streaming) {
+      stream_kernels().copy(dst, src, size);
+    } else {
+      std::memcpy(dst, src, size);
+    }
+  }
+}
+
+}  // namespace
+
+void copy_rows(std::byte* dst, int64_t dst_stride, const std::byte* src, int64_t src_stride, size_t size,
+               uint64_t rows, CopyMode mode) {
+  const bool far_apart = size <= 1024 && (src_stride >= 4096 || src_stride <= -4096);
+  if (far_apart && rows > 1 && prefetch_rows.load(std::memory_order_relaxed)) {
+    copy_rows_prefetching(dst, dst_stride, src, src_stride, size, rows, mode);
+  } else {
+    copy_rows_here(dst, dst_stride, src, src_stride, size, rows, mode);
+  }
 }
 
 void finish_streaming() { _mm_sfence(); }
