@@ -33,7 +33,7 @@ class SharedArena {
  public:
   // Allocations smaller than this stay on the heap: their messages are short
   // and a gather costs them little.
-  static constexpr size_t kMinBytes = size_t{256} << 10;
+  static constexpr size_t kMinBytes = size_t{64} << 10;
   // The first page holds a token for peers to check their mapping against.
   static constexpr size_t kTokenBytes = 16;
 

@@ -53,7 +53,7 @@ struct MpiTransportOptions {
   bool single_copy = true;
   // Where both processes of a single-copy pair can also map each other's
   // shared memory arena (a memory file they exchange by pidfd_getfd, under
-  // the same permission as the kernel copy), buffers of 256 KiB or more that
+  // the same permission as the kernel copy), buffers of 64 KiB or more that
   // Buffer::allocate makes from then on live in the process's arena, and a
   // peer copies strided messages out of them itself, in user space, one copy
   // at memory speed: the kernel copy's work per run made short runs slow, so
