@@ -51,6 +51,16 @@ bool mentions(const JobResult& job, const std::string& text) {
   return job.output.find(text) != std::string::npos;
 }
 
+// A job whose rank 2 was killed mid-read ended by itself, non-zero, naming
+// it, with no survivor finishing and no sanitizer report.
+void expect_killed_rank_named(const JobResult& job) {
+  expect_failed_on_its_own(job);
+  EXPECT_TRUE(mentions(job, "rank 2")) << job.output;
+  EXPECT_FALSE(mentions(job, "finished without a failure")) << job.output;
+  EXPECT_FALSE(mentions(job, "AddressSanitizer")) << job.output;
+  EXPECT_FALSE(mentions(job, "runtime error:")) << job.output;
+}
+
 TEST(MpiFault, ARankThatDiesWithoutAWordEndsTheJob) {
   // mpirun notices the process is gone and kills the job: the survivors
   // never get to time out. mpirun names the rank (in Open MPI's words).
@@ -64,12 +74,7 @@ TEST(MpiFault, ARankKilledWhileItsPeersReadItsMemoryEndsTheJobNamingIt) {
   // The readers' copy fails (the memory is gone) or mpirun sees the death
   // first: either way the job ends by itself, non-zero, naming rank 2, and
   // no survivor crashes (a sanitizer's report would say so).
-  const JobResult job = run_fault_job("killed");
-  expect_failed_on_its_own(job);
-  EXPECT_TRUE(mentions(job, "rank 2")) << job.output;
-  EXPECT_FALSE(mentions(job, "finished without a failure")) << job.output;
-  EXPECT_FALSE(mentions(job, "AddressSanitizer")) << job.output;
-  EXPECT_FALSE(mentions(job, "runtime error:")) << job.output;
+  expect_killed_rank_named(run_fault_job("killed"));
 }
 
 TEST(MpiFault, ARankKilledWhileItsPeersCopyFromItsSharedMemoryEndsTheJobNamingIt) {
@@ -77,12 +82,7 @@ TEST(MpiFault, ARankKilledWhileItsPeersCopyFromItsSharedMemoryEndsTheJobNamingIt
   // its pages outlive it while mapped, so a reader's copy finishes (or
   // mpirun sees the death first), and the next wait names rank 2. No
   // survivor faults on the dead rank's memory, none finishes.
-  const JobResult job = run_fault_job("killed-shared");
-  expect_failed_on_its_own(job);
-  EXPECT_TRUE(mentions(job, "rank 2")) << job.output;
-  EXPECT_FALSE(mentions(job, "finished without a failure")) << job.output;
-  EXPECT_FALSE(mentions(job, "AddressSanitizer")) << job.output;
-  EXPECT_FALSE(mentions(job, "runtime error:")) << job.output;
+  expect_killed_rank_named(run_fault_job("killed-shared"));
 }
 
 TEST(MpiFault, ARankThatThrowsIsNamedByItsPeers) {
