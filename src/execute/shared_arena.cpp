@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "layout/checked.h"
 #include "layout/copy_bytes.h"
 #include "reshard/layout/error.h"
 
@@ -26,6 +27,9 @@ constexpr uint64_t kMaxReserve = uint64_t{1} << 40;
 constexpr uint64_t kMaxKept = uint64_t{4} << 30;
 
 uint64_t round_up(uint64_t value, uint64_t to) { return (value + to - 1) / to * to; }
+
+// The bytes a request of `bytes` takes in the arena.
+uint64_t granules_for(size_t bytes) { return round_up(std::max<uint64_t>(bytes, 1), kGranule); }
 
 std::atomic<bool> serving{false};
 
@@ -112,7 +116,7 @@ void SharedArena::serve_allocations() {
 bool SharedArena::serving_allocations() { return serving.load(std::memory_order_acquire); }
 
 std::byte* SharedArena::allocate(size_t bytes) {
-  const uint64_t rounded = round_up(std::max<uint64_t>(bytes, 1), kGranule);
+  const uint64_t rounded = granules_for(bytes);
   const uint64_t alignment = rounded >= 2 * kHugePage ? kHugePage : kGranule;
   std::optional<uint64_t> offset;
   {
@@ -143,7 +147,7 @@ std::byte* SharedArena::allocate(size_t bytes) {
 
 void SharedArena::release(std::byte* data, size_t bytes) noexcept {
   const uint64_t offset = static_cast<uint64_t>(data - base_);
-  const uint64_t rounded = round_up(std::max<uint64_t>(bytes, 1), kGranule);
+  const uint64_t rounded = granules_for(bytes);
   std::lock_guard guard(mutex_);
   allocated_ -= rounded;
   if (rounded <= max_kept_) {
@@ -174,9 +178,7 @@ void SharedArena::make_room_to_keep(uint64_t more) {
 }
 
 bool SharedArena::contains(const void* data, uint64_t bytes) const {
-  const uint64_t address = reinterpret_cast<uintptr_t>(data);
-  const uint64_t base = base_address();
-  return address >= base && address - base <= reserve_ && bytes <= reserve_ - (address - base);
+  return range_inside(reinterpret_cast<uintptr_t>(data), bytes, base_address(), reserve_);
 }
 
 uint64_t SharedArena::allocated_bytes() const {

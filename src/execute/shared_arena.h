@@ -69,7 +69,9 @@ class SharedArena {
   uint64_t base_address() const { return reinterpret_cast<uintptr_t>(base_); }
   uint64_t reserved_bytes() const { return reserve_; }
   // The random token at the arena's start.
-  std::span<const std::byte, kTokenBytes> token() const { return std::span<const std::byte, kTokenBytes>(base_, kTokenBytes); }
+  std::span<const std::byte, kTokenBytes> token() const {
+    return std::span<const std::byte, kTokenBytes>(base_, kTokenBytes);
+  }
   // Bytes handed out now, and freed but kept populated (rounded sizes).
   uint64_t allocated_bytes() const;
   uint64_t kept_bytes() const;

@@ -49,4 +49,8 @@ int64_t checked_product(std::span<const int64_t> extents, std::string_view what)
   return product;
 }
 
+bool range_inside(uint64_t address, uint64_t size, uint64_t base, uint64_t bytes) {
+  return address >= base && address - base <= bytes && size <= bytes - (address - base);
+}
+
 }  // namespace reshard

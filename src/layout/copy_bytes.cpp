@@ -141,15 +141,10 @@ void copy_rows_here(std::byte* dst, int64_t dst_stride, const std::byte* src, in
 void copy_rows_prefetching(std::byte* dst, int64_t dst_stride, const std::byte* src, int64_t src_stride, size_t size,
                            uint64_t rows, CopyMode mode) {
   const int64_t ahead = static_cast<int64_t>(kPrefetchRows) * src_stride;
-  const bool streaming = mode == CopyMode::kStreaming && size >= 64;
   for (uint64_t row = 0; row < rows; ++row, dst += dst_stride, src += src_stride) {
     const char* next = reinterpret_cast<const char*>(src) + ahead;
     for (size_t line = 0; line < size; line += 64) _mm_prefetch(next + line, _MM_HINT_T0);
-    if (streaming) {
-      stream_kernels().copy(dst, src, size);
-    } else {
-      std::memcpy(dst, src, size);
-    }
+    copy_rows_here(dst, dst_stride, src, src_stride, size, 1, mode);
   }
 }
 

@@ -218,7 +218,9 @@ void DirectReceive::act_on_header(std::span<const std::byte> header) {
                      d.head.bytes, bytes_));
   }
   try {
-    if (std::optional<std::vector<RunGroup>> mapped = channel_.arena ? channel_.arena->to_local(d.groups) : std::nullopt) {
+    const std::optional<std::vector<RunGroup>> mapped =
+        channel_.arena != nullptr ? channel_.arena->to_local(d.groups) : std::nullopt;
+    if (mapped) {
       copy_between_runs(runs_, *mapped, bytes_);
     } else {
       read_from_peer(static_cast<pid_t>(d.head.pid), peer_, d.groups, runs_, bytes_);

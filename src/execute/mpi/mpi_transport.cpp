@@ -316,8 +316,8 @@ struct MpiTransport::State {
     }
     auto guard = engine.lock();
     engine.throw_if_aborted();
-    return std::make_unique<mpi_detail::DirectSend>(engine, peer, tag, direct_channel(peer, tag), std::move(groups), bytes,
-                                                    std::move(owner));
+    return std::make_unique<mpi_detail::DirectSend>(engine, peer, tag, direct_channel(peer, tag), std::move(groups),
+                                                    bytes, std::move(owner));
   }
 
   // A single-copy receive into `runs`: written only while the request is

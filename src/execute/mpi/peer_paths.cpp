@@ -25,8 +25,8 @@ std::string_view peer_path_name(PeerPath path) {
 namespace mpi_detail {
 namespace {
 
-constexpr PeerPath kEveryPath[] = {PeerPath::kSharedMemory, PeerPath::kSingleCopy, PeerPath::kOtherHost, PeerPath::kOptedOut,
-                                   PeerPath::kRefused};
+constexpr PeerPath kEveryPath[] = {PeerPath::kSharedMemory, PeerPath::kSingleCopy, PeerPath::kOtherHost,
+                                   PeerPath::kOptedOut, PeerPath::kRefused};
 
 // "rank 4" or "ranks 1-3, 5": consecutive ranks as ranges.
 std::string rank_list(const std::vector<int>& ranks) {

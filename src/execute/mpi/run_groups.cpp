@@ -105,9 +105,7 @@ void RunCursor::skip_empty() {
 }
 
 bool group_inside(const RunGroup& group, uint64_t base, uint64_t bytes) {
-  const auto run_inside = [&](uint64_t address) {
-    return address >= base && address - base <= bytes && group.size <= bytes - (address - base);
-  };
+  const auto run_inside = [&](uint64_t address) { return range_inside(address, group.size, base, bytes); };
   if (group.size == 0 || group.count == 0) return true;
   if (group.count - 1 > static_cast<uint64_t>(INT64_MAX)) return false;
   // The progression is monotonic in signed steps; its two ends inside (with
