@@ -42,17 +42,13 @@ void check_inputs(const ArrayMove& move, const Transport& transport) {
   move.dst->check_writable();
 }
 
-// FNV-1a over everything the message schedule depends on.
+// FNV-1a over what the message schedule depends on: the chunk size and each plan (its digest).
 class Fingerprint {
  public:
   void add(uint64_t value) {
     for (int i = 0; i < 8; ++i) {
       hash_ = (hash_ ^ ((value >> (8 * i)) & 0xff)) * 0x100000001b3ULL;
     }
-  }
-  void add(const std::vector<int64_t>& values) {
-    add(values.size());
-    for (int64_t v : values) add(static_cast<uint64_t>(v));
   }
   uint64_t value() const { return hash_; }
 
@@ -64,19 +60,7 @@ uint64_t batch_fingerprint(std::span<const ArrayMove> moves, const ExecuteOption
   Fingerprint f;
   f.add(options.chunk_bytes);
   f.add(moves.size());
-  for (const ArrayMove& move : moves) {
-    const Plan& plan = *move.plan;
-    f.add(plan.key().shape);
-    f.add(static_cast<uint64_t>(plan.key().dtype));
-    f.add(plan.transfers().size());
-    for (const Transfer& t : plan.transfers()) {
-      f.add(static_cast<uint64_t>(t.src));
-      f.add(static_cast<uint64_t>(t.dst));
-      f.add(static_cast<uint64_t>(t.stage));
-      f.add(t.box.origin());
-      f.add(t.box.shape());
-    }
-  }
+  for (const ArrayMove& move : moves) f.add(move.plan->digest());
   return f.value();
 }
 

@@ -123,6 +123,26 @@ TEST(Plan, EqualityComparesKeyAndTransfers) {
   EXPECT_NE(plan, Plan(other, rows_transfers()));
 }
 
+TEST(Plan, DigestFollowsWhatTheMessagesDependOn) {
+  const Plan plan(rows_key(), rows_transfers());
+  EXPECT_EQ(plan.digest(), Plan(rows_key(), rows_transfers()).digest());
+  std::vector<Transfer> reordered = rows_transfers();
+  std::swap(reordered[0], reordered[1]);
+  EXPECT_NE(plan.digest(), Plan(rows_key(), reordered).digest());
+  std::vector<Transfer> moved = rows_transfers();
+  moved[3].src = 2;
+  EXPECT_NE(plan.digest(), Plan(rows_key(), moved).digest());
+  std::vector<Transfer> staged = rows_transfers();
+  staged[3].stage = 1;
+  EXPECT_NE(plan.digest(), Plan(rows_key(), staged).digest());
+  std::vector<Transfer> reshaped = rows_transfers();
+  reshaped[3].box = box({6, 0}, {2, 3});
+  EXPECT_NE(plan.digest(), Plan(rows_key(), reshaped).digest());
+  PlanKey other = rows_key();
+  other.dtype = DType::kI32;
+  EXPECT_NE(plan.digest(), Plan(other, rows_transfers()).digest());
+}
+
 // Each violation below starts from the correct plan and breaks one thing.
 ::testing::AssertionResult rejects(std::vector<Transfer> transfers, std::initializer_list<std::string_view> words,
                                    PlanKey key = rows_key()) {

@@ -67,6 +67,10 @@ class Plan {
   // All stage-0 transfers first, then all stage-1 transfers.
   const std::vector<Transfer>& transfers() const { return transfers_; }
   const PlanStats& stats() const { return stats_; }
+  // A hash of the key's shape and dtype and of every transfer (devices,
+  // stage, box), made once: what processes compare to agree that they run
+  // the same plans. Equal plans have equal digests.
+  uint64_t digest() const { return digest_; }
 
   // Thorough check (XLA IFRT style): every element of every target device's
   // slice is covered by exactly one transfer into that device; a stage-0
@@ -83,6 +87,7 @@ class Plan {
   PlanKey key_;
   std::vector<Transfer> transfers_;
   PlanStats stats_;
+  uint64_t digest_ = 0;
 };
 
 }  // namespace reshard
