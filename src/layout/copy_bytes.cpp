@@ -152,7 +152,8 @@ void copy_rows_prefetching(std::byte* dst, int64_t dst_stride, const std::byte* 
 
 void copy_rows(std::byte* dst, int64_t dst_stride, const std::byte* src, int64_t src_stride, size_t size,
                uint64_t rows, CopyMode mode) {
-  const bool far_apart = size <= 1024 && (src_stride >= 4096 || src_stride <= -4096);
+  const auto apart_at_least = [src_stride](int64_t bytes) { return src_stride >= bytes || src_stride <= -bytes; };
+  const bool far_apart = (size <= 1024 && apart_at_least(4096)) || (size <= 256 && apart_at_least(1024));
   if (far_apart && rows > 1 && prefetch_rows.load(std::memory_order_relaxed)) {
     copy_rows_prefetching(dst, dst_stride, src, src_stride, size, rows, mode);
   } else {

@@ -22,10 +22,12 @@ void copy_rows(std::byte* dst, int64_t dst_stride, const std::byte* src, int64_t
                uint64_t rows, CopyMode mode);
 
 // From now on (true) copy_rows prefetches rows eight ahead where short rows
-// lie a page or more apart in the source: the hardware prefetchers stop at
-// each page boundary, so on 4 KiB pages every such row misses (and walks the
-// page tables) on its own, and asking ahead overlaps those misses (about
-// twice as fast). On huge pages the prefetches only compete with the
+// lie a page or more apart in the source, or rows of 256 bytes or less a KiB
+// or more apart: the hardware prefetchers stop at each page boundary, so on
+// 4 KiB pages every such row misses (and walks the page tables) on its own,
+// and they do not follow the second kind's strides either; asking ahead
+// overlaps those misses (about twice as fast; 128-byte rows 2 KiB apart, a
+// model's bf16 column strips, 1.9 -> 5.6 GB/s). On huge pages the prefetches only compete with the
 // streaming stores for line buffers (some 10% slower), so it is off until a
 // process's large buffers come in small pages (shared memory without huge
 // pages: the execute layer's arena turns it on).
