@@ -79,15 +79,17 @@ void Exchange::post_sends() {
     in_flight += messages_.sends[end++].bytes;
   }
   if (end == next_send_) return;
-  std::vector<std::vector<ConstByteRun>> runs(end - next_send_);
+  std::vector<std::vector<ConstRunRows>> rows(end - next_send_);
   std::vector<Transport::GatherSend> batch;
-  batch.reserve(runs.size());
-  for (size_t i = 0; i < runs.size(); ++i) {
+  batch.reserve(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
     const Message& m = messages_.sends[next_send_ + i];
-    for (const MessagePiece& piece : m.pieces) send_copy(piece).src_runs(src_data(piece), piece.begin, piece.end, runs[i]);
+    for (const MessagePiece& piece : m.pieces) {
+      send_copy(piece).src_rows(src_data(piece), piece.begin, piece.end, rows[i]);
+    }
     // The request shares the shards' owner: if the exchange fails, a
     // transport still holding the bytes keeps them alive.
-    batch.push_back({m.dst_process, base_ + m.index, runs[i], owner_of(m, /*sending=*/true)});
+    batch.push_back({m.dst_process, base_ + m.index, rows[i], owner_of(m, /*sending=*/true)});
   }
   std::vector<std::unique_ptr<Request>> requests = transport_.isend_gather_all(batch, threads_);
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -102,14 +104,13 @@ void Exchange::post_receives() {
   while (next_receive_ < messages_.receives.size() &&
          fits(receive_bytes_in_flight_, messages_.receives[next_receive_].bytes, max_bytes_in_flight_)) {
     const Message& m = messages_.receives[next_receive_++];
-    std::vector<ByteRun> runs;
-    for (const MessagePiece& piece : m.pieces) receive_copy(piece).dst_runs(dst_data(piece), piece.begin, piece.end, runs);
+    std::vector<RunRows> rows;
+    for (const MessagePiece& piece : m.pieces) {
+      receive_copy(piece).dst_rows(dst_data(piece), piece.begin, piece.end, rows);
+    }
     Pending pending{&m, nullptr};
-    const Tag tag = base_ + m.index;
-    std::shared_ptr<const void> owner = owner_of(m, /*sending=*/false);
-    pending.request = runs.size() == 1
-                          ? transport_.irecv_owned(m.src_process, tag, {runs[0].data, runs[0].size}, std::move(owner))
-                          : transport_.irecv_scatter(m.src_process, tag, runs, std::move(owner));
+    pending.request =
+        transport_.irecv_scatter_rows(m.src_process, base_ + m.index, rows, owner_of(m, /*sending=*/false));
     receive_bytes_in_flight_ += m.bytes;
     receives_.push_back(std::move(pending));
   }

@@ -90,11 +90,18 @@ std::vector<std::unique_ptr<Request>> Transport::isend_gather_all(std::span<cons
   std::vector<std::unique_ptr<Request>> requests;
   requests.reserve(sends.size());
   for (const GatherSend& send : sends) {
-    requests.push_back(send.runs.size() == 1
-                           ? isend_owned(send.peer, send.tag, {send.runs[0].data, send.runs[0].size}, send.owner)
-                           : isend_gather(send.peer, send.tag, send.runs, send.owner));
+    const std::vector<ConstByteRun> runs = runs_of(send.rows);
+    requests.push_back(runs.size() == 1 ? isend_owned(send.peer, send.tag, {runs[0].data, runs[0].size}, send.owner)
+                                        : isend_gather(send.peer, send.tag, runs, send.owner));
   }
   return requests;
+}
+
+std::unique_ptr<Request> Transport::irecv_scatter_rows(int peer, Tag tag, std::span<const RunRows> rows,
+                                                       std::shared_ptr<const void> owner) {
+  const std::vector<ByteRun> runs = runs_of(rows);
+  return runs.size() == 1 ? irecv_owned(peer, tag, {runs[0].data, runs[0].size}, std::move(owner))
+                          : irecv_scatter(peer, tag, runs, std::move(owner));
 }
 
 std::unique_ptr<Request> Transport::irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,

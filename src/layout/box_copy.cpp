@@ -170,7 +170,53 @@ void append_run(std::vector<Run>& out, Pointer data, uint64_t length) {
   }
 }
 
+uintptr_t address_of(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+
+// Appends `count` runs of `size` bytes `stride` apart, extending the last
+// entry where they continue it: in memory (one longer run) or along its steps.
+template <typename Rows, typename Pointer>
+void append_rows(std::vector<Rows>& out, Pointer data, uint64_t size, int64_t stride, uint64_t count) {
+  if (size == 0 || count == 0) return;
+  if (count == 1) stride = 0;
+  if (count > 1 && stride == static_cast<int64_t>(size)) {  // rows end to end: one run
+    size *= count;
+    count = 1;
+    stride = 0;
+  }
+  if (!out.empty()) {
+    Rows& last = out.back();
+    const auto step = static_cast<int64_t>(address_of(data) - address_of(last.data));
+    if (last.count == 1 && count == 1 && step == static_cast<int64_t>(last.size)) {
+      last.size += size;
+      return;
+    }
+    if (last.size == size) {
+      if (last.count == 1 && (count == 1 || stride == step)) {
+        last.stride = step;
+        last.count += count;
+        return;
+      }
+      const bool continues = step == static_cast<int64_t>(last.count) * last.stride;
+      if (continues && (count == 1 || stride == last.stride)) {
+        last.count += count;
+        return;
+      }
+    }
+  }
+  out.push_back(Rows{data, size, stride, count});
+}
+
 }  // namespace
+
+void BoxCopy::src_rows(const std::byte* src, uint64_t begin, uint64_t end, std::vector<ConstRunRows>& out) const {
+  for_each_stretch(begin, end, [&](int64_t src_offset, int64_t, uint64_t length, uint64_t count, int64_t src_step,
+                                   int64_t) { append_rows(out, src + src_offset, length, src_step, count); });
+}
+
+void BoxCopy::dst_rows(std::byte* dst, uint64_t begin, uint64_t end, std::vector<RunRows>& out) const {
+  for_each_stretch(begin, end, [&](int64_t, int64_t dst_offset, uint64_t length, uint64_t count, int64_t,
+                                   int64_t dst_step) { append_rows(out, dst + dst_offset, length, dst_step, count); });
+}
 
 void BoxCopy::src_runs(const std::byte* src, uint64_t begin, uint64_t end, std::vector<ConstByteRun>& out) const {
   for_each_run(begin, end, [&](int64_t src_offset, int64_t, uint64_t, uint64_t length) {

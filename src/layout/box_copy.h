@@ -113,6 +113,14 @@ class BoxCopy {
     for_each_run(0, bytes_, visit);
   }
 
+  // The same runs as stretches of rows that step evenly in both buffers:
+  // calls visit(src_offset, dst_offset, length, count, src_step, dst_step)
+  // for `count` runs of `length` bytes, the i-th at offset + i * step, in
+  // packed order (a part row at either end is a stretch of one). A box's
+  // rows come in a few such stretches, however many rows it has.
+  template <typename Visit>
+  void for_each_stretch(uint64_t begin, uint64_t end, Visit&& visit) const;
+
   // How the rows step through the src (or dst) buffer: copies with equal keys
   // from one buffer have rows that interleave there, so walking them row by
   // row together reads (writes) that buffer in order.
@@ -138,6 +146,11 @@ class BoxCopy {
   // gathers from a source shard (scatters into a target shard).
   void src_runs(const std::byte* src, uint64_t begin, uint64_t end, std::vector<ConstByteRun>& out) const;
   void dst_runs(std::byte* dst, uint64_t begin, uint64_t end, std::vector<ByteRun>& out) const;
+  // The same runs as rows, a few words per stretch of rows, not per run:
+  // consecutive runs that touch merge into one, and runs of one size at even
+  // steps into one RunRows.
+  void src_rows(const std::byte* src, uint64_t begin, uint64_t end, std::vector<ConstRunRows>& out) const;
+  void dst_rows(std::byte* dst, uint64_t begin, uint64_t end, std::vector<RunRows>& out) const;
 
   // The offset at which [begin, end) starts in the src (dst) buffer, when those
   // bytes are contiguous there, so they can be sent (received) in place.
@@ -169,6 +182,29 @@ void BoxCopy::for_each_run(uint64_t begin, uint64_t end, Visit&& visit) const {
     packed += length;
     skip = 0;
   }
+}
+
+
+template <typename Visit>
+void BoxCopy::for_each_stretch(uint64_t begin, uint64_t end, Visit&& visit) const {
+  if (begin >= end) return;
+  check_range(begin, end);
+  RowCursor row(*this, begin / row_bytes_);
+  uint64_t packed = begin;
+  if (const uint64_t skip = begin % row_bytes_; skip != 0) {
+    const uint64_t length = std::min(row_bytes_ - skip, end - packed);
+    visit(row.src() + static_cast<int64_t>(skip), row.dst() + static_cast<int64_t>(skip), length, uint64_t{1},
+          int64_t{0}, int64_t{0});
+    packed += length;
+    row.next();
+  }
+  while (end - packed >= row_bytes_) {
+    const uint64_t count = std::min(row.even_steps(), (end - packed) / row_bytes_);
+    visit(row.src(), row.dst(), row_bytes_, count, row.src_step(), row.dst_step());
+    packed += count * row_bytes_;
+    row.skip(count);
+  }
+  if (packed < end) visit(row.src(), row.dst(), end - packed, uint64_t{1}, int64_t{0}, int64_t{0});
 }
 
 }  // namespace reshard

@@ -2,6 +2,8 @@
 
 #include <cstring>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -107,6 +109,83 @@ TEST(BoxCopy, PackThenUnpackInPiecesEqualsCopy) {
     }
     ASSERT_EQ(actual, expected);
   }
+}
+
+// Runs as (offset, size) from `base`, neighbours in memory merged.
+template <typename Run>
+std::vector<std::pair<int64_t, uint64_t>> canonical_runs(const std::vector<Run>& runs, const std::byte* base) {
+  std::vector<std::pair<int64_t, uint64_t>> out;
+  for (const Run& r : runs) {
+    if (r.size == 0) continue;
+    const int64_t offset = r.data - base;
+    if (!out.empty() && out.back().first + static_cast<int64_t>(out.back().second) == offset) {
+      out.back().second += r.size;
+    } else {
+      out.emplace_back(offset, r.size);
+    }
+  }
+  return out;
+}
+
+template <typename Rows>
+std::vector<ConstByteRun> expanded(const std::vector<Rows>& rows) {
+  std::vector<ConstByteRun> runs;
+  for (const Rows& r : rows) {
+    for (uint64_t i = 0; i < r.count; ++i) runs.push_back({r.data + static_cast<int64_t>(i) * r.stride, r.size});
+  }
+  return runs;
+}
+
+TEST(BoxCopy, RowsHoldTheSameRunsAsTheRunLists) {
+  auto rng = testing::seeded_rng();
+  for (int trial = 0; trial < 300; ++trial) {
+    const size_t width = size_t{1} << uniform(rng, 0, 3);
+    Shape shape(static_cast<size_t>(uniform(rng, 1, 4)));
+    for (int64_t& s : shape) s = uniform(rng, 1, 7);
+    const Box box = random_box_inside(rng, Box::whole(shape));
+    const Box src_extent = random_extent_around(rng, box), dst_extent = random_extent_around(rng, box);
+    Bytes src(static_cast<size_t>(src_extent.volume()) * width), dst(static_cast<size_t>(dst_extent.volume()) * width);
+    const BoxCopy copy(box, src_extent, dst_extent, width);
+    const auto bytes = static_cast<int64_t>(copy.bytes());
+    const auto begin_at = uniform(rng, 0, bytes);
+    const uint64_t begin = static_cast<uint64_t>(begin_at), end = static_cast<uint64_t>(uniform(rng, begin_at, bytes));
+    std::vector<ConstByteRun> src_runs;
+    std::vector<ByteRun> dst_runs;
+    std::vector<ConstRunRows> src_rows;
+    std::vector<RunRows> dst_rows;
+    copy.src_runs(src.data(), begin, end, src_runs);
+    copy.dst_runs(dst.data(), begin, end, dst_runs);
+    copy.src_rows(src.data(), begin, end, src_rows);
+    copy.dst_rows(dst.data(), begin, end, dst_rows);
+    const std::string where = "box " + box.to_string() + " from " + src_extent.to_string() + " to " +
+                              dst_extent.to_string() + " bytes [" + std::to_string(begin) + ", " +
+                              std::to_string(end) + ")";
+    EXPECT_EQ(canonical_runs(expanded(src_rows), src.data()), canonical_runs(src_runs, src.data())) << where;
+    EXPECT_EQ(canonical_runs(expanded(dst_rows), dst.data()), canonical_runs(dst_runs, dst.data())) << where;
+    EXPECT_LE(src_rows.size(), src_runs.size()) << where;
+    EXPECT_LE(dst_rows.size(), dst_runs.size()) << where;
+  }
+}
+
+TEST(BoxCopy, AStridedBoxIsOneRowsEntryWhateverItsRowCount) {
+  // Columns 64:128 of a 1000 x 1024 bf16 matrix, into a buffer of their own.
+  const Box box({0, 64}, {1000, 64});
+  const BoxCopy copy(box, Box::whole({1000, 1024}), box, 2);
+  std::vector<ConstRunRows> rows;
+  const Bytes src(1000 * 1024 * 2);
+  copy.src_rows(src.data(), 0, copy.bytes(), rows);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].data, src.data() + 128);
+  EXPECT_EQ(rows[0].size, 128u);
+  EXPECT_EQ(rows[0].stride, 2048);
+  EXPECT_EQ(rows[0].count, 1000u);
+  // Contiguous in the destination: one run.
+  Bytes dst(1000 * 64 * 2);
+  std::vector<RunRows> into;
+  copy.dst_rows(dst.data(), 100, copy.bytes() - 100, into);
+  ASSERT_EQ(into.size(), 1u);
+  EXPECT_EQ(into[0].data, dst.data() + 100);
+  EXPECT_EQ(into[0].size * into[0].count, copy.bytes() - 200);
 }
 
 TEST(BoxCopy, MergesWhatIsContiguousInBothBuffers) {

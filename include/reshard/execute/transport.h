@@ -78,15 +78,23 @@ class Transport {
   virtual std::unique_ptr<Request> irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,
                                                  std::shared_ptr<const void> owner = nullptr);
 
-  // One send of a batch: isend_gather's arguments.
+  // irecv_scatter into runs given as rows. By default the rows are listed
+  // run by run for irecv_scatter; a transport that describes memory as
+  // strided rows itself (the MPI transport between processes of a host)
+  // takes them as they are, at no cost per run.
+  virtual std::unique_ptr<Request> irecv_scatter_rows(int peer, Tag tag, std::span<const RunRows> rows,
+                                                      std::shared_ptr<const void> owner = nullptr);
+
+  // One send of a batch: isend_gather's arguments, its runs given as rows.
   struct GatherSend {
     int peer = 0;
     Tag tag = 0;
-    std::span<const ConstByteRun> runs;
+    std::span<const ConstRunRows> rows;
     std::shared_ptr<const void> owner;
   };
   // Starts every send of the batch, each as isend_gather would (one run as
-  // isend_owned), and returns their requests in the batch's order. A
+  // isend_owned; by default the rows are listed run by run), and returns
+  // their requests in the batch's order. A
   // transport that gathers runs into buffers of its own walks the batch's
   // runs together, so that rows several messages take from (the strips one
   // shard sends to several peers) are read once, not once per message, on

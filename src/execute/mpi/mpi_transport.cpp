@@ -303,10 +303,9 @@ struct MpiTransport::State {
                                                     bytes);
   }
 
-  std::unique_ptr<Request> start_direct_send(int peer, Tag tag, std::span<const ConstByteRun> runs,
+  std::unique_ptr<Request> start_direct_send(int peer, Tag tag, std::vector<mpi_detail::RunGroup> groups,
                                              std::shared_ptr<const void> owner) {
-    const size_t bytes = total_bytes(runs);
-    std::vector<mpi_detail::RunGroup> groups = mpi_detail::group_runs(runs);
+    const uint64_t bytes = mpi_detail::count_bytes(groups);
     if (must_gather(peer, groups, bytes, owner)) {
       Buffer gathered = gather_buffer(bytes);
       std::vector<mpi_detail::GatherJob> jobs;
@@ -322,12 +321,12 @@ struct MpiTransport::State {
 
   // A single-copy receive into `runs`: written only while the request is
   // advanced, so it needs no owner.
-  std::unique_ptr<Request> start_direct_receive(int peer, Tag tag, std::span<const ByteRun> runs) {
-    std::vector<mpi_detail::RunGroup> groups = mpi_detail::group_runs(runs);
+  std::unique_ptr<Request> start_direct_receive(int peer, Tag tag, std::vector<mpi_detail::RunGroup> groups) {
+    const uint64_t bytes = mpi_detail::count_bytes(groups);
     auto guard = engine.lock();
     engine.throw_if_aborted();
     return std::make_unique<mpi_detail::DirectReceive>(engine, peer, tag, direct_channel(peer, tag), std::move(groups),
-                                                       total_bytes(runs));
+                                                       bytes);
   }
 
   // One message of a derived datatype over `runs`, or null when MPI's int
@@ -388,7 +387,7 @@ std::unique_ptr<Request> MpiTransport::isend_owned(int peer, Tag tag, std::span<
                                                    std::shared_ptr<const void> owner) {
   if (state_->goes_direct(peer)) {
     const ConstByteRun run{data.data(), data.size()};
-    return state_->start_direct_send(peer, tag, std::span(&run, 1), std::move(owner));
+    return state_->start_direct_send(peer, tag, mpi_detail::group_runs(std::span(&run, 1)), std::move(owner));
   }
   // The buffer is only read; ChunkedMessage holds one pointer for both ways.
   return state_->start(mpi_detail::Direction::kSend, peer, tag, const_cast<std::byte*>(data.data()), data.size(),
@@ -399,14 +398,16 @@ std::unique_ptr<Request> MpiTransport::irecv_owned(int peer, Tag tag, std::span<
                                                    std::shared_ptr<const void> owner) {
   if (state_->goes_direct(peer)) {
     const ByteRun run{data.data(), data.size()};
-    return state_->start_direct_receive(peer, tag, std::span(&run, 1));
+    return state_->start_direct_receive(peer, tag, mpi_detail::group_runs(std::span(&run, 1)));
   }
   return state_->start(mpi_detail::Direction::kReceive, peer, tag, data.data(), data.size(), std::move(owner));
 }
 
 std::unique_ptr<Request> MpiTransport::isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs,
                                                     std::shared_ptr<const void> owner) {
-  if (state_->goes_direct(peer)) return state_->start_direct_send(peer, tag, runs, std::move(owner));
+  if (state_->goes_direct(peer)) {
+    return state_->start_direct_send(peer, tag, mpi_detail::group_runs(runs), std::move(owner));
+  }
   if (auto request = state_->start_typed(true, peer, tag, runs, owner)) return request;
   return Transport::isend_gather(peer, tag, runs, std::move(owner));
 }
@@ -419,15 +420,16 @@ std::vector<std::unique_ptr<Request>> MpiTransport::isend_gather_all(std::span<c
     uint64_t bytes = 0;
   };
   std::vector<std::optional<Gathered>> gathered(sends.size());
+  std::vector<std::vector<mpi_detail::RunGroup>> groups(sends.size());
   std::vector<mpi_detail::GatherJob> jobs;
   for (size_t i = 0; i < sends.size(); ++i) {
     const GatherSend& send = sends[i];
     if (!state_->goes_direct(send.peer)) continue;
-    const uint64_t bytes = total_bytes(send.runs);
-    const std::vector<mpi_detail::RunGroup> groups = mpi_detail::group_runs(send.runs);
-    if (!state_->must_gather(send.peer, groups, bytes, send.owner)) continue;
+    groups[i] = mpi_detail::group_rows(send.rows);
+    const uint64_t bytes = mpi_detail::count_bytes(groups[i]);
+    if (!state_->must_gather(send.peer, groups[i], bytes, send.owner)) continue;
     gathered[i] = Gathered{State::gather_buffer(bytes), bytes};
-    State::add_gather_jobs(groups, gathered[i]->buffer.data(), jobs);
+    State::add_gather_jobs(groups[i], gathered[i]->buffer.data(), jobs);
   }
   mpi_detail::gather_streaming(jobs, threads);
   std::vector<std::unique_ptr<Request>> requests;
@@ -437,6 +439,8 @@ std::vector<std::unique_ptr<Request>> MpiTransport::isend_gather_all(std::span<c
     if (gathered[i]) {
       requests.push_back(state_->start_gathered_send(send.peer, send.tag, std::move(gathered[i]->buffer),
                                                      gathered[i]->bytes));
+    } else if (state_->goes_direct(send.peer)) {
+      requests.push_back(state_->start_direct_send(send.peer, send.tag, std::move(groups[i]), send.owner));
     } else {
       requests.push_back(std::move(Transport::isend_gather_all(std::span(&send, 1), 1).front()));
     }
@@ -446,9 +450,15 @@ std::vector<std::unique_ptr<Request>> MpiTransport::isend_gather_all(std::span<c
 
 std::unique_ptr<Request> MpiTransport::irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,
                                                      std::shared_ptr<const void> owner) {
-  if (state_->goes_direct(peer)) return state_->start_direct_receive(peer, tag, runs);
+  if (state_->goes_direct(peer)) return state_->start_direct_receive(peer, tag, mpi_detail::group_runs(runs));
   if (auto request = state_->start_typed(false, peer, tag, runs, owner)) return request;
   return Transport::irecv_scatter(peer, tag, runs, std::move(owner));
+}
+
+std::unique_ptr<Request> MpiTransport::irecv_scatter_rows(int peer, Tag tag, std::span<const RunRows> rows,
+                                                          std::shared_ptr<const void> owner) {
+  if (state_->goes_direct(peer)) return state_->start_direct_receive(peer, tag, mpi_detail::group_rows(rows));
+  return Transport::irecv_scatter_rows(peer, tag, rows, std::move(owner));
 }
 
 std::vector<std::vector<std::byte>> MpiTransport::all_gather(std::span<const std::byte> local) {

@@ -42,10 +42,41 @@ std::vector<RunGroup> group_any(std::span<const Run> runs) {
   return groups;
 }
 
+// Rows that continue the last group (in memory, or along its steps) extend
+// it; others start a group. Strides as unsigned steps, as RunGroup's.
+void append_rows(std::vector<RunGroup>& groups, uint64_t address, uint64_t size, uint64_t stride, uint64_t count) {
+  if (size == 0 || count == 0) return;
+  if (count == 1) {
+    append_run(groups, address, size);
+    return;
+  }
+  if (!groups.empty()) {
+    RunGroup& last = groups.back();
+    const bool same_steps = last.size == size && (last.count == 1 || last.stride == stride);
+    const uint64_t next = last.count == 1 ? last.address + stride : last.address + last.count * last.stride;
+    if (same_steps && address == next) {
+      last.stride = stride;
+      last.count += count;
+      return;
+    }
+  }
+  groups.push_back(RunGroup{address, size, stride, count});
+}
+
+template <typename Rows>
+std::vector<RunGroup> group_rows_any(std::span<const Rows> rows) {
+  std::vector<RunGroup> groups;
+  groups.reserve(rows.size());
+  for (const Rows& r : rows) append_rows(groups, address_of(r.data), r.size, static_cast<uint64_t>(r.stride), r.count);
+  return groups;
+}
+
 }  // namespace
 
 std::vector<RunGroup> group_runs(std::span<const ConstByteRun> runs) { return group_any(runs); }
 std::vector<RunGroup> group_runs(std::span<const ByteRun> runs) { return group_any(runs); }
+std::vector<RunGroup> group_rows(std::span<const ConstRunRows> rows) { return group_rows_any(rows); }
+std::vector<RunGroup> group_rows(std::span<const RunRows> rows) { return group_rows_any(rows); }
 
 uint64_t count_runs(std::span<const RunGroup> groups) {
   uint64_t runs = 0;

@@ -27,6 +27,9 @@ struct RunGroup {
 // one another in memory merge into one.
 std::vector<RunGroup> group_runs(std::span<const ConstByteRun> runs);
 std::vector<RunGroup> group_runs(std::span<const ByteRun> runs);
+// The same from rows (a box copy's own): a word per stretch of rows, none per run.
+std::vector<RunGroup> group_rows(std::span<const ConstRunRows> rows);
+std::vector<RunGroup> group_rows(std::span<const RunRows> rows);
 
 // How many runs (iovecs) the groups hold, and their bytes. Throws
 // Error(kOverflow) for groups from a peer whose bytes do not fit 64 bits.

@@ -93,6 +93,52 @@ TEST(RunGroups, AnyRunListComesBackOutWhateverTheBatches) {
   }
 }
 
+// Random rows: stretches of runs at a stride (forwards or backwards), lone
+// runs, empties, and stretches that continue the one before.
+std::vector<ConstRunRows> random_rows(std::mt19937_64& rng, std::vector<Span>& runs) {
+  std::vector<ConstRunRows> rows;
+  uint64_t address = 1 << 24;
+  const int stretches = std::uniform_int_distribution<int>(1, 8)(rng);
+  for (int p = 0; p < stretches; ++p) {
+    const uint64_t size = std::uniform_int_distribution<uint64_t>(0, 300)(rng);
+    auto stride = static_cast<int64_t>(size + std::uniform_int_distribution<uint64_t>(0, 3)(rng) * 64);
+    if (std::uniform_int_distribution<int>(0, 3)(rng) == 0) stride = -stride;
+    const auto count = std::uniform_int_distribution<uint64_t>(0, 40)(rng);
+    rows.push_back({reinterpret_cast<const std::byte*>(static_cast<uintptr_t>(address)), size, stride, count});
+    for (uint64_t i = 0; i < count; ++i) runs.push_back({address + i * static_cast<uint64_t>(stride), size});
+    // Half the time the next stretch carries on where this one's steps lead.
+    const bool carry_on = std::uniform_int_distribution<int>(0, 1)(rng) == 1;
+    address = carry_on ? address + count * static_cast<uint64_t>(stride)
+                       : address + 80'000 + std::uniform_int_distribution<uint64_t>(0, 4096)(rng);
+  }
+  return rows;
+}
+
+TEST(RunGroups, RowsComeBackOutAsTheirRuns) {
+  std::mt19937_64 rng = testing::seeded_rng();
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<Span> runs;
+    const std::vector<ConstRunRows> rows = random_rows(rng, runs);
+    const std::vector<RunGroup> groups = group_rows(rows);
+    uint64_t bytes = 0;
+    for (const Span& r : runs) bytes += r.size;
+    EXPECT_EQ(count_bytes(groups), bytes);
+    EXPECT_LE(groups.size(), rows.size());
+    EXPECT_EQ(canonical(drain(groups, 64, 1 << 20)), canonical(runs)) << "trial " << trial;
+  }
+}
+
+TEST(RunGroups, RowsThatContinueOneAnotherAreOneGroup) {
+  const auto at = [](uint64_t a) { return reinterpret_cast<const std::byte*>(static_cast<uintptr_t>(a)); };
+  // A box's rows cut in three by messages and part rows: one progression.
+  const std::vector<ConstRunRows> rows{
+      {at(4096), 256, 0, 1}, {at(8192), 256, 4096, 100}, {at(8192 + 409600), 256, 0, 1}};
+  const std::vector<RunGroup> groups = group_rows(rows);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].count, 102u);
+  EXPECT_EQ(groups[0].stride, 4096u);
+}
+
 TEST(RunGroups, AStridedBoxIsOneGroupAndContiguousRunsMerge) {
   std::vector<Span> rows;
   for (uint64_t i = 0; i < 10'000; ++i) rows.push_back({4096 + i * 4096, 256});

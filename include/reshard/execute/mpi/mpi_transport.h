@@ -140,6 +140,9 @@ class MpiTransport final : public Transport {
   std::vector<std::unique_ptr<Request>> isend_gather_all(std::span<const GatherSend> sends, int threads) override;
   std::unique_ptr<Request> irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,
                                          std::shared_ptr<const void> owner = nullptr) override;
+  // To a peer on this host, the rows as they are (no list of runs); else as Transport does.
+  std::unique_ptr<Request> irecv_scatter_rows(int peer, Tag tag, std::span<const RunRows> rows,
+                                              std::shared_ptr<const void> owner = nullptr) override;
   std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> local) override;
   void barrier() override;
   bool all_equal(uint64_t value) override;
