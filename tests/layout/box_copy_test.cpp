@@ -41,6 +41,21 @@ Box random_extent_around(std::mt19937_64& rng, const Box& box) {
   return Box(origin, shape);
 }
 
+// A random box of 1 to 4 dimensions, elements of 1 to 8 bytes, and random
+// buffers around it on both sides.
+struct CopyCase {
+  size_t width;
+  Box box, src_extent, dst_extent;
+};
+CopyCase random_copy_case(std::mt19937_64& rng) {
+  const size_t width = size_t{1} << uniform(rng, 0, 3);
+  Shape shape(static_cast<size_t>(uniform(rng, 1, 4)));
+  for (int64_t& s : shape) s = uniform(rng, 1, 7);
+  const Box box = random_box_inside(rng, Box::whole(shape));
+  const Box src_extent = random_extent_around(rng, box);
+  return CopyCase{width, box, src_extent, random_extent_around(rng, box)};
+}
+
 Bytes numbered(size_t size) {
   Bytes out(size);
   for (size_t i = 0; i < size; ++i) out[i] = static_cast<std::byte>((i * 7 + 3) & 0xff);
@@ -71,11 +86,7 @@ void copy_elementwise(const Box& box, const Box& src_extent, const Bytes& src, c
 TEST(BoxCopy, MatchesElementwiseCopyOnRandomBoxes) {
   auto rng = testing::seeded_rng();
   for (int trial = 0; trial < 300; ++trial) {
-    const size_t width = size_t{1} << uniform(rng, 0, 3);
-    Shape shape(static_cast<size_t>(uniform(rng, 1, 4)));
-    for (int64_t& s : shape) s = uniform(rng, 1, 7);
-    const Box box = random_box_inside(rng, Box::whole(shape));
-    const Box src_extent = random_extent_around(rng, box), dst_extent = random_extent_around(rng, box);
+    const auto [width, box, src_extent, dst_extent] = random_copy_case(rng);
     const Bytes src = numbered(static_cast<size_t>(src_extent.volume()) * width);
     Bytes expected(static_cast<size_t>(dst_extent.volume()) * width), actual = expected;
     copy_elementwise(box, src_extent, src, dst_extent, expected, width);
@@ -139,11 +150,7 @@ std::vector<ConstByteRun> expanded(const std::vector<Rows>& rows) {
 TEST(BoxCopy, RowsHoldTheSameRunsAsTheRunLists) {
   auto rng = testing::seeded_rng();
   for (int trial = 0; trial < 300; ++trial) {
-    const size_t width = size_t{1} << uniform(rng, 0, 3);
-    Shape shape(static_cast<size_t>(uniform(rng, 1, 4)));
-    for (int64_t& s : shape) s = uniform(rng, 1, 7);
-    const Box box = random_box_inside(rng, Box::whole(shape));
-    const Box src_extent = random_extent_around(rng, box), dst_extent = random_extent_around(rng, box);
+    const auto [width, box, src_extent, dst_extent] = random_copy_case(rng);
     Bytes src(static_cast<size_t>(src_extent.volume()) * width), dst(static_cast<size_t>(dst_extent.volume()) * width);
     const BoxCopy copy(box, src_extent, dst_extent, width);
     const auto bytes = static_cast<int64_t>(copy.bytes());
