@@ -100,6 +100,13 @@ class ClosableMpiTransport final : public Transport {
                                          std::shared_ptr<const void> owner) override {
     return get().irecv_scatter(peer, tag, runs, std::move(owner));
   }
+  std::unique_ptr<Request> irecv_scatter_rows(int peer, Tag tag, std::span<const RunRows> rows,
+                                              std::shared_ptr<const void> owner) override {
+    return get().irecv_scatter_rows(peer, tag, rows, std::move(owner));
+  }
+  std::vector<std::unique_ptr<Request>> isend_gather_all(std::span<const GatherSend> sends, int threads) override {
+    return get().isend_gather_all(sends, threads);
+  }
   std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> local) override {
     return get().all_gather(local);
   }
