@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <vector>
 
 #include "layout/copy_bytes.h"
 
@@ -57,8 +58,13 @@ class GroupWalker {
 
 }  // namespace
 
-void copy_between_runs(std::span<const RunGroup> to, std::span<const RunGroup> from, uint64_t bytes) {
-  const CopyMode mode = bytes >= kStreamingBytes ? CopyMode::kStreaming : CopyMode::kCached;
+std::vector<GatherJob> row_copies_between_runs(std::span<const RunGroup> to, std::span<const RunGroup> from,
+                                               uint64_t bytes) {
+  std::vector<GatherJob> copies;
+  const auto add = [&copies](const std::byte* src, uint64_t src_stride, std::byte* dst, uint64_t dst_stride,
+                             uint64_t size, uint64_t rows) {
+    copies.push_back({RunGroup{reinterpret_cast<uintptr_t>(src), size, src_stride, rows}, dst, dst_stride});
+  };
   GroupWalker dst(to);
   GroupWalker src(from);
   uint64_t left = bytes;
@@ -68,33 +74,45 @@ void copy_between_runs(std::span<const RunGroup> to, std::span<const RunGroup> f
     if (src.at_run_start() && dst.at_run_start() && src_size == dst_size && left >= src_size) {
       // Rows of one size on both sides.
       const uint64_t rows = std::min({src.runs_left(), dst.runs_left(), left / src_size});
-      copy_rows(dst.address(), static_cast<int64_t>(dst.group().stride), src.address(),
-                static_cast<int64_t>(src.group().stride), src_size, rows, mode);
+      add(src.address(), src.group().stride, dst.address(), dst.group().stride, src_size, rows);
       src.skip_runs(rows);
       dst.skip_runs(rows);
       left -= rows * src_size;
     } else if (src.at_run_start() && dst.left_in_run() >= 2 * src_size && src.runs_left() > 1 && left >= 2 * src_size) {
       // Rows gathered into one long run.
       const uint64_t rows = std::min({src.runs_left(), dst.left_in_run() / src_size, left / src_size});
-      copy_rows(dst.address(), static_cast<int64_t>(src_size), src.address(), static_cast<int64_t>(src.group().stride),
-                src_size, rows, mode);
+      add(src.address(), src.group().stride, dst.address(), src_size, src_size, rows);
       src.skip_runs(rows);
       dst.skip_in_run(rows * src_size);
       left -= rows * src_size;
     } else if (dst.at_run_start() && src.left_in_run() >= 2 * dst_size && dst.runs_left() > 1 && left >= 2 * dst_size) {
       // One long run scattered into rows.
       const uint64_t rows = std::min({dst.runs_left(), src.left_in_run() / dst_size, left / dst_size});
-      copy_rows(dst.address(), static_cast<int64_t>(dst.group().stride), src.address(), static_cast<int64_t>(dst_size),
-                dst_size, rows, mode);
+      add(src.address(), dst_size, dst.address(), dst.group().stride, dst_size, rows);
       dst.skip_runs(rows);
       src.skip_in_run(rows * dst_size);
       left -= rows * dst_size;
     } else {
       const uint64_t n = std::min({src.left_in_run(), dst.left_in_run(), left});
-      copy_bytes(dst.address(), src.address(), static_cast<size_t>(n), mode);
+      add(src.address(), n, dst.address(), n, n, 1);
       src.skip_in_run(n);
       dst.skip_in_run(n);
       left -= n;
+    }
+  }
+  return copies;
+}
+
+void copy_between_runs(std::span<const RunGroup> to, std::span<const RunGroup> from, uint64_t bytes) {
+  const CopyMode mode = bytes >= kStreamingBytes ? CopyMode::kStreaming : CopyMode::kCached;
+  for (const GatherJob& copy : row_copies_between_runs(to, from, bytes)) {
+    const RunGroup& rows = copy.runs;
+    if (rows.count == 1) {
+      copy_bytes(copy.out, reinterpret_cast<const std::byte*>(rows.address), static_cast<size_t>(rows.size), mode);
+    } else {
+      // Strides may step backwards (unsigned wrap-around, as RunGroup's).
+      copy_rows(copy.out, static_cast<int64_t>(copy.out_step()), reinterpret_cast<const std::byte*>(rows.address),
+                static_cast<int64_t>(rows.stride), static_cast<size_t>(rows.size), rows.count, mode);
     }
   }
   if (mode == CopyMode::kStreaming) finish_streaming();

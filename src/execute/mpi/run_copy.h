@@ -4,7 +4,10 @@
 #include <cstdint>
 #include <span>
 
+#include <vector>
+
 #include "run_groups.h"
+#include "streaming_gather.h"
 
 namespace reshard::mpi_detail {
 
@@ -14,5 +17,12 @@ namespace reshard::mpi_detail {
 // rows goes in one strided call, so short runs cost no call each. Large
 // copies write around the cache.
 void copy_between_runs(std::span<const RunGroup> to, std::span<const RunGroup> from, uint64_t bytes);
+
+// The same copy as the strided copies it makes, in order, without copying:
+// each job's rows go from its runs to out (+ i * out_stride). Copies from
+// several messages that read the same rows can then be walked together
+// (gather_streaming), each row read from memory once.
+std::vector<GatherJob> row_copies_between_runs(std::span<const RunGroup> to, std::span<const RunGroup> from,
+                                               uint64_t bytes);
 
 }  // namespace reshard::mpi_detail

@@ -54,9 +54,10 @@ void copy_walk_rows(std::span<const GatherJob> jobs, const Walk& walk, uint64_t 
     for (const size_t m : walk.members) {
       const GatherJob& job = jobs[m];
       const auto* src = reinterpret_cast<const std::byte*>(job.runs.address + row * job.runs.stride);
-      copy_rows(job.out + row * job.runs.size, static_cast<int64_t>(job.runs.size), src,
-                static_cast<int64_t>(job.runs.stride),  // a stride may step backwards
-                static_cast<size_t>(job.runs.size), rows, CopyMode::kStreaming);
+      // Strides may step backwards (unsigned wrap-around, as RunGroup's).
+      auto* out = reinterpret_cast<std::byte*>(reinterpret_cast<uintptr_t>(job.out) + row * job.out_step());
+      copy_rows(out, static_cast<int64_t>(job.out_step()), src,
+                static_cast<int64_t>(job.runs.stride), static_cast<size_t>(job.runs.size), rows, CopyMode::kStreaming);
     }
   }
 }

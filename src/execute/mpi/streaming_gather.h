@@ -16,13 +16,18 @@ namespace reshard::mpi_detail {
 // gathering 256-byte runs 4 KiB apart measured about 1.5x memcpy's speed.
 void gather_streaming(std::span<const ConstByteRun> runs, std::byte* out);
 
-// One progression of runs to gather, and where its bytes go.
+// One progression of runs to gather, and where its bytes go: run i to
+// out + i * out_stride, or back to back from `out` when out_stride is 0.
 struct GatherJob {
   RunGroup runs;
   std::byte* out = nullptr;
+  uint64_t out_stride = 0;
+
+  uint64_t out_step() const { return out_stride != 0 ? out_stride : runs.size; }
 };
 
-// Gathers every job, as the runs version does. Jobs whose runs step alike
+// Copies every job (into its rows, or gathered back to back), as the runs
+// version does. Jobs whose runs step alike
 // through the same rows of memory (equal stride and count, each run inside
 // the stride, starting within one stride of each other: the strips a shard
 // sends to several peers) are walked together, a block of rows at a time, so
