@@ -107,6 +107,11 @@ class ClosableMpiTransport final : public Transport {
   std::vector<std::unique_ptr<Request>> isend_gather_all(std::span<const GatherSend> sends, int threads) override {
     return get().isend_gather_all(sends, threads);
   }
+  bool copies_with_sends() const override { return get().copies_with_sends(); }
+  std::vector<std::unique_ptr<Request>> isend_gather_all_with_copies(std::span<const GatherSend> sends, int threads,
+                                                                     std::span<const LocalCopy> copies) override {
+    return get().isend_gather_all_with_copies(sends, threads, copies);
+  }
   std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> local) override {
     return get().all_gather(local);
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -16,13 +17,57 @@ bool fits(uint64_t in_flight, uint64_t bytes, uint64_t limit) { return in_flight
 }  // namespace
 
 Exchange::Exchange(std::span<const ArrayMove> moves, const ProcessMessages& messages, Transport& transport, Tag base,
-                   uint64_t max_bytes_in_flight, int threads)
+                   uint64_t max_bytes_in_flight, int threads, std::vector<CopyJob> copies)
     : moves_(moves),
       messages_(messages),
       transport_(transport),
       base_(base),
       max_bytes_in_flight_(max_bytes_in_flight),
-      threads_(threads) {}
+      threads_(threads),
+      copies_(std::move(copies)) {}
+
+std::vector<CopyJob> Exchange::copies_left_to_caller() {
+  if (copies_.empty() || !transport_.copies_with_sends()) return std::exchange(copies_, {});
+  std::unordered_set<const std::byte*> sent_from;
+  for (const Message& m : messages_.sends) {
+    for (const MessagePiece& piece : m.pieces) sent_from.insert(src_data(piece));
+  }
+  std::vector<CopyJob> left;
+  std::erase_if(copies_, [&](const CopyJob& job) {
+    if (sent_from.contains(job.src)) return false;
+    left.push_back(job);
+    return true;
+  });
+  copy_handed_.assign(copies_.size(), false);
+  return left;
+}
+
+size_t Exchange::end_at_shard(size_t end) const {
+  if (copies_.empty() || end >= messages_.sends.size()) return end;
+  for (size_t k = end; k > next_send_ + 1; --k) {
+    const Message& before = messages_.sends[k - 1];
+    const Message& after = messages_.sends[k];
+    if (src_data(before.pieces.back()) != src_data(after.pieces.front())) return k;
+  }
+  return end;
+}
+
+std::vector<Transport::LocalCopy> Exchange::take_copies(size_t first, size_t end) {
+  std::unordered_set<const std::byte*> read;
+  for (size_t i = first; i < end; ++i) {
+    for (const MessagePiece& piece : messages_.sends[i].pieces) read.insert(src_data(piece));
+  }
+  std::vector<Transport::LocalCopy> taken;
+  for (size_t i = 0; i < copies_.size(); ++i) {
+    if (copy_handed_[i] || !read.contains(copies_[i].src)) continue;
+    copy_handed_[i] = true;
+    const CopyJob& job = copies_[i];
+    job.copy.src_rows(job.src, 0, job.copy.bytes(), copy_from_.emplace_back());
+    job.copy.dst_rows(job.dst, 0, job.copy.bytes(), copy_to_.emplace_back());
+    taken.push_back({copy_from_.back(), copy_to_.back()});
+  }
+  return taken;
+}
 
 const Transfer& Exchange::transfer_of(const MessagePiece& piece) const {
   return moves_[piece.array].plan->transfers()[piece.transfer];
@@ -79,6 +124,7 @@ void Exchange::post_sends() {
     in_flight += messages_.sends[end++].bytes;
   }
   if (end == next_send_) return;
+  end = end_at_shard(end);
   std::vector<std::vector<ConstRunRows>> rows(end - next_send_);
   std::vector<Transport::GatherSend> batch;
   batch.reserve(rows.size());
@@ -91,7 +137,14 @@ void Exchange::post_sends() {
     // transport still holding the bytes keeps them alive.
     batch.push_back({m.dst_process, base_ + m.index, rows[i], owner_of(m, /*sending=*/true)});
   }
-  std::vector<std::unique_ptr<Request>> requests = transport_.isend_gather_all(batch, threads_);
+  const std::vector<Transport::LocalCopy> copies = take_copies(next_send_, end);
+  std::vector<std::unique_ptr<Request>> requests = copies.empty()
+                                                      ? transport_.isend_gather_all(batch, threads_)
+                                                      : transport_.isend_gather_all_with_copies(batch, threads_, copies);
+  if (!copies.empty()) {
+    copy_requests_.push_back(std::move(requests.back()));
+    requests.pop_back();
+  }
   for (size_t i = 0; i < requests.size(); ++i) {
     const Message& m = messages_.sends[next_send_ + i];
     send_bytes_in_flight_ += m.bytes;
@@ -144,9 +197,11 @@ void Exchange::run(ExecuteStats& stats) {
   while (true) {
     post_sends();
     post_receives();
-    if (sends_.empty() && receives_.empty()) return;
+    if (sends_.empty() && receives_.empty()) break;
     finish_oldest(stats);
   }
+  // Every send is done, so nothing is left to walk with: these end now.
+  for (const std::unique_ptr<Request>& copies : copy_requests_) copies->wait();
 }
 
 }  // namespace reshard

@@ -4,12 +4,14 @@
 #include <deque>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "array_move.h"
 #include "layout/box_copy.h"
 #include "reshard/execute/buffer.h"
 #include "reshard/execute/executor.h"
 #include "message_schedule.h"
+#include "parallel_copy.h"
 
 namespace reshard {
 
@@ -28,9 +30,17 @@ class Exchange {
  public:
   // `messages` come from schedule_messages over the plans of `moves`, in order.
   // A transport that gathers sends may use `threads` threads for it.
+  // `copies` within this process (stage 0's) go with the send batches that
+  // read the same source shards where the transport makes such copies
+  // itself (Transport::copies_with_sends); the rest are the caller's.
   Exchange(std::span<const ArrayMove> moves, const ProcessMessages& messages, Transport& transport, Tag base,
-           uint64_t max_bytes_in_flight, int threads = 1);
+           uint64_t max_bytes_in_flight, int threads = 1, std::vector<CopyJob> copies = {});
 
+  // The copies the caller makes itself: those no send reads the source of
+  // (or all, where the transport does not take copies). Call before run().
+  std::vector<CopyJob> copies_left_to_caller();
+
+  // Moves the messages, and makes the copies it took.
   void run(ExecuteStats& stats);
 
  private:
@@ -40,6 +50,13 @@ class Exchange {
   };
 
   void post_sends();
+  // Where the batch of sends [next_send_, end) ends: before `end`, at the
+  // last change of source shard, when copies go with the batches (so that
+  // a shard's sends and its copies walk its rows together).
+  size_t end_at_shard(size_t end) const;
+  // The copies that read the shards the sends [first, end) read, not yet
+  // handed over, as the transport takes them.
+  std::vector<Transport::LocalCopy> take_copies(size_t first, size_t end);
   void post_receives();
   void finish_oldest(ExecuteStats& stats);
   const Transfer& transfer_of(const MessagePiece& piece) const;
@@ -63,6 +80,13 @@ class Exchange {
   uint64_t receive_bytes_in_flight_ = 0;
   std::deque<Pending> sends_;
   std::deque<Pending> receives_;
+  // Copies made with the sends, each handed over once (with the first batch
+  // that reads its source shard), their rows kept until their request ends.
+  std::vector<CopyJob> copies_;
+  std::vector<bool> copy_handed_;
+  std::deque<std::vector<ConstRunRows>> copy_from_;
+  std::deque<std::vector<RunRows>> copy_to_;
+  std::vector<std::unique_ptr<Request>> copy_requests_;
 };
 
 }  // namespace reshard

@@ -113,25 +113,28 @@ void run_stage_zero(std::span<const ArrayMove> moves, Transport& transport, Tag 
                     ExecuteStats& stats) {
   const std::vector<const Plan*> plans = plans_of(moves);
   const ProcessMessages messages = schedule_messages(plans, transport.rank(), options.chunk_bytes);
-  const std::vector<CopyJob> jobs = local_jobs(moves, 0);
+  std::vector<CopyJob> jobs = local_jobs(moves, 0);
   stats.bytes_copied += bytes_of(jobs);
   const int threads = options.copy_threads(transport.processes_on_this_host());
   if (messages.sends.empty() && messages.receives.empty()) {
     run_copies(jobs, threads);
     return;
   }
+  // Copies that read what sends read may go with them (the transport's walk).
+  Exchange exchange(moves, messages, transport, base, options.max_bytes_in_flight, threads, std::move(jobs));
+  const std::vector<CopyJob> ours = exchange.copies_left_to_caller();
   std::exception_ptr copy_error;
   {
     std::jthread local([&] {
       try {
-        run_copies(jobs, threads);
+        run_copies(ours, threads);
       } catch (...) {
         copy_error = std::current_exception();
       }
     });
     // The exchange's gathers share the budget with the local copies: these
     // are the smaller part and end first, then the gathers have it alone.
-    Exchange(moves, messages, transport, base, options.max_bytes_in_flight, threads).run(stats);
+    exchange.run(stats);
   }
   if (copy_error) std::rethrow_exception(copy_error);
 }

@@ -1,6 +1,7 @@
 // Transport's defaults: owned calls forward to the plain ones; gather and scatter pack into, or unpack from, one staging buffer.
 #include "reshard/execute/transport.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -94,6 +95,39 @@ std::vector<std::unique_ptr<Request>> Transport::isend_gather_all(std::span<cons
     requests.push_back(runs.size() == 1 ? isend_owned(send.peer, send.tag, {runs[0].data, runs[0].size}, send.owner)
                                         : isend_gather(send.peer, send.tag, runs, send.owner));
   }
+  return requests;
+}
+
+namespace {
+
+// A request that is done from the start.
+class DoneRequest final : public Request {
+ public:
+  void wait() override {}
+  bool test() override { return true; }
+};
+
+// The bytes of `from`'s runs into `to`'s, in order (both hold the same bytes).
+void copy_runs(std::span<const ConstByteRun> from, std::span<const ByteRun> to) {
+  size_t i = 0, j = 0, in_from = 0, in_to = 0;
+  while (i < from.size() && j < to.size()) {
+    const size_t n = std::min(from[i].size - in_from, to[j].size - in_to);
+    if (n > 0) std::memcpy(to[j].data + in_to, from[i].data + in_from, n);
+    in_from += n;
+    in_to += n;
+    if (in_from == from[i].size) ++i, in_from = 0;
+    if (in_to == to[j].size) ++j, in_to = 0;
+  }
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<Request>> Transport::isend_gather_all_with_copies(std::span<const GatherSend> sends,
+                                                                             int threads,
+                                                                             std::span<const LocalCopy> copies) {
+  for (const LocalCopy& copy : copies) copy_runs(runs_of(copy.from), runs_of(copy.to));
+  std::vector<std::unique_ptr<Request>> requests = isend_gather_all(sends, threads);
+  requests.push_back(std::make_unique<DoneRequest>());
   return requests;
 }
 

@@ -101,6 +101,24 @@ class Transport {
   // up to `threads` threads.
   virtual std::vector<std::unique_ptr<Request>> isend_gather_all(std::span<const GatherSend> sends, int threads);
 
+  // A copy within this process: the bytes of `from`'s rows into `to`'s, in order.
+  struct LocalCopy {
+    std::span<const ConstRunRows> from;
+    std::span<const RunRows> to;
+  };
+  // Whether the transport would rather make the copies within this process
+  // that read a batch's source rows itself, with the batch (below): one
+  // whose sends write into their receivers' memory walks each source row
+  // once for all of them, the part that stays here included.
+  virtual bool copies_with_sends() const { return false; }
+  // isend_gather_all, and `copies` within this process from rows that the
+  // sends read: the sends' requests, then one more, done once the copies are
+  // made (their rows, and the lists, must stay alive until then). By default
+  // the copies are made here, first.
+  virtual std::vector<std::unique_ptr<Request>> isend_gather_all_with_copies(std::span<const GatherSend> sends,
+                                                                            int threads,
+                                                                            std::span<const LocalCopy> copies);
+
   // Collective: returns every process's `local` bytes, indexed by rank. The way
   // processes agree on small metadata (shapes, sizes, a failure flag).
   virtual std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> local) = 0;

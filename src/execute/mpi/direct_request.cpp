@@ -19,8 +19,10 @@ namespace {
 
 // Every control message: this head, then `groups` RunGroups or a reason's text.
 // kRefused: the receiver expected another size; as with MPI, that is the
-// receiver's error, and the send completes (having moved nothing).
-enum class Kind : uint64_t { kHeader = 1, kRead = 2, kRefused = 3, kFailed = 4 };
+// receiver's error, and the send completes (having moved nothing). kWhere:
+// the receiver's runs, for the sender to write (none: it may not).
+// kWritten: the sender wrote them.
+enum class Kind : uint64_t { kHeader = 1, kRead = 2, kRefused = 3, kFailed = 4, kWhere = 5, kWritten = 6 };
 struct WireHead {
   Kind kind = Kind::kFailed;
   int64_t pid = 0;
@@ -63,6 +65,10 @@ Decoded decode(std::span<const std::byte> message, const std::string& what) {
 }
 
 }  // namespace
+
+bool sender_writes(std::span<const RunGroup> from, std::span<const RunGroup> to) {
+  return !to.empty() && count_runs(from) > count_runs(to);
+}
 
 DirectRequest::DirectRequest(ProgressEngine& engine, bool is_send, int peer, Tag tag, DirectChannel channel,
                              std::vector<RunGroup> runs, uint64_t bytes, std::shared_ptr<const void> owner,
@@ -153,10 +159,13 @@ std::string DirectRequest::describe() const {
 }
 
 DirectSend::DirectSend(ProgressEngine& engine, int peer, Tag tag, DirectChannel channel, std::vector<RunGroup> runs,
-                       uint64_t bytes, std::shared_ptr<const void> owner)
-    : DirectRequest(engine, true, peer, tag, channel, std::move(runs), bytes, std::move(owner), Awaiting::kReply) {
+                       uint64_t bytes, std::shared_ptr<const void> owner, std::shared_ptr<PushBatch> batch)
+    : DirectRequest(engine, true, peer, tag, channel, std::move(runs), bytes, std::move(owner),
+                    channel.arena != nullptr ? Awaiting::kWhere : Awaiting::kReply),
+      batch_(std::move(batch)) {
   send_control(channel_.headers, encode(Kind::kHeader, bytes_, runs_));
   exposed_ = true;
+  if (batch_) batch_->members.push_back(this);
 }
 
 DirectSend::DirectSend(ProgressEngine& engine, int peer, Tag tag, DirectChannel channel, Buffer staging,
@@ -168,6 +177,12 @@ DirectSend::DirectSend(ProgressEngine& engine, int peer, Tag tag, DirectChannel 
 }
 
 DirectSend::~DirectSend() {
+  // Out of the batch first: a sibling's progress must not reach this one once
+  // it is out of the engine.
+  if (batch_) {
+    auto guard = engine_.lock();
+    std::erase(batch_->members, this);
+  }
   leave_engine();
   if (!done_ || staging_.size() == 0) return;
   // Read and done with: back to the cache, holding no other share of it.
@@ -175,8 +190,72 @@ DirectSend::~DirectSend() {
   StagingCache::for_process().give_back(std::move(staging_));
 }
 
+void DirectSend::take_where() noexcept {
+  try {
+    std::optional<std::vector<std::byte>> where = take_control(channel_.wheres);
+    if (where) act_on_where(*where);
+  } catch (const Error& e) {
+    where_error_ = e;
+    awaiting_ = Awaiting::kNothing;
+  }
+}
+
+void DirectSend::act_on_where(std::span<const std::byte> message) {
+  awaiting_ = Awaiting::kReply;
+  const Decoded d = decode(message, describe());
+  if (d.head.kind != Kind::kWhere) {
+    fail(fmt::format("rank {} sent control message {} where it should say where its runs are", peer_,
+                     static_cast<uint64_t>(d.head.kind)));
+  }
+  // Sizes that disagree: the receiver refuses, and this send then completes.
+  if (!sender_writes(runs_, d.groups) || count_bytes(d.groups) != bytes_) return;
+  std::optional<std::vector<RunGroup>> mapped = channel_.arena->to_local(d.groups);
+  if (!mapped) {
+    const std::string why = fmt::format("rank {} asked to be written outside its shared memory", peer_);
+    send_control(channel_.writes, encode(Kind::kFailed, bytes_, {}, why));
+    fail(why);
+  }
+  writes_ = row_copies_between_runs(*mapped, runs_, bytes_);
+  to_write_ = true;
+}
+
+void DirectSend::write_ready_batch() {
+  std::vector<DirectSend*> writers{this};
+  if (batch_) {
+    for (DirectSend* other : batch_->members) {
+      if (other == this || other->done_ || other->where_error_) continue;
+      if (other->awaiting_ == Awaiting::kWhere) other->take_where();
+      if (other->to_write_) writers.push_back(other);
+    }
+  }
+  std::vector<GatherJob> jobs;
+  for (const DirectSend* writer : writers) jobs.insert(jobs.end(), writer->writes_.begin(), writer->writes_.end());
+  if (batch_) {
+    jobs.insert(jobs.end(), batch_->copies.begin(), batch_->copies.end());
+    batch_->copies.clear();
+  }
+  // Ends with a store fence: the bytes are in place before "written" goes.
+  gather_streaming(jobs, batch_ ? batch_->threads : 1);
+  for (DirectSend* writer : writers) writer->written();
+}
+
+void DirectSend::written() {
+  to_write_ = false;
+  writes_.clear();
+  send_control(channel_.writes, encode(Kind::kWritten, bytes_, {}));
+  // The receiver reads nothing of ours now; its "read" never comes.
+  finish();
+}
+
 bool DirectSend::advance() {
   reap_outgoing();
+  if (awaiting_ == Awaiting::kWhere) take_where();
+  if (where_error_) throw *where_error_;  // kept by the request from now on
+  if (to_write_) {
+    write_ready_batch();
+    return true;
+  }
+  if (awaiting_ == Awaiting::kWhere) return false;
   std::optional<std::vector<std::byte>> reply = take_control(channel_.replies);
   if (!reply) return false;
   const Decoded d = decode(*reply, describe());
@@ -197,16 +276,43 @@ bool DirectSend::advance() {
 }
 
 DirectReceive::DirectReceive(ProgressEngine& engine, int peer, Tag tag, DirectChannel channel,
-                             std::vector<RunGroup> runs, uint64_t bytes)
-    : DirectRequest(engine, false, peer, tag, channel, std::move(runs), bytes, nullptr, Awaiting::kHeader) {}
+                             std::vector<RunGroup> runs, uint64_t bytes, std::shared_ptr<const void> owner,
+                             bool offer_runs)
+    : DirectRequest(engine, false, peer, tag, channel, std::move(runs), bytes, std::move(owner), Awaiting::kHeader),
+      offered_(offer_runs && owner_ != nullptr && channel_.arena != nullptr) {
+  // Between arena peers the sender waits for where our runs are, offered or not.
+  if (channel_.arena == nullptr) return;
+  send_control(channel_.wheres, encode(Kind::kWhere, bytes_, offered_ ? std::span(runs_) : std::span<const RunGroup>()));
+  exposed_ = offered_;
+}
 
 DirectReceive::~DirectReceive() { leave_engine(); }
 
 bool DirectReceive::advance() {
-  std::optional<std::vector<std::byte>> header = take_control(channel_.headers);
-  if (!header) return false;
-  act_on_header(*header);
+  reap_outgoing();
+  if (awaiting_ == Awaiting::kHeader) {
+    std::optional<std::vector<std::byte>> header = take_control(channel_.headers);
+    if (!header) return false;
+    act_on_header(*header);
+    if (done_) return true;
+  }
+  std::optional<std::vector<std::byte>> written = take_control(channel_.writes);
+  if (!written) return false;
+  act_on_written(*written);
   return true;
+}
+
+void DirectReceive::act_on_written(std::span<const std::byte> message) {
+  const Decoded d = decode(message, describe());
+  if (d.head.kind == Kind::kFailed) {
+    exposed_ = false;
+    fail(fmt::format("rank {} failed to write them: {}", peer_, d.text));
+  }
+  if (d.head.kind != Kind::kWritten) {
+    fail(fmt::format("rank {} sent control message {} where it should say it wrote them", peer_,
+                     static_cast<uint64_t>(d.head.kind)));
+  }
+  finish();
 }
 
 void DirectReceive::act_on_header(std::span<const std::byte> header) {
@@ -214,9 +320,15 @@ void DirectReceive::act_on_header(std::span<const std::byte> header) {
   if (d.head.kind != Kind::kHeader) fail(fmt::format("rank {} sent an unknown control message", peer_));
   if (d.head.bytes != bytes_ || count_bytes(d.groups) != bytes_) {
     send_control(channel_.replies, encode(Kind::kRefused, bytes_, {}));
+    exposed_ = false;  // the sender writes no runs whose size disagrees
     fail(fmt::format("rank {} sent {} bytes where {} were expected (do both sides agree on the message size?)", peer_,
                      d.head.bytes, bytes_));
   }
+  if (offered_ && sender_writes(d.groups, runs_)) {
+    awaiting_ = Awaiting::kWritten;
+    return;
+  }
+  exposed_ = false;
   try {
     const std::optional<std::vector<RunGroup>> mapped =
         channel_.arena != nullptr ? channel_.arena->to_local(d.groups) : std::nullopt;

@@ -23,6 +23,8 @@
 #include "orphans.h"
 #include "peer_paths.h"
 #include "progress_engine.h"
+#include "push_batch.h"
+#include "run_copy.h"
 #include "reshard/execute/buffer.h"
 #include "reshard/execute/mpi/mpi_session.h"
 #include "../run_bytes.h"
@@ -120,6 +122,9 @@ struct MpiTransport::State {
   // The single-copy path's control messages, one of each per data communicator.
   std::vector<mpi_detail::Communicator> direct_headers;
   std::vector<mpi_detail::Communicator> direct_replies;
+  // Between arena peers: where a receiver's runs are, and that a sender wrote them.
+  std::vector<mpi_detail::Communicator> direct_wheres;
+  std::vector<mpi_detail::Communicator> direct_writes;
   std::vector<PeerPath> peer_paths;
   // Entry j: rank j's shared arena, mapped here, where the pair's path is kSharedMemory.
   std::vector<std::shared_ptr<const mpi_detail::PeerArena>> peer_arenas;
@@ -156,7 +161,7 @@ struct MpiTransport::State {
     host_names = std::move(host.host_names);
     engine.set_host_labels(host_labels());
     if (any_rank_copies_directly()) {
-      for (auto* comms : {&direct_headers, &direct_replies}) {
+      for (auto* comms : {&direct_headers, &direct_replies, &direct_wheres, &direct_writes}) {
         comms->reserve(tags.num_communicators());
         for (size_t i = 0; i < tags.num_communicators(); ++i) comms->emplace_back(parent);
       }
@@ -178,7 +183,7 @@ struct MpiTransport::State {
     }
     engine.say_goodbye();
     auto guard = engine.lock();
-    for (const auto* comms : {&data, &direct_headers, &direct_replies}) {
+    for (const auto* comms : {&data, &direct_headers, &direct_replies, &direct_wheres, &direct_writes}) {
       for (const auto& comm : *comms) drain_unreceived(comm.get());
     }
     for (MPI_Comm comm : {collective.get(), control.get(), heartbeat_comm.get()}) drain_unreceived(comm);
@@ -256,7 +261,8 @@ struct MpiTransport::State {
 
   mpi_detail::DirectChannel direct_channel(int peer, Tag tag) const {
     const MpiTagSlot slot = tags.map(tag);
-    return {direct_headers[slot.communicator].get(), direct_replies[slot.communicator].get(), slot.tag,
+    return {direct_headers[slot.communicator].get(), direct_replies[slot.communicator].get(),
+            direct_wheres[slot.communicator].get(), direct_writes[slot.communicator].get(), slot.tag,
             arena_of(peer)};
   }
 
@@ -304,7 +310,8 @@ struct MpiTransport::State {
   }
 
   std::unique_ptr<Request> start_direct_send(int peer, Tag tag, std::vector<mpi_detail::RunGroup> groups,
-                                             std::shared_ptr<const void> owner) {
+                                             std::shared_ptr<const void> owner,
+                                             std::shared_ptr<mpi_detail::PushBatch> batch = nullptr) {
     const uint64_t bytes = mpi_detail::count_bytes(groups);
     if (must_gather(peer, groups, bytes, owner)) {
       Buffer gathered = gather_buffer(bytes);
@@ -316,17 +323,21 @@ struct MpiTransport::State {
     auto guard = engine.lock();
     engine.throw_if_aborted();
     return std::make_unique<mpi_detail::DirectSend>(engine, peer, tag, direct_channel(peer, tag), std::move(groups),
-                                                    bytes, std::move(owner));
+                                                    bytes, std::move(owner), std::move(batch));
   }
 
-  // A single-copy receive into `runs`: written only while the request is
-  // advanced, so it needs no owner.
-  std::unique_ptr<Request> start_direct_receive(int peer, Tag tag, std::vector<mpi_detail::RunGroup> groups) {
+  // A single-copy receive into `runs`. Runs with an owner in our arena are
+  // offered to a peer that maps it, to write them itself where that is the
+  // faster way; otherwise they are written only while the request is
+  // advanced, and need no owner.
+  std::unique_ptr<Request> start_direct_receive(int peer, Tag tag, std::vector<mpi_detail::RunGroup> groups,
+                                                std::shared_ptr<const void> owner) {
     const uint64_t bytes = mpi_detail::count_bytes(groups);
+    const bool offer = owner != nullptr && in_our_arena(groups);
     auto guard = engine.lock();
     engine.throw_if_aborted();
     return std::make_unique<mpi_detail::DirectReceive>(engine, peer, tag, direct_channel(peer, tag), std::move(groups),
-                                                       bytes);
+                                                       bytes, std::move(owner), offer);
   }
 
   // One message of a derived datatype over `runs`, or null when MPI's int
@@ -398,7 +409,7 @@ std::unique_ptr<Request> MpiTransport::irecv_owned(int peer, Tag tag, std::span<
                                                    std::shared_ptr<const void> owner) {
   if (state_->goes_direct(peer)) {
     const ByteRun run{data.data(), data.size()};
-    return state_->start_direct_receive(peer, tag, mpi_detail::group_runs(std::span(&run, 1)));
+    return state_->start_direct_receive(peer, tag, mpi_detail::group_runs(std::span(&run, 1)), std::move(owner));
   }
   return state_->start(mpi_detail::Direction::kReceive, peer, tag, data.data(), data.size(), std::move(owner));
 }
@@ -414,6 +425,44 @@ std::unique_ptr<Request> MpiTransport::isend_gather(int peer, Tag tag, std::span
 
 std::vector<std::unique_ptr<Request>> MpiTransport::isend_gather_all(std::span<const GatherSend> sends,
                                                                     int threads) {
+  auto batch = std::make_shared<mpi_detail::PushBatch>();
+  batch->threads = threads;
+  return start_batch(sends, std::move(batch));
+}
+
+bool MpiTransport::copies_with_sends() const {
+  return std::find(state_->peer_paths.begin(), state_->peer_paths.end(), PeerPath::kSharedMemory) !=
+         state_->peer_paths.end();
+}
+
+std::vector<std::unique_ptr<Request>> MpiTransport::isend_gather_all_with_copies(std::span<const GatherSend> sends,
+                                                                                int threads,
+                                                                                std::span<const LocalCopy> copies) {
+  auto batch = std::make_shared<mpi_detail::PushBatch>();
+  batch->threads = threads;
+  uint64_t bytes = 0;
+  for (const LocalCopy& copy : copies) {
+    const std::vector<mpi_detail::RunGroup> from = mpi_detail::group_rows(copy.from);
+    const std::vector<mpi_detail::RunGroup> to = mpi_detail::group_rows(copy.to);
+    const uint64_t copy_bytes = mpi_detail::count_bytes(from);
+    if (mpi_detail::count_bytes(to) != copy_bytes) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("rank {}: a copy within the process from {} bytes into {}", state_->rank, copy_bytes,
+                              mpi_detail::count_bytes(to)));
+    }
+    const std::vector<mpi_detail::GatherJob> jobs = mpi_detail::row_copies_between_runs(to, from, copy_bytes);
+    batch->copies.insert(batch->copies.end(), jobs.begin(), jobs.end());
+    bytes += copy_bytes;
+  }
+  std::vector<std::unique_ptr<Request>> requests = start_batch(sends, batch);
+  auto guard = state_->engine.lock();
+  requests.push_back(std::make_unique<mpi_detail::BatchCopies>(state_->engine, std::move(batch), bytes));
+  return requests;
+}
+
+std::vector<std::unique_ptr<Request>> MpiTransport::start_batch(std::span<const GatherSend> sends,
+                                                               std::shared_ptr<mpi_detail::PushBatch> batch) {
+  const int threads = batch->threads;
   // First every gather of the batch in one walk, then every send in order.
   struct Gathered {
     Buffer buffer;
@@ -432,6 +481,7 @@ std::vector<std::unique_ptr<Request>> MpiTransport::isend_gather_all(std::span<c
     State::add_gather_jobs(groups[i], gathered[i]->buffer.data(), jobs);
   }
   mpi_detail::gather_streaming(jobs, threads);
+  // The sends that turn out to write into their receivers write together.
   std::vector<std::unique_ptr<Request>> requests;
   requests.reserve(sends.size());
   for (size_t i = 0; i < sends.size(); ++i) {
@@ -440,7 +490,7 @@ std::vector<std::unique_ptr<Request>> MpiTransport::isend_gather_all(std::span<c
       requests.push_back(state_->start_gathered_send(send.peer, send.tag, std::move(gathered[i]->buffer),
                                                      gathered[i]->bytes));
     } else if (state_->goes_direct(send.peer)) {
-      requests.push_back(state_->start_direct_send(send.peer, send.tag, std::move(groups[i]), send.owner));
+      requests.push_back(state_->start_direct_send(send.peer, send.tag, std::move(groups[i]), send.owner, batch));
     } else {
       requests.push_back(std::move(Transport::isend_gather_all(std::span(&send, 1), 1).front()));
     }
@@ -450,14 +500,18 @@ std::vector<std::unique_ptr<Request>> MpiTransport::isend_gather_all(std::span<c
 
 std::unique_ptr<Request> MpiTransport::irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,
                                                      std::shared_ptr<const void> owner) {
-  if (state_->goes_direct(peer)) return state_->start_direct_receive(peer, tag, mpi_detail::group_runs(runs));
+  if (state_->goes_direct(peer)) {
+    return state_->start_direct_receive(peer, tag, mpi_detail::group_runs(runs), std::move(owner));
+  }
   if (auto request = state_->start_typed(false, peer, tag, runs, owner)) return request;
   return Transport::irecv_scatter(peer, tag, runs, std::move(owner));
 }
 
 std::unique_ptr<Request> MpiTransport::irecv_scatter_rows(int peer, Tag tag, std::span<const RunRows> rows,
                                                           std::shared_ptr<const void> owner) {
-  if (state_->goes_direct(peer)) return state_->start_direct_receive(peer, tag, mpi_detail::group_rows(rows));
+  if (state_->goes_direct(peer)) {
+    return state_->start_direct_receive(peer, tag, mpi_detail::group_rows(rows), std::move(owner));
+  }
   return Transport::irecv_scatter_rows(peer, tag, rows, std::move(owner));
 }
 

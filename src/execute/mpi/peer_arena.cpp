@@ -32,7 +32,10 @@ std::unique_ptr<PeerArena> PeerArena::map(pid_t pid, int fd, uint64_t remote_bas
   struct stat status {};
   void* local = MAP_FAILED;
   if (::fstat(copy, &status) == 0 && S_ISREG(status.st_mode) && static_cast<uint64_t>(status.st_size) >= bytes) {
-    local = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED | MAP_NORESERVE, copy, 0);
+    // Writable: a sender whose rows are strided writes them into its
+    // receiver's runs itself (see DirectSend). The pair may already read and
+    // write each other's memory (ptrace permission), so this grants nothing new.
+    local = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, copy, 0);
   }
   ::close(copy);
   if (local == MAP_FAILED) return nullptr;
@@ -41,14 +44,14 @@ std::unique_ptr<PeerArena> PeerArena::map(pid_t pid, int fd, uint64_t remote_bas
     return nullptr;
   }
   try {
-    return std::unique_ptr<PeerArena>(new PeerArena(static_cast<const std::byte*>(local), remote_base, bytes));
+    return std::unique_ptr<PeerArena>(new PeerArena(static_cast<std::byte*>(local), remote_base, bytes));
   } catch (...) {
     ::munmap(local, bytes);
     return nullptr;
   }
 }
 
-PeerArena::~PeerArena() { ::munmap(const_cast<std::byte*>(local_), bytes_); }
+PeerArena::~PeerArena() { ::munmap(local_, bytes_); }
 
 std::optional<std::vector<RunGroup>> PeerArena::to_local(std::span<const RunGroup> remote) const {
   std::vector<RunGroup> local(remote.begin(), remote.end());

@@ -1,4 +1,4 @@
-// PeerArena: a same-host peer's shared memory arena, mapped read-only into this process.
+// PeerArena: a same-host peer's shared memory arena, mapped into this process.
 #pragma once
 
 #include <sys/types.h>
@@ -15,10 +15,11 @@
 namespace reshard::mpi_detail {
 
 // A peer's arena (detail::SharedArena), mapped once for the transport's life:
-// its shards are then read with ordinary loads. The arena never shrinks and
-// freed ranges read as zeros, so the mapping never faults whatever the peer
-// does; the message protocol keeps a sender's runs alive until its receiver
-// has read them, as for the kernel copy.
+// its shards are then read, and its receiving runs written, with ordinary
+// loads and stores. The arena never shrinks and freed ranges read as zeros,
+// so the mapping never faults whatever the peer does; the message protocol
+// keeps a sender's runs alive until its receiver has read them, as for the
+// kernel copy, and a receiver's until its sender has written them.
 class PeerArena {
  public:
   // Maps the arena that process `pid` holds as descriptor `fd`, `bytes` long
@@ -36,9 +37,9 @@ class PeerArena {
   std::optional<std::vector<RunGroup>> to_local(std::span<const RunGroup> remote) const;
 
  private:
-  PeerArena(const std::byte* local, uint64_t remote_base, uint64_t bytes)
+  PeerArena(std::byte* local, uint64_t remote_base, uint64_t bytes)
       : local_(local), remote_base_(remote_base), bytes_(bytes) {}
-  const std::byte* local_;
+  std::byte* local_;
   uint64_t remote_base_;
   uint64_t bytes_;
 };

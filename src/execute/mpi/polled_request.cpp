@@ -32,7 +32,7 @@ bool PolledRequest::step() {
 
 void PolledRequest::wait() {
   engine_.wait(WaitFor{[&] { return step() ? WaitStep::kDone : WaitStep::kIdle; }, [&] { return describe(); },
-                       [&] { return std::vector<int>{peer_}; }});
+                       [&] { return waited_peers(); }});
 }
 
 bool PolledRequest::test() {
@@ -41,7 +41,7 @@ bool PolledRequest::test() {
   engine_.progress();
   if (step()) return true;
   engine_.throw_if_peer_failed();
-  engine_.throw_if_peer_gone({peer_}, std::chrono::steady_clock::duration::zero(), [&] { return describe(); });
+  engine_.throw_if_peer_gone(waited_peers(), std::chrono::steady_clock::duration::zero(), [&] { return describe(); });
   return false;
 }
 

@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "progress_engine.h"
 #include "reshard/execute/transport.h"
@@ -30,6 +31,8 @@ class PolledRequest : public Request {
   virtual bool advance() = 0;
   // "receiving 4096 bytes from rank 2 (tag 7)", for errors and timeouts.
   virtual std::string describe() const = 0;
+  // The peers whose silence fails a wait on it: its peer, unless it says otherwise.
+  virtual std::vector<int> waited_peers() const { return {peer_}; }
 
   ProgressEngine& engine_;
   const int peer_;

@@ -13,6 +13,10 @@
 #include "reshard/execute/transport.h"
 
 namespace reshard {
+namespace mpi_detail {
+struct PushBatch;
+}  // namespace mpi_detail
+
 
 struct MpiTransportOptions {
   // The largest single MPI message; larger transfers are split. Chunks never
@@ -138,6 +142,11 @@ class MpiTransport final : public Transport {
   // gathered together (one walk over the rows they share), then each goes
   // as isend_gather's would; the rest go as isend_gather.
   std::vector<std::unique_ptr<Request>> isend_gather_all(std::span<const GatherSend> sends, int threads) override;
+  // True where some peer of this host maps our arena: sends to it may write
+  // into their receivers, and the copies within this process join that walk.
+  bool copies_with_sends() const override;
+  std::vector<std::unique_ptr<Request>> isend_gather_all_with_copies(std::span<const GatherSend> sends, int threads,
+                                                                     std::span<const LocalCopy> copies) override;
   std::unique_ptr<Request> irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,
                                          std::shared_ptr<const void> owner = nullptr) override;
   // To a peer on this host, the rows as they are (no list of runs); else as Transport does.
@@ -186,6 +195,10 @@ class MpiTransport final : public Transport {
   size_t peak_bytes_in_flight() const;
 
  private:
+  // The sends of one batch, walked together where they write into their receivers.
+  std::vector<std::unique_ptr<Request>> start_batch(std::span<const GatherSend> sends,
+                                                    std::shared_ptr<mpi_detail::PushBatch> batch);
+
   struct State;
   std::unique_ptr<State> state_;
 };
