@@ -5,9 +5,11 @@
 # single-copy path off (RESHARD_SINGLE_COPY=0), so that MPI's own path, which
 # ranks on different hosts take, is tested on one host too; KERNEL_COPY_RANKS
 # with the shared-memory mapping off (RESHARD_SHARED_MEMORY=0), so that the
-# kernel copy (process_vm_readv) carries every same-host message.
+# kernel copy (process_vm_readv) carries every same-host message;
+# RECEIVERS_READ_RANKS with senders never writing into their receivers
+# (RESHARD_SENDERS_WRITE=0), so that receivers read every shared-memory message.
 function(reshard_add_mpi_test target)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "RANKS;MPI_PATH_RANKS;KERNEL_COPY_RANKS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT" "RANKS;MPI_PATH_RANKS;KERNEL_COPY_RANKS;RECEIVERS_READ_RANKS" ${ARGN})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
@@ -22,6 +24,10 @@ function(reshard_add_mpi_test target)
   foreach(ranks IN LISTS ARG_KERNEL_COPY_RANKS)
     _reshard_mpi_test_at("${target}.np${ranks}.kernel_copy" ${target} ${ranks} ${ARG_TIMEOUT}
                          "${environment};RESHARD_SHARED_MEMORY=0")
+  endforeach()
+  foreach(ranks IN LISTS ARG_RECEIVERS_READ_RANKS)
+    _reshard_mpi_test_at("${target}.np${ranks}.receivers_read" ${target} ${ranks} ${ARG_TIMEOUT}
+                         "${environment};RESHARD_SENDERS_WRITE=0")
   endforeach()
 endfunction()
 

@@ -35,6 +35,10 @@ struct TransportCounters {
   uint64_t bytes_received = 0;
   uint64_t messages_sent = 0;
   uint64_t messages_received = 0;
+  // Of bytes_sent, those this process wrote into its receivers' memory
+  // itself (the MPI transport between processes that map each other's
+  // shared memory, for strided messages); the rest its receivers took.
+  uint64_t bytes_written_into_receivers = 0;
 };
 
 // Message tags. Each collective operation takes a fresh tag space with

@@ -245,6 +245,7 @@ void DirectSend::written() {
   send_control(channel_.writes, encode(Kind::kWritten, bytes_, {}));
   // The receiver reads nothing of ours now; its "read" never comes.
   finish();
+  engine_.count_written(bytes_);
 }
 
 bool DirectSend::advance() {

@@ -4,11 +4,13 @@
 #include <atomic>
 #include <bit>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <stop_token>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -131,6 +133,8 @@ struct MpiTransport::State {
   std::vector<int> host_of;
   std::vector<std::string> host_names;
   int processes_on_host = 1;
+  // Whether our receives offer their runs to senders that map our arena.
+  bool senders_write = true;
   int rank = 0;
   int size = 1;
   int tag_ub = 32767;
@@ -157,6 +161,8 @@ struct MpiTransport::State {
       detail::SharedArena::serve_allocations();
     }
     processes_on_host = host.processes_on_host;
+    const char* senders_write_env = std::getenv("RESHARD_SENDERS_WRITE");
+    senders_write = options.senders_write && (senders_write_env == nullptr || std::string_view(senders_write_env) != "0");
     host_of = std::move(host.host_of);
     host_names = std::move(host.host_names);
     engine.set_host_labels(host_labels());
@@ -333,7 +339,7 @@ struct MpiTransport::State {
   std::unique_ptr<Request> start_direct_receive(int peer, Tag tag, std::vector<mpi_detail::RunGroup> groups,
                                                 std::shared_ptr<const void> owner) {
     const uint64_t bytes = mpi_detail::count_bytes(groups);
-    const bool offer = owner != nullptr && in_our_arena(groups);
+    const bool offer = senders_write && owner != nullptr && in_our_arena(groups);
     auto guard = engine.lock();
     engine.throw_if_aborted();
     return std::make_unique<mpi_detail::DirectReceive>(engine, peer, tag, direct_channel(peer, tag), std::move(groups),

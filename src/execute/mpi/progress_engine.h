@@ -117,9 +117,11 @@ class ProgressEngine {
     (sent ? bytes_sent_ : bytes_received_) += bytes;
     ++(sent ? messages_sent_ : messages_received_);
   }
+  // Counts bytes of completed sends that this process wrote into its receivers itself.
+  void count_written(size_t bytes) { bytes_written_ += bytes; }
   TransportCounters counters() const {
-    return TransportCounters{bytes_sent_.load(), bytes_received_.load(), messages_sent_.load(),
-                             messages_received_.load()};
+    return TransportCounters{bytes_sent_.load(),     bytes_received_.load(), messages_sent_.load(),
+                             messages_received_.load(), bytes_written_.load()};
   }
 
  private:
@@ -144,6 +146,7 @@ class ProgressEngine {
   std::atomic<uint64_t> bytes_received_{0};
   std::atomic<uint64_t> messages_sent_{0};
   std::atomic<uint64_t> messages_received_{0};
+  std::atomic<uint64_t> bytes_written_{0};
 };
 
 }  // namespace reshard::mpi_detail

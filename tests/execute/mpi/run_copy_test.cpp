@@ -1,4 +1,5 @@
-// copy_between_runs: bytes in order from any run list into any other, whatever the boundaries on each side.
+// copy_between_runs and row_copies_between_runs: bytes in order from any run list into any other, whatever the
+// boundaries on each side.
 #include "execute/mpi/run_copy.h"
 
 #include <gtest/gtest.h>
@@ -86,6 +87,35 @@ TEST(CopyBetweenRuns, RowsIntoOneRunAndOneRunIntoRows) {
   for (uint64_t r = 0; r < rows; ++r) {
     ASSERT_EQ(std::memcmp(back.data() + r * stride, strided.data() + r * stride, run), 0) << "row " << r;
     ASSERT_EQ(back[r * stride + run], std::byte{0}) << "row " << r << " wrote past its run";
+  }
+}
+
+TEST(RowCopiesBetweenRuns, SeveralMessagesWalkedTogetherEachArriveInOrder) {
+  // What a batch of sends that write into their receivers does: each
+  // message's copy as its strided copies, all walked together (those that
+  // step alike through the same rows in lockstep), each into its own target.
+  std::mt19937_64 rng = reshard::testing::seeded_rng();
+  for (int trial = 0; trial < 60; ++trial) {
+    const int messages = std::uniform_int_distribution<int>(1, 6)(rng);
+    std::vector<std::vector<std::byte>> sources, targets, expected;
+    std::vector<GatherJob> jobs;
+    for (int m = 0; m < messages; ++m) {
+      const uint64_t bytes = std::uniform_int_distribution<uint64_t>(1, trial % 10 == 0 ? 2 << 20 : 20000)(rng);
+      std::vector<std::byte>& source = sources.emplace_back(bytes * 14 + 4096);
+      std::vector<std::byte>& target = targets.emplace_back(bytes * 14 + 4096, std::byte{0xEE});
+      for (std::byte& b : source) b = static_cast<std::byte>(rng());
+      const Runs from = random_runs(rng, source, bytes);
+      const Runs to = random_runs(rng, target, bytes);
+      std::vector<std::byte>& want = expected.emplace_back(target);
+      for (uint64_t i = 0; i < bytes; ++i) want[to.offsets[i]] = source[from.offsets[i]];
+      const std::vector<GatherJob> copies = row_copies_between_runs(to.groups, from.groups, bytes);
+      jobs.insert(jobs.end(), copies.begin(), copies.end());
+    }
+    gather_streaming(jobs, 1 + trial % 3);
+    for (int m = 0; m < messages; ++m) {
+      ASSERT_EQ(targets[static_cast<size_t>(m)], expected[static_cast<size_t>(m)])
+          << "trial " << trial << ", message " << m << " of " << messages;
+    }
   }
 }
 

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "execute/shared_arena.h"
@@ -267,6 +268,58 @@ TEST_F(SingleCopyMpi, SharedMemoryPairsReadArenaBuffersAndEachOptOutFallsBackToT
             std::string::npos)
       << refused->describe_paths();
   testing::check_strided_reshard(*refused, 256, /*round_trip=*/true, 61);
+}
+
+bool senders_write_here() {
+  const char* value = std::getenv("RESHARD_SENDERS_WRITE");
+  return value == nullptr || std::string_view(value) != "0";
+}
+
+// What `t` sent, and wrote into its receivers itself, during `move`.
+template <typename Move>
+std::pair<uint64_t, uint64_t> sent_and_written(const Transport& t, Move&& move) {
+  const TransportCounters before = t.counters();
+  move();
+  const TransportCounters after = t.counters();
+  return {after.bytes_sent - before.bytes_sent,
+          after.bytes_written_into_receivers - before.bytes_written_into_receivers};
+}
+
+TEST_F(SingleCopyMpi, SendersWriteStridedMessagesIntoArenaPeersAndReceiversReadTheRest) {
+  MpiTransport& t = world_transport();
+  if (t.size() < 2) GTEST_SKIP() << "needs two ranks";
+  if (t.path_to((t.rank() + 1) % t.size()) != PeerPath::kSharedMemory) {
+    GTEST_SKIP() << "no shared memory here: " << t.describe_paths();
+  }
+  // Rows to columns: 256-byte rows of each source shard into stretches of
+  // the targets (1024 rows: target shards of 256 KiB, in the arena). The
+  // senders write every byte where receivers offer; none where they don't.
+  const auto [sent, written] = sent_and_written(t, [&] { testing::check_strided_reshard(t, 1024, false, 67); });
+  EXPECT_GT(sent, 0u);
+  EXPECT_EQ(written, senders_write_here() ? sent : 0) << "sent " << sent;
+  // And back: the runs are the receivers' now, so they read.
+  const auto [sent_back, written_back] =
+      sent_and_written(t, [&] { testing::check_strided_reshard(t, 1024, true, 71); });
+  EXPECT_GT(sent_back, sent);
+  EXPECT_EQ(written_back, senders_write_here() ? sent : 0) << "only the way out is written by the senders";
+
+  // Off in one process's options (rank 0's receives never offer): its peers'
+  // messages to it are read by it, the others' still written; every byte arrives.
+  MpiTransportOptions options;
+  options.senders_write = t.rank() != 0;
+  MpiTransport mixed(MPI_COMM_WORLD, options);
+  const auto [mixed_sent, mixed_written] =
+      sent_and_written(mixed, [&] { testing::check_strided_reshard(mixed, 1024, false, 73); });
+  EXPECT_GT(mixed_sent, 0u);
+  if (!senders_write_here()) {
+    EXPECT_EQ(mixed_written, 0u);
+  } else if (t.size() > 2 || t.rank() == 0) {
+    // Rank 0 sends to peers that offer; every rank but 0 sends to rank 0 too (read there).
+    EXPECT_GT(mixed_written, 0u);
+    EXPECT_LE(mixed_written, mixed_sent);
+  } else {
+    EXPECT_EQ(mixed_written, 0u) << "rank 1's only peer, rank 0, offers nothing";
+  }
 }
 
 TEST_F(SingleCopyMpi, AWithdrawnUnownedSendStillDeliversWhatItWasGiven) {

@@ -67,6 +67,14 @@ struct MpiTransportOptions {
   // pair; RESHARD_SHARED_MEMORY=refuse makes this process's mappings fail,
   // as a kernel without pidfd_getfd would.
   bool shared_memory = true;
+  // Between such processes, a receiver whose runs lie in its arena offers
+  // them to the sender, which writes a message into them itself where its
+  // own runs are the more numerous (a strided source into long target
+  // stretches: reading short rows is the slow side of a copy, and the
+  // sender reads its shard's rows once, whole, for every receiver and for
+  // its own copies). False (or RESHARD_SENDERS_WRITE=0) makes this process's
+  // receives never offer, so its peers' messages to it are read by it.
+  bool senders_write = true;
 };
 
 // How the bytes between this process and one peer travel, and why.

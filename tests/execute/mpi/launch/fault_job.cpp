@@ -10,6 +10,9 @@
 //   killed-shared: the same with the message in a Buffer::allocate buffer,
 //           which lives in the shared memory arena that its peers map and
 //           copy from themselves, where the host allows it.
+//   killed-writing: rank 2 sends each peer a 128 MiB strided message (256-byte
+//           rows 512 bytes apart) into the peer's arena, which it writes
+//           itself where the host allows it, and is killed while writing.
 // Ranks 0 and 1 each expect a stream of messages from rank 2. No rank may
 // wait forever: but for `slow`, the job must end non-zero, soon; a slow
 // rank must be waited for, and the job succeed.
@@ -41,8 +44,33 @@ constexpr size_t kLargeMessageBytes = size_t{256} << 20;
 
 // Whether message `i` of the stream is the large one that rank 2 dies sending.
 size_t message_bytes(int i, const std::string& mode) {
-  const bool killed = mode == "killed" || mode == "killed-shared";
-  return killed && i == kMessagesBeforeFailure ? kLargeMessageBytes : kMessageBytes;
+  if (i != kMessagesBeforeFailure) return kMessageBytes;
+  if (mode == "killed" || mode == "killed-shared") return kLargeMessageBytes;
+  return mode == "killed-writing" ? kLargeMessageBytes / 2 : kMessageBytes;
+}
+
+// Dies after `delay`, whatever the main thread is doing then.
+void die_after(std::chrono::milliseconds delay) {
+  std::thread([delay] {
+    std::this_thread::sleep_for(delay);
+    raise(SIGKILL);
+  }).detach();
+}
+
+// Sends both peers every other 256 bytes of a shard in its arena, and dies
+// while writing them into their arenas (inside the wait, where it writes).
+[[noreturn]] void die_while_writing(reshard::Transport& transport, reshard::Tag tag) {
+  reshard::Buffer shard = reshard::Buffer::allocate(kLargeMessageBytes);
+  std::fill(shard.bytes().begin(), shard.bytes().end(), std::byte{42});
+  constexpr uint64_t kRow = 256;
+  const reshard::ConstRunRows rows{shard.data(), kRow, 2 * kRow, kLargeMessageBytes / (2 * kRow)};
+  std::vector<reshard::Transport::GatherSend> batch;
+  for (int peer = 0; peer < kFailingRank; ++peer) batch.push_back({peer, tag, std::span(&rows, 1), shard.owner()});
+  std::vector<std::unique_ptr<reshard::Request>> sends = transport.isend_gather_all(batch, 1);
+  die_after(std::chrono::milliseconds(20));
+  for (const auto& send : sends) send->wait();
+  raise(SIGKILL);
+  std::_Exit(9);  // not reached
 }
 
 // Offers both peers the large message, then dies while they read it.
@@ -84,6 +112,7 @@ void send_stream(reshard::Transport& transport, reshard::Tag tag, const std::str
       if (mode == "killed" || mode == "killed-shared") {
         die_while_read(transport, tag + static_cast<reshard::Tag>(i), mode == "killed-shared");
       }
+      if (mode == "killed-writing") die_while_writing(transport, tag + static_cast<reshard::Tag>(i));
     }
     for (int peer = 0; peer < kFailingRank; ++peer) {
       transport.send(peer, tag + static_cast<reshard::Tag>(i), message);
@@ -94,6 +123,12 @@ void send_stream(reshard::Transport& transport, reshard::Tag tag, const std::str
 void receive_stream(reshard::Transport& transport, reshard::Tag tag, const std::string& mode) {
   std::vector<std::byte> message;
   for (int i = 0; i < kMessages; ++i) {
+    if (mode == "killed-writing" && i == kMessagesBeforeFailure) {
+      // Into a buffer of reshard's, in the arena, that the sender may write.
+      reshard::Buffer into = reshard::Buffer::allocate(message_bytes(i, mode));
+      transport.irecv_owned(kFailingRank, tag + static_cast<reshard::Tag>(i), into.bytes(), into.owner())->wait();
+      continue;
+    }
     message.resize(message_bytes(i, mode));
     transport.recv(kFailingRank, tag + static_cast<reshard::Tag>(i), message);
   }

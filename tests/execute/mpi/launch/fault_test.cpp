@@ -85,6 +85,14 @@ TEST(MpiFault, ARankKilledWhileItsPeersCopyFromItsSharedMemoryEndsTheJobNamingIt
   expect_killed_rank_named(run_fault_job("killed-shared"));
 }
 
+TEST(MpiFault, ARankKilledWhileItWritesIntoItsPeersSharedMemoryEndsTheJobNamingIt) {
+  // Its strided messages go into its peers' arenas, written by rank 2
+  // itself: killed mid-write, the receivers wait for a "written" that never
+  // comes, and the job ends (mpirun, or the liveness bound) naming rank 2;
+  // no survivor crashes or finishes.
+  expect_killed_rank_named(run_fault_job("killed-writing"));
+}
+
 TEST(MpiFault, ARankThatThrowsIsNamedByItsPeers) {
   const JobResult job = run_fault_job("throw");
   expect_failed_on_its_own(job);
