@@ -78,6 +78,28 @@ __attribute__((target("avx2"), always_inline)) inline void stream_run_avx2(std::
   if (size > 0) std::memcpy(dst, src, size);
 }
 
+// Rows of a multiple of 32 bytes into 32-byte aligned destinations: no head,
+// no tail, no call per row.
+__attribute__((target("avx2"))) void stream_rows_together_avx2(std::span<const RowsCopy> copies, size_t size,
+                                                               uint64_t rows) {
+  for (uint64_t row = 0; row < rows; ++row) {
+    const auto r = static_cast<int64_t>(row);
+    for (const RowsCopy& c : copies) {
+      const std::byte* src = c.src + r * c.src_stride;
+      std::byte* dst = c.dst + r * c.dst_stride;
+      size_t left = size;
+      for (; left >= 128; left -= 128, src += 128, dst += 128) {
+        const __m256i a = load(src), b = load(src + 32), d = load(src + 64), e = load(src + 96);
+        store(dst, a);
+        store(dst + 32, b);
+        store(dst + 64, d);
+        store(dst + 96, e);
+      }
+      for (; left > 0; left -= 32, src += 32, dst += 32) store(dst, load(src));
+    }
+  }
+}
+
 __attribute__((target("avx2"))) void stream_copy_avx2(std::byte* dst, const std::byte* src, size_t size) {
   stream_run_avx2(dst, src, size);
 }
@@ -161,6 +183,33 @@ void copy_rows(std::byte* dst, int64_t dst_stride, const std::byte* src, int64_t
   }
 }
 
+namespace {
+
+// Whether every row of every copy starts 32-byte aligned in its destination
+// and is whole 32-byte words: what the fused streaming kernel takes.
+[[maybe_unused]] bool rows_fit_words(std::span<const RowsCopy> copies, size_t size) {
+  if (size == 0 || size % 32 != 0) return false;
+  for (const RowsCopy& c : copies) {
+    if (reinterpret_cast<uintptr_t>(c.dst) % 32 != 0 || c.dst_stride % 32 != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void copy_rows_together(std::span<const RowsCopy> copies, size_t size, uint64_t rows, CopyMode mode) {
+#if defined(RESHARD_HAS_AVX2_STREAM)
+  if (mode == CopyMode::kStreaming && stream_kernels().rows == stream_rows_avx2 && rows_fit_words(copies, size)) {
+    stream_rows_together_avx2(copies, size, rows);
+    return;
+  }
+#endif
+  for (uint64_t row = 0; row < rows; ++row) {
+    const auto r = static_cast<int64_t>(row);
+    for (const RowsCopy& c : copies) copy_bytes(c.dst + r * c.dst_stride, c.src + r * c.src_stride, size, mode);
+  }
+}
+
 void finish_streaming() { _mm_sfence(); }
 
 #else
@@ -169,6 +218,12 @@ void copy_bytes(std::byte* dst, const std::byte* src, size_t size, CopyMode) { s
 void copy_rows(std::byte* dst, int64_t dst_stride, const std::byte* src, int64_t src_stride, size_t size,
                uint64_t rows, CopyMode) {
   for (uint64_t row = 0; row < rows; ++row, dst += dst_stride, src += src_stride) std::memcpy(dst, src, size);
+}
+void copy_rows_together(std::span<const RowsCopy> copies, size_t size, uint64_t rows, CopyMode) {
+  for (uint64_t row = 0; row < rows; ++row) {
+    const auto r = static_cast<int64_t>(row);
+    for (const RowsCopy& c : copies) std::memcpy(c.dst + r * c.dst_stride, c.src + r * c.src_stride, size);
+  }
 }
 void finish_streaming() {}
 

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace reshard {
 
@@ -20,6 +21,22 @@ void copy_bytes(std::byte* dst, const std::byte* src, size_t size, CopyMode mode
 // (a few hundred bytes) cost no call and no dispatch each.
 void copy_rows(std::byte* dst, int64_t dst_stride, const std::byte* src, int64_t src_stride, size_t size,
                uint64_t rows, CopyMode mode);
+
+// One of several strided copies that take parts of the same rows.
+struct RowsCopy {
+  std::byte* dst = nullptr;
+  int64_t dst_stride = 0;
+  const std::byte* src = nullptr;
+  int64_t src_stride = 0;
+};
+
+// `rows` rows of `size` bytes of every copy, row by row across them: row 0
+// of each, then row 1 of each, and so on. Copies that take neighbouring
+// parts of the same rows (the strips one shard sends to every other device)
+// then read each row once, in order, which the hardware prefetchers follow,
+// and short rows cost no call each: a strided pass over a part of each row,
+// one copy after another, misses on every row.
+void copy_rows_together(std::span<const RowsCopy> copies, size_t size, uint64_t rows, CopyMode mode);
 
 // From now on (true) copy_rows prefetches rows eight ahead where short rows
 // lie a page or more apart in the source, or rows of 256 bytes or less a KiB

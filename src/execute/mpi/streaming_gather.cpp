@@ -47,8 +47,35 @@ struct Walk {
   uint64_t row_bytes = 0;  // of every member together
 };
 
-// Rows [first, last) of every member of `walk`.
+// The members' rows from `first` on, as copies that go row by row across
+// them, or nothing when their rows differ in size.
+std::vector<RowsCopy> rows_together(std::span<const GatherJob> jobs, const Walk& walk, uint64_t first) {
+  std::vector<RowsCopy> copies;
+  const uint64_t size = jobs[walk.members.front()].runs.size;
+  for (const size_t m : walk.members) {
+    const GatherJob& job = jobs[m];
+    if (job.runs.size != size) return {};
+    // Strides may step backwards (unsigned wrap-around, as RunGroup's).
+    copies.push_back({reinterpret_cast<std::byte*>(reinterpret_cast<uintptr_t>(job.out) + first * job.out_step()),
+                      static_cast<int64_t>(job.out_step()),
+                      reinterpret_cast<const std::byte*>(job.runs.address + first * job.runs.stride),
+                      static_cast<int64_t>(job.runs.stride)});
+  }
+  return copies;
+}
+
+// Rows [first, last) of every member of `walk`: members of one row size row
+// by row across them (together they read each row in order), others a block
+// of rows of each member at a time.
 void copy_walk_rows(std::span<const GatherJob> jobs, const Walk& walk, uint64_t first, uint64_t last) {
+  if (walk.members.size() > 1 && last > first) {
+    const std::vector<RowsCopy> copies = rows_together(jobs, walk, first);
+    if (!copies.empty()) {
+      copy_rows_together(copies, static_cast<size_t>(jobs[walk.members.front()].runs.size), last - first,
+                         CopyMode::kStreaming);
+      return;
+    }
+  }
   for (uint64_t row = first; row < last; row += walk.block_rows) {
     const uint64_t rows = std::min(walk.block_rows, last - row);
     for (const size_t m : walk.members) {
