@@ -1,6 +1,7 @@
 #include "exchange.h"
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <unordered_set>
 #include <utility>
@@ -89,13 +90,19 @@ std::byte* Exchange::dst_data(const MessagePiece& piece) const {
 
 std::shared_ptr<const void> Exchange::owner_of(const Message& m, bool sending) const {
   std::vector<std::shared_ptr<const void>> owners;
+  owners.reserve(m.pieces.size());
   for (const MessagePiece& piece : m.pieces) {
     const Transfer& t = transfer_of(piece);
     const ArrayMove& move = moves_[piece.array];
     const std::shared_ptr<const void>& owner =
         sending ? source_of(piece).shard(t.src).buffer.owner() : move.dst->shard(t.dst).buffer.owner();
-    if (std::find(owners.begin(), owners.end(), owner) == owners.end()) owners.push_back(owner);
+    // Consecutive pieces mostly share a shard; the rest are removed below.
+    if (owners.empty() || owners.back() != owner) owners.push_back(owner);
   }
+  // Each owner once (a message of a whole model's pieces has hundreds).
+  const auto by_address = [](const auto& a, const auto& b) { return std::less<>()(a.get(), b.get()); };
+  std::sort(owners.begin(), owners.end(), by_address);
+  owners.erase(std::unique(owners.begin(), owners.end()), owners.end());
   if (owners.size() == 1) return owners.front();
   // Pieces of several shards: one owner that keeps them all.
   return std::make_shared<const std::vector<std::shared_ptr<const void>>>(std::move(owners));
