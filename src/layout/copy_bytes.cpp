@@ -58,6 +58,23 @@ __attribute__((target("avx2"), always_inline)) inline void store(std::byte* p, _
   _mm256_stream_si256(reinterpret_cast<__m256i*>(p), v);
 }
 
+// The whole 32-byte words of `size` into a 32-byte aligned `dst`; returns
+// how many bytes that was (all but size % 32).
+__attribute__((target("avx2"), always_inline)) inline size_t stream_words_avx2(std::byte* dst, const std::byte* src,
+                                                                             size_t size) {
+  const size_t words = size - size % 32;
+  size_t at = 0;
+  for (; at + 128 <= words; at += 128) {
+    const __m256i a = load(src + at), b = load(src + at + 32), c = load(src + at + 64), d = load(src + at + 96);
+    store(dst + at, a);
+    store(dst + at + 32, b);
+    store(dst + at + 64, c);
+    store(dst + at + 96, d);
+  }
+  for (; at < words; at += 32) store(dst + at, load(src + at));
+  return words;
+}
+
 __attribute__((target("avx2"), always_inline)) inline void stream_run_avx2(std::byte* dst, const std::byte* src,
                                                                           size_t size) {
   const size_t head = std::min(size, (32 - reinterpret_cast<uintptr_t>(dst) % 32) % 32);
@@ -67,15 +84,8 @@ __attribute__((target("avx2"), always_inline)) inline void stream_run_avx2(std::
     src += head;
     size -= head;
   }
-  for (; size >= 128; size -= 128, src += 128, dst += 128) {
-    const __m256i a = load(src), b = load(src + 32), c = load(src + 64), d = load(src + 96);
-    store(dst, a);
-    store(dst + 32, b);
-    store(dst + 64, c);
-    store(dst + 96, d);
-  }
-  for (; size >= 32; size -= 32, src += 32, dst += 32) store(dst, load(src));
-  if (size > 0) std::memcpy(dst, src, size);
+  const size_t words = stream_words_avx2(dst, src, size);
+  if (size > words) std::memcpy(dst + words, src + words, size - words);
 }
 
 // Rows of a multiple of 32 bytes into 32-byte aligned destinations: no head,
@@ -84,19 +94,7 @@ __attribute__((target("avx2"))) void stream_rows_together_avx2(std::span<const R
                                                                uint64_t rows) {
   for (uint64_t row = 0; row < rows; ++row) {
     const auto r = static_cast<int64_t>(row);
-    for (const RowsCopy& c : copies) {
-      const std::byte* src = c.src + r * c.src_stride;
-      std::byte* dst = c.dst + r * c.dst_stride;
-      size_t left = size;
-      for (; left >= 128; left -= 128, src += 128, dst += 128) {
-        const __m256i a = load(src), b = load(src + 32), d = load(src + 64), e = load(src + 96);
-        store(dst, a);
-        store(dst + 32, b);
-        store(dst + 64, d);
-        store(dst + 96, e);
-      }
-      for (; left > 0; left -= 32, src += 32, dst += 32) store(dst, load(src));
-    }
+    for (const RowsCopy& c : copies) stream_words_avx2(c.dst + r * c.dst_stride, c.src + r * c.src_stride, size);
   }
 }
 
