@@ -7,10 +7,15 @@
 namespace reshard::mpi_detail {
 
 BatchCopies::BatchCopies(ProgressEngine& engine, std::shared_ptr<PushBatch> batch, uint64_t bytes)
-    : PolledRequest(engine, engine.rank()), batch_(std::move(batch)), bytes_(bytes) {}
+    : PolledRequest(engine, engine.rank()), batch_(std::move(batch)), bytes_(bytes) {
+  // Advanced in every progress round: once every member has chosen to be
+  // read, the copies are made during the exchange's next wait, not after it.
+  engine_.add(this);
+}
 
 BatchCopies::~BatchCopies() {
   auto guard = engine_.lock();
+  engine_.remove(this);
   batch_->copies.clear();
 }
 

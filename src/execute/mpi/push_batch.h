@@ -27,9 +27,9 @@ struct PushBatch {
   int threads = 1;
 };
 
-// Done once the batch's copies are made. Under the engine's lock, like every
-// request of the transport; a copy left unmade when it is destroyed (a
-// failed operation) is never made.
+// Done once the batch's copies are made. Made under the engine's lock, like
+// every request of the transport, and advanced in its rounds; a copy left
+// unmade when it is destroyed (a failed operation) is never made.
 class BatchCopies final : public PolledRequest {
  public:
   BatchCopies(ProgressEngine& engine, std::shared_ptr<PushBatch> batch, uint64_t bytes);
