@@ -17,10 +17,11 @@ bool fits(uint64_t in_flight, uint64_t bytes, uint64_t limit) { return in_flight
 
 }  // namespace
 
-Exchange::Exchange(std::span<const ArrayMove> moves, const ProcessMessages& messages, Transport& transport, Tag base,
+Exchange::Exchange(std::span<const ArrayMove> moves, const PreparedExchange& prepared, Transport& transport, Tag base,
                    uint64_t max_bytes_in_flight, int threads, std::vector<CopyJob> copies)
     : moves_(moves),
-      messages_(messages),
+      prepared_(prepared),
+      messages_(prepared.messages),
       transport_(transport),
       base_(base),
       max_bytes_in_flight_(max_bytes_in_flight),
@@ -108,18 +109,6 @@ std::shared_ptr<const void> Exchange::owner_of(const Message& m, bool sending) c
   return std::make_shared<const std::vector<std::shared_ptr<const void>>>(std::move(owners));
 }
 
-BoxCopy Exchange::send_copy(const MessagePiece& piece) const {
-  const Transfer& t = transfer_of(piece);
-  const ShardedArray& src = source_of(piece);
-  return BoxCopy(t.box, src.shard(t.src).box, t.box, src.element_bytes());
-}
-
-BoxCopy Exchange::receive_copy(const MessagePiece& piece) const {
-  const Transfer& t = transfer_of(piece);
-  const ShardedArray& dst = *moves_[piece.array].dst;
-  return BoxCopy(t.box, t.box, dst.shard(t.dst).box, dst.element_bytes());
-}
-
 void Exchange::post_sends() {
   // Sends go in batches: once half the bound is free, as many as fit, all
   // in one call, so that a transport that gathers walks the rows they share
@@ -137,8 +126,10 @@ void Exchange::post_sends() {
   batch.reserve(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     const Message& m = messages_.sends[next_send_ + i];
-    for (const MessagePiece& piece : m.pieces) {
-      send_copy(piece).src_rows(src_data(piece), piece.begin, piece.end, rows[i]);
+    const std::vector<BoxCopy>& copies = prepared_.send_copies[next_send_ + i];
+    for (size_t p = 0; p < m.pieces.size(); ++p) {
+      const MessagePiece& piece = m.pieces[p];
+      copies[p].src_rows(src_data(piece), piece.begin, piece.end, rows[i]);
     }
     // The request shares the shards' owner: if the exchange fails, a
     // transport still holding the bytes keeps them alive.
@@ -163,10 +154,12 @@ void Exchange::post_sends() {
 void Exchange::post_receives() {
   while (next_receive_ < messages_.receives.size() &&
          fits(receive_bytes_in_flight_, messages_.receives[next_receive_].bytes, max_bytes_in_flight_)) {
+    const std::vector<BoxCopy>& copies = prepared_.receive_copies[next_receive_];
     const Message& m = messages_.receives[next_receive_++];
     std::vector<RunRows> rows;
-    for (const MessagePiece& piece : m.pieces) {
-      receive_copy(piece).dst_rows(dst_data(piece), piece.begin, piece.end, rows);
+    for (size_t p = 0; p < m.pieces.size(); ++p) {
+      const MessagePiece& piece = m.pieces[p];
+      copies[p].dst_rows(dst_data(piece), piece.begin, piece.end, rows);
     }
     Pending pending{&m, nullptr};
     pending.request =

@@ -11,6 +11,7 @@
 #include "reshard/execute/buffer.h"
 #include "reshard/execute/executor.h"
 #include "message_schedule.h"
+#include "prepared_exchange.h"
 #include "parallel_copy.h"
 
 namespace reshard {
@@ -28,12 +29,12 @@ namespace reshard {
 // packing.
 class Exchange {
  public:
-  // `messages` come from schedule_messages over the plans of `moves`, in order.
+  // `prepared` comes from prepare_exchange over `moves` (its messages, in order).
   // A transport that gathers sends may use `threads` threads for it.
   // `copies` within this process (stage 0's) go with the send batches that
   // read the same source shards where the transport makes such copies
   // itself (Transport::copies_with_sends); the rest are the caller's.
-  Exchange(std::span<const ArrayMove> moves, const ProcessMessages& messages, Transport& transport, Tag base,
+  Exchange(std::span<const ArrayMove> moves, const PreparedExchange& prepared, Transport& transport, Tag base,
            uint64_t max_bytes_in_flight, int threads = 1, std::vector<CopyJob> copies = {});
 
   // The copies the caller makes itself: those no send reads the source of
@@ -65,10 +66,9 @@ class Exchange {
   std::byte* dst_data(const MessagePiece& piece) const;
   // What keeps the memory of the message's pieces alive (their shards' owners).
   std::shared_ptr<const void> owner_of(const Message& m, bool sending) const;
-  BoxCopy send_copy(const MessagePiece& piece) const;
-  BoxCopy receive_copy(const MessagePiece& piece) const;
 
   std::span<const ArrayMove> moves_;
+  const PreparedExchange& prepared_;
   const ProcessMessages& messages_;
   Transport& transport_;
   const Tag base_;

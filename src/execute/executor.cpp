@@ -9,6 +9,7 @@
 #include "execute_moves.h"
 #include "exchange.h"
 #include "message_schedule.h"
+#include "prepared_exchange.h"
 #include "parallel_copy.h"
 #include "reshard/layout/error.h"
 
@@ -101,18 +102,12 @@ uint64_t bytes_of(const std::vector<CopyJob>& jobs) {
   return bytes;
 }
 
-std::vector<const Plan*> plans_of(std::span<const ArrayMove> moves) {
-  std::vector<const Plan*> plans;
-  plans.reserve(moves.size());
-  for (const ArrayMove& move : moves) plans.push_back(move.plan);
-  return plans;
-}
-
 // Stage 0: local copies on their threads while the messages flow.
 void run_stage_zero(std::span<const ArrayMove> moves, Transport& transport, Tag base, const ExecuteOptions& options,
                     ExecuteStats& stats) {
-  const std::vector<const Plan*> plans = plans_of(moves);
-  const ProcessMessages messages = schedule_messages(plans, transport.rank(), options.chunk_bytes);
+  const std::shared_ptr<const PreparedExchange> prepared =
+      prepare_exchange(moves, transport.rank(), options.chunk_bytes, 0);
+  const ProcessMessages& messages = prepared->messages;
   std::vector<CopyJob> jobs = local_jobs(moves, 0);
   stats.bytes_copied += bytes_of(jobs);
   const int threads = options.copy_threads(transport.processes_on_this_host());
@@ -121,7 +116,7 @@ void run_stage_zero(std::span<const ArrayMove> moves, Transport& transport, Tag 
     return;
   }
   // Copies that read what sends read may go with them (the transport's walk).
-  Exchange exchange(moves, messages, transport, base, options.max_bytes_in_flight, threads, std::move(jobs));
+  Exchange exchange(moves, *prepared, transport, base, options.max_bytes_in_flight, threads, std::move(jobs));
   const std::vector<CopyJob> ours = exchange.copies_left_to_caller();
   std::exception_ptr copy_error;
   {
@@ -155,9 +150,10 @@ void run_host_relay(std::span<const ArrayMove> moves, Transport& transport, cons
                     ExecuteStats& stats) {
   if (!has_stage(moves, 2)) return;
   const Tag base = transport.begin_operation();
-  const ProcessMessages messages = schedule_messages(plans_of(moves), transport.rank(), options.chunk_bytes, 2);
-  if (messages.sends.empty() && messages.receives.empty()) return;
-  Exchange(moves, messages, transport, base, options.max_bytes_in_flight,
+  const std::shared_ptr<const PreparedExchange> prepared =
+      prepare_exchange(moves, transport.rank(), options.chunk_bytes, 2);
+  if (prepared->messages.sends.empty() && prepared->messages.receives.empty()) return;
+  Exchange(moves, *prepared, transport, base, options.max_bytes_in_flight,
            options.copy_threads(transport.processes_on_this_host()))
       .run(stats);
 }

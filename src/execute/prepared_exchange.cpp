@@ -1,0 +1,117 @@
+#include "prepared_exchange.h"
+
+#include <algorithm>
+#include <list>
+#include <mutex>
+#include <utility>
+
+namespace reshard {
+namespace {
+
+// What a prepared exchange was made from. Equal keys and equal digests
+// (which cover the transfers) make equal plans, and the arrays' shard boxes
+// follow from the keys.
+struct PreparedKey {
+  std::vector<PlanKey> plans;
+  std::vector<uint64_t> digests;
+  int process = 0;
+  uint64_t chunk_bytes = 0;
+  int stage = 0;
+
+  bool matches(std::span<const ArrayMove> moves, int p, uint64_t chunk, int s) const {
+    if (process != p || chunk_bytes != chunk || stage != s || plans.size() != moves.size()) return false;
+    for (size_t i = 0; i < moves.size(); ++i) {
+      if (digests[i] != moves[i].plan->digest() || !(plans[i] == moves[i].plan->key())) return false;
+    }
+    return true;
+  }
+};
+
+// Enough for every in-process rank of a job moving a batch both ways.
+constexpr size_t kKeptExchanges = 16;
+
+class PreparedCache {
+ public:
+  static PreparedCache& instance() {
+    static PreparedCache cache;
+    return cache;
+  }
+
+  std::shared_ptr<const PreparedExchange> find(std::span<const ArrayMove> moves, int process, uint64_t chunk,
+                                               int stage) {
+    std::lock_guard guard(mutex_);
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (!it->first.matches(moves, process, chunk, stage)) continue;
+      entries_.splice(entries_.begin(), entries_, it);  // most recent first
+      return entries_.front().second;
+    }
+    return nullptr;
+  }
+
+  void keep(PreparedKey key, std::shared_ptr<const PreparedExchange> prepared) {
+    std::lock_guard guard(mutex_);
+    entries_.emplace_front(std::move(key), std::move(prepared));
+    if (entries_.size() > kKeptExchanges) entries_.pop_back();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::list<std::pair<PreparedKey, std::shared_ptr<const PreparedExchange>>> entries_;
+};
+
+const Transfer& transfer_of(std::span<const ArrayMove> moves, const MessagePiece& piece) {
+  return moves[piece.array].plan->transfers()[piece.transfer];
+}
+
+// Stage 0 reads the source arrays; stage 2 the target shards stages 0 and 1 filled.
+const ShardedArray& source_of(std::span<const ArrayMove> moves, const MessagePiece& piece) {
+  const ArrayMove& move = moves[piece.array];
+  return transfer_of(moves, piece).stage == 0 ? *move.src : *move.dst;
+}
+
+BoxCopy send_copy(std::span<const ArrayMove> moves, const MessagePiece& piece) {
+  const Transfer& t = transfer_of(moves, piece);
+  const ShardedArray& src = source_of(moves, piece);
+  return BoxCopy(t.box, src.shard(t.src).box, t.box, src.element_bytes());
+}
+
+BoxCopy receive_copy(std::span<const ArrayMove> moves, const MessagePiece& piece) {
+  const Transfer& t = transfer_of(moves, piece);
+  const ShardedArray& dst = *moves[piece.array].dst;
+  return BoxCopy(t.box, t.box, dst.shard(t.dst).box, dst.element_bytes());
+}
+
+template <typename CopyOf>
+std::vector<std::vector<BoxCopy>> copies_of(const std::vector<Message>& messages, CopyOf&& copy_of) {
+  std::vector<std::vector<BoxCopy>> copies(messages.size());
+  for (size_t m = 0; m < messages.size(); ++m) {
+    copies[m].reserve(messages[m].pieces.size());
+    for (const MessagePiece& piece : messages[m].pieces) copies[m].push_back(copy_of(piece));
+  }
+  return copies;
+}
+
+}  // namespace
+
+std::shared_ptr<const PreparedExchange> prepare_exchange(std::span<const ArrayMove> moves, int process,
+                                                         uint64_t chunk_bytes, int stage) {
+  PreparedCache& cache = PreparedCache::instance();
+  if (auto found = cache.find(moves, process, chunk_bytes, stage)) return found;
+  std::vector<const Plan*> plans;
+  PreparedKey key{{}, {}, process, chunk_bytes, stage};
+  for (const ArrayMove& move : moves) {
+    plans.push_back(move.plan);
+    key.plans.push_back(move.plan->key());
+    key.digests.push_back(move.plan->digest());
+  }
+  auto prepared = std::make_shared<PreparedExchange>();
+  prepared->messages = schedule_messages(plans, process, chunk_bytes, stage);
+  prepared->send_copies =
+      copies_of(prepared->messages.sends, [&](const MessagePiece& piece) { return send_copy(moves, piece); });
+  prepared->receive_copies =
+      copies_of(prepared->messages.receives, [&](const MessagePiece& piece) { return receive_copy(moves, piece); });
+  cache.keep(std::move(key), prepared);
+  return prepared;
+}
+
+}  // namespace reshard

@@ -1,0 +1,88 @@
+// prepare_exchange: an operation over the plans of a recent one takes what was derived for it, and nothing else does.
+#include "execute/prepared_exchange.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "reshard/execute/sharded_array.h"
+#include "reshard/plan/planner.h"
+
+namespace reshard {
+namespace {
+
+// Rows to columns over 8 devices on 2 processes, as process `process` holds it.
+struct Case {
+  Topology topology = Topology::uniform(8, 2);
+  Shape shape{64, 256};
+  NamedSharding by_rows{Mesh({{"x", 8}}, {0, 1, 2, 3, 4, 5, 6, 7}), PartitionSpec({{"x"}})};
+  NamedSharding by_columns{Mesh({{"x", 8}}, {7, 6, 5, 4, 3, 2, 1, 0}), PartitionSpec({{}, {"x"}})};
+  Plan plan = make_plan(PlanKey{shape, DType::kF32, by_rows, by_columns, topology});
+
+  std::vector<ShardedArray> arrays(int process, const NamedSharding& sharding) const {
+    std::vector<ShardedArray> out;
+    out.push_back(ShardedArray::allocate(shape, DType::kF32, sharding, topology, process));
+    return out;
+  }
+};
+
+TEST(PreparedExchange, TheSamePlansTakeWhatWasPreparedAndEachPieceHasItsCopy) {
+  const Case c;
+  const std::vector<ShardedArray> src = c.arrays(0, c.by_rows);
+  std::vector<ShardedArray> dst = c.arrays(0, c.by_columns);
+  const ArrayMove move{&c.plan, &src[0], &dst[0]};
+  const auto first = prepare_exchange(std::span(&move, 1), 0, 4096, 0);
+  ASSERT_FALSE(first->messages.sends.empty());
+  ASSERT_EQ(first->send_copies.size(), first->messages.sends.size());
+  ASSERT_EQ(first->receive_copies.size(), first->messages.receives.size());
+  for (size_t m = 0; m < first->messages.sends.size(); ++m) {
+    ASSERT_EQ(first->send_copies[m].size(), first->messages.sends[m].pieces.size());
+    for (size_t p = 0; p < first->send_copies[m].size(); ++p) {
+      const Transfer& t = c.plan.transfers()[first->messages.sends[m].pieces[p].transfer];
+      EXPECT_EQ(first->send_copies[m][p].bytes(), static_cast<uint64_t>(t.box.volume()) * 4);
+    }
+  }
+  // Other arrays (other memory) under an equal plan made anew: the same.
+  const Plan again = make_plan(c.plan.key());
+  const std::vector<ShardedArray> src2 = c.arrays(0, c.by_rows);
+  std::vector<ShardedArray> dst2 = c.arrays(0, c.by_columns);
+  const ArrayMove move2{&again, &src2[0], &dst2[0]};
+  EXPECT_EQ(prepare_exchange(std::span(&move2, 1), 0, 4096, 0), first);
+  // Another chunk size, process or stage: prepared on its own.
+  EXPECT_NE(prepare_exchange(std::span(&move, 1), 0, 8192, 0), first);
+  EXPECT_NE(prepare_exchange(std::span(&move, 1), 0, 4096, 2), first);
+  const std::vector<ShardedArray> src1 = c.arrays(1, c.by_rows);
+  std::vector<ShardedArray> dst1 = c.arrays(1, c.by_columns);
+  const ArrayMove move1{&c.plan, &src1[0], &dst1[0]};
+  const auto other_process = prepare_exchange(std::span(&move1, 1), 1, 4096, 0);
+  EXPECT_NE(other_process, first);
+  EXPECT_EQ(other_process->messages.sends.front().src_process, 1);
+}
+
+TEST(PreparedExchange, PlansWithTheSameTransfersOnOtherProcessesAreNotTakenForEachOther) {
+  // The same devices and boxes, so the same transfers (and digest), but 4
+  // processes of 2 devices instead of 2 of 4: other messages entirely.
+  const Case c;
+  const Topology four = Topology::uniform(8, 4);
+  const Plan other = make_plan(PlanKey{c.shape, DType::kF32, c.by_rows, c.by_columns, four});
+  ASSERT_EQ(other.digest(), c.plan.digest()) << "the case needs plans whose transfers agree";
+  const std::vector<ShardedArray> src = c.arrays(0, c.by_rows);
+  std::vector<ShardedArray> dst = c.arrays(0, c.by_columns);
+  const ShardedArray src4 = ShardedArray::allocate(c.shape, DType::kF32, c.by_rows, four, 0);
+  ShardedArray dst4 = ShardedArray::allocate(c.shape, DType::kF32, c.by_columns, four, 0);
+  const ArrayMove move{&c.plan, &src[0], &dst[0]};
+  const ArrayMove move4{&other, &src4, &dst4};
+  const auto two = prepare_exchange(std::span(&move, 1), 0, 4096, 0);
+  const auto of_four = prepare_exchange(std::span(&move4, 1), 0, 4096, 0);
+  EXPECT_NE(two, of_four);
+  const auto sends_to = [](const PreparedExchange& p, int process) {
+    return std::any_of(p.messages.sends.begin(), p.messages.sends.end(),
+                       [process](const Message& m) { return m.dst_process == process; });
+  };
+  EXPECT_TRUE(sends_to(*of_four, 3)) << "process 0 of 4 sends to process 3";
+  EXPECT_FALSE(sends_to(*two, 3));
+}
+
+}  // namespace
+}  // namespace reshard
