@@ -75,23 +75,17 @@ void check_agreement(uint64_t fingerprint, Transport& transport) {
   }
 }
 
-// The copies of one stage that stay inside this process. Stage 0 reads the
-// source arrays; stage 1 reads target shards that stage 0 filled (stage 2
-// crosses processes: it has none).
-std::vector<CopyJob> local_jobs(std::span<const ArrayMove> moves, int stage) {
+// The prepared copies of one stage within this process, over these arrays'
+// memory. Stage 0 reads the source arrays; stage 1 target shards that stage 0 filled.
+std::vector<CopyJob> local_jobs(std::span<const ArrayMove> moves, const PreparedExchange& prepared, int stage) {
   std::vector<CopyJob> jobs;
-  for (const ArrayMove& move : moves) {
-    const Topology& topology = move.plan->key().topology;
-    const int process = move.dst->process();
+  jobs.reserve(prepared.local.size());
+  for (const PreparedExchange::LocalCopy& local : prepared.local) {
+    const ArrayMove& move = moves[local.array];
+    const Transfer& t = move.plan->transfers()[local.transfer];
     const ShardedArray& from_array = stage == 0 ? *move.src : *move.dst;
-    for (const Transfer& t : move.plan->transfers()) {
-      if (t.stage != stage) continue;
-      if (topology.process_of(t.src) != process || topology.process_of(t.dst) != process) continue;
-      const Shard& from = from_array.shard(t.src);
-      const Box& to = move.dst->shard(t.dst).box;
-      jobs.push_back(CopyJob{BoxCopy(t.box, from.box, to, move.dst->element_bytes()), from.buffer.data(),
-                             move.dst->writable_bytes_of(t.dst).data()});
-    }
+    jobs.push_back(
+        CopyJob{local.copy, from_array.shard(t.src).buffer.data(), move.dst->writable_bytes_of(t.dst).data()});
   }
   return jobs;
 }
@@ -108,7 +102,7 @@ void run_stage_zero(std::span<const ArrayMove> moves, Transport& transport, Tag 
   const std::shared_ptr<const PreparedExchange> prepared =
       prepare_exchange(moves, transport.rank(), options.chunk_bytes, 0);
   const ProcessMessages& messages = prepared->messages;
-  std::vector<CopyJob> jobs = local_jobs(moves, 0);
+  std::vector<CopyJob> jobs = local_jobs(moves, *prepared, 0);
   stats.bytes_copied += bytes_of(jobs);
   const int threads = options.copy_threads(transport.processes_on_this_host());
   if (messages.sends.empty() && messages.receives.empty()) {
@@ -173,7 +167,8 @@ ExecuteStats execute_unguarded(std::span<const ArrayMove> moves, Transport& tran
   ExecuteStats stats;
   run_stage_zero(moves, transport, base, options, stats);
   // Stage 1 reads what stage 0 wrote, all of which is in place now.
-  const std::vector<CopyJob> fan_out = local_jobs(moves, 1);
+  const std::vector<CopyJob> fan_out =
+      local_jobs(moves, *prepare_exchange(moves, transport.rank(), options.chunk_bytes, 1), 1);
   stats.bytes_copied += bytes_of(fan_out);
   run_copies(fan_out, options.copy_threads(transport.processes_on_this_host()));
   run_host_relay(moves, transport, options, stats);

@@ -91,6 +91,26 @@ std::vector<std::vector<BoxCopy>> copies_of(const std::vector<Message>& messages
   return copies;
 }
 
+// Stage 0 reads the source arrays; stage 1 reads target shards that stage 0
+// filled (stage 2 crosses processes: it has none).
+std::vector<PreparedExchange::LocalCopy> local_copies(std::span<const ArrayMove> moves, int process, int stage) {
+  std::vector<PreparedExchange::LocalCopy> copies;
+  for (size_t a = 0; a < moves.size(); ++a) {
+    const ArrayMove& move = moves[a];
+    const Topology& topology = move.plan->key().topology;
+    const ShardedArray& from_array = stage == 0 ? *move.src : *move.dst;
+    const auto& transfers = move.plan->transfers();
+    for (size_t i = 0; i < transfers.size(); ++i) {
+      const Transfer& t = transfers[i];
+      if (t.stage != stage) continue;
+      if (topology.process_of(t.src) != process || topology.process_of(t.dst) != process) continue;
+      copies.push_back({a, i, BoxCopy(t.box, from_array.shard(t.src).box, move.dst->shard(t.dst).box,
+                                      move.dst->element_bytes())});
+    }
+  }
+  return copies;
+}
+
 }  // namespace
 
 std::shared_ptr<const PreparedExchange> prepare_exchange(std::span<const ArrayMove> moves, int process,
@@ -110,6 +130,7 @@ std::shared_ptr<const PreparedExchange> prepare_exchange(std::span<const ArrayMo
       copies_of(prepared->messages.sends, [&](const MessagePiece& piece) { return send_copy(moves, piece); });
   prepared->receive_copies =
       copies_of(prepared->messages.receives, [&](const MessagePiece& piece) { return receive_copy(moves, piece); });
+  prepared->local = local_copies(moves, process, stage);
   cache.keep(std::move(key), prepared);
   return prepared;
 }

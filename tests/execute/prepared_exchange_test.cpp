@@ -43,6 +43,18 @@ TEST(PreparedExchange, TheSamePlansTakeWhatWasPreparedAndEachPieceHasItsCopy) {
       EXPECT_EQ(first->send_copies[m][p].bytes(), static_cast<uint64_t>(t.box.volume()) * 4);
     }
   }
+  // Process 0's copies within itself: every transfer between its own devices, once.
+  size_t own = 0;
+  for (const Transfer& t : c.plan.transfers()) {
+    if (c.topology.process_of(t.src) == 0 && c.topology.process_of(t.dst) == 0) ++own;
+  }
+  ASSERT_EQ(first->local.size(), own);
+  for (const PreparedExchange::LocalCopy& local : first->local) {
+    const Transfer& t = c.plan.transfers()[local.transfer];
+    EXPECT_EQ(c.topology.process_of(t.src), 0);
+    EXPECT_EQ(c.topology.process_of(t.dst), 0);
+    EXPECT_EQ(local.copy.bytes(), static_cast<uint64_t>(t.box.volume()) * 4);
+  }
   // Other arrays (other memory) under an equal plan made anew: the same.
   const Plan again = make_plan(c.plan.key());
   const std::vector<ShardedArray> src2 = c.arrays(0, c.by_rows);
