@@ -40,22 +40,33 @@ TEST(CopyBytes, StreamingCopiesAnyAlignmentAndSize) {
 
 // Rows over columns: one source shard to several targets (strips that
 // interleave in the source), and several sources to one target (strips that
-// interleave in the target), split over threads at arbitrary points.
+// interleave in the target), split over threads at arbitrary points. Strips
+// of equal widths go row by row together, strips of several widths in
+// blocks: half the trials take each.
 TEST(RunCopies, StripsInLockstepAndAloneGiveTheSameBytes) {
   auto rng = testing::seeded_rng();
-  for (int trial = 0; trial < 60; ++trial) {
+  for (int trial = 0; trial < 80; ++trial) {
     const int64_t rows = 1 + static_cast<int64_t>(rng() % 40), strips = 1 + static_cast<int64_t>(rng() % 6);
-    const int64_t strip_width = 1 + static_cast<int64_t>(rng() % 9);
-    const int64_t width = strips * strip_width;
+    const bool equal_widths = trial % 2 == 0;
+    const int64_t common_width = 1 + static_cast<int64_t>(rng() % 9);
+    std::vector<int64_t> starts{0};  // strip s spans columns [starts[s], starts[s + 1])
+    for (int64_t s = 0; s < strips; ++s) {
+      starts.push_back(starts.back() + (equal_widths ? common_width : 1 + static_cast<int64_t>(rng() % 9)));
+    }
+    const int64_t width = starts.back();
     const size_t element = size_t{1} << (rng() % 4);
     const Box whole({0, 0}, {rows, width});
     const Bytes source = random_bytes(rng, static_cast<size_t>(rows * width) * element);
+    const auto strip_box = [&](int64_t s) {
+      const auto at = static_cast<size_t>(s);
+      return Box({0, starts[at]}, {rows, starts[at + 1] - starts[at]});
+    };
     // Scatter: the whole source into one buffer per strip.
     std::vector<Bytes> strip_buffers;
     std::vector<CopyJob> scatter;
     for (int64_t s = 0; s < strips; ++s) {
-      const Box strip({0, s * strip_width}, {rows, strip_width});
-      strip_buffers.emplace_back(static_cast<size_t>(rows * strip_width) * element);
+      const Box strip = strip_box(s);
+      strip_buffers.emplace_back(static_cast<size_t>(strip.volume()) * element);
       scatter.push_back(CopyJob{BoxCopy(strip, whole, strip, element), source.data(), strip_buffers.back().data()});
     }
     const int threads = 1 + static_cast<int>(rng() % 4);
@@ -65,17 +76,19 @@ TEST(RunCopies, StripsInLockstepAndAloneGiveTheSameBytes) {
     Bytes gathered(source.size());
     std::vector<CopyJob> gather;
     for (int64_t s = 0; s < strips; ++s) {
-      const Box strip({0, s * strip_width}, {rows, strip_width});
+      const Box strip = strip_box(s);
       gather.push_back(CopyJob{BoxCopy(strip, strip, whole, element), strip_buffers[static_cast<size_t>(s)].data(),
                                gathered.data()});
     }
     run_copies(gather, threads, 1 + rng() % 64, mode);
-    ASSERT_EQ(gathered, source) << rows << " rows, " << strips << " strips of " << strip_width << ", " << threads
-                                << " threads";
+    ASSERT_EQ(gathered, source) << rows << " rows, " << strips << " strips (equal widths: " << equal_widths << "), "
+                                << threads << " threads";
     // Each strip on its own: the same bytes by the plain path.
-    Bytes one_strip(strip_buffers[0].size());
-    scatter[0].copy.copy(source.data(), one_strip.data());
-    EXPECT_EQ(one_strip, strip_buffers[0]);
+    for (int64_t s = 0; s < strips; ++s) {
+      Bytes one_strip(strip_buffers[static_cast<size_t>(s)].size());
+      scatter[static_cast<size_t>(s)].copy.copy(source.data(), one_strip.data());
+      EXPECT_EQ(one_strip, strip_buffers[static_cast<size_t>(s)]) << "strip " << s;
+    }
   }
 }
 
