@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -28,17 +27,32 @@ Exchange::Exchange(std::span<const ArrayMove> moves, const PreparedExchange& pre
       threads_(threads),
       copies_(std::move(copies)) {}
 
+std::vector<const std::byte*> Exchange::shards_read_by(size_t first, size_t end) const {
+  std::vector<const std::byte*> read;
+  for (size_t i = first; i < end; ++i) {
+    for (const MessagePiece& piece : messages_.sends[i].pieces) {
+      // Consecutive pieces mostly come from one shard.
+      const std::byte* shard = src_data(piece);
+      if (read.empty() || read.back() != shard) read.push_back(shard);
+    }
+  }
+  std::sort(read.begin(), read.end());
+  read.erase(std::unique(read.begin(), read.end()), read.end());
+  return read;
+}
+
 std::vector<CopyJob> Exchange::copies_left_to_caller() {
   if (copies_.empty() || !transport_.copies_with_sends()) return std::exchange(copies_, {});
-  std::unordered_set<const std::byte*> sent_from;
-  for (const Message& m : messages_.sends) {
-    for (const MessagePiece& piece : m.pieces) sent_from.insert(src_data(piece));
-  }
+  const std::vector<const std::byte*> sent_from = shards_read_by(0, messages_.sends.size());
   std::vector<CopyJob> left;
   std::erase_if(copies_, [&](const CopyJob& job) {
-    if (sent_from.contains(job.src)) return false;
+    if (std::binary_search(sent_from.begin(), sent_from.end(), job.src)) return false;
     left.push_back(job);
     return true;
+  });
+  // By source shard, so that each batch finds the copies of its shards at once.
+  std::stable_sort(copies_.begin(), copies_.end(), [](const CopyJob& a, const CopyJob& b) {
+    return std::less<>()(a.src, b.src);
   });
   copy_handed_.assign(copies_.size(), false);
   return left;
@@ -55,18 +69,19 @@ size_t Exchange::end_at_shard(size_t end) const {
 }
 
 std::vector<Transport::LocalCopy> Exchange::take_copies(size_t first, size_t end) {
-  std::unordered_set<const std::byte*> read;
-  for (size_t i = first; i < end; ++i) {
-    for (const MessagePiece& piece : messages_.sends[i].pieces) read.insert(src_data(piece));
-  }
   std::vector<Transport::LocalCopy> taken;
-  for (size_t i = 0; i < copies_.size(); ++i) {
-    if (copy_handed_[i] || !read.contains(copies_[i].src)) continue;
-    copy_handed_[i] = true;
-    const CopyJob& job = copies_[i];
-    job.copy.src_rows(job.src, 0, job.copy.bytes(), copy_from_.emplace_back());
-    job.copy.dst_rows(job.dst, 0, job.copy.bytes(), copy_to_.emplace_back());
-    taken.push_back({copy_from_.back(), copy_to_.back()});
+  if (copies_.empty()) return taken;
+  const auto by_source = [](const CopyJob& job, const std::byte* shard) { return std::less<>()(job.src, shard); };
+  for (const std::byte* shard : shards_read_by(first, end)) {
+    for (auto it = std::lower_bound(copies_.begin(), copies_.end(), shard, by_source);
+         it != copies_.end() && it->src == shard; ++it) {
+      const auto i = static_cast<size_t>(it - copies_.begin());
+      if (copy_handed_[i]) continue;
+      copy_handed_[i] = true;
+      it->copy.src_rows(it->src, 0, it->copy.bytes(), copy_from_.emplace_back());
+      it->copy.dst_rows(it->dst, 0, it->copy.bytes(), copy_to_.emplace_back());
+      taken.push_back({copy_from_.back(), copy_to_.back()});
+    }
   }
   return taken;
 }

@@ -58,6 +58,8 @@ class Exchange {
   // The copies that read the shards the sends [first, end) read, not yet
   // handed over, as the transport takes them.
   std::vector<Transport::LocalCopy> take_copies(size_t first, size_t end);
+  // The source shards the sends [first, end) read, each once, in address order.
+  std::vector<const std::byte*> shards_read_by(size_t first, size_t end) const;
   void post_receives();
   void finish_oldest(ExecuteStats& stats);
   const Transfer& transfer_of(const MessagePiece& piece) const;
@@ -80,8 +82,9 @@ class Exchange {
   uint64_t receive_bytes_in_flight_ = 0;
   std::deque<Pending> sends_;
   std::deque<Pending> receives_;
-  // Copies made with the sends, each handed over once (with the first batch
-  // that reads its source shard), their rows kept until their request ends.
+  // Copies made with the sends (in source shard order), each handed over
+  // once (with the first batch that reads its source shard), their rows kept
+  // until their request ends.
   std::vector<CopyJob> copies_;
   std::vector<bool> copy_handed_;
   std::deque<std::vector<ConstRunRows>> copy_from_;
