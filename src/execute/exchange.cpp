@@ -25,16 +25,13 @@ Exchange::Exchange(std::span<const ArrayMove> moves, const PreparedExchange& pre
       base_(base),
       max_bytes_in_flight_(max_bytes_in_flight),
       threads_(threads),
+      rows_(exchange_rows(moves, prepared)),
       copies_(std::move(copies)) {}
 
 std::vector<const std::byte*> Exchange::shards_read_by(size_t first, size_t end) const {
   std::vector<const std::byte*> read;
   for (size_t i = first; i < end; ++i) {
-    for (const MessagePiece& piece : messages_.sends[i].pieces) {
-      // Consecutive pieces mostly come from one shard.
-      const std::byte* shard = src_data(piece);
-      if (read.empty() || read.back() != shard) read.push_back(shard);
-    }
+    for (const ShardRef& ref : rows_->send_shards[i]) read.push_back(shard_of(ref).buffer.data());
   }
   std::sort(read.begin(), read.end());
   read.erase(std::unique(read.begin(), read.end()), read.end());
@@ -61,9 +58,9 @@ std::vector<CopyJob> Exchange::copies_left_to_caller() {
 size_t Exchange::end_at_shard(size_t end) const {
   if (copies_.empty() || end >= messages_.sends.size()) return end;
   for (size_t k = end; k > next_send_ + 1; --k) {
-    const Message& before = messages_.sends[k - 1];
-    const Message& after = messages_.sends[k];
-    if (src_data(before.pieces.back()) != src_data(after.pieces.front())) return k;
+    const std::vector<ShardRef>& before = rows_->send_shards[k - 1];
+    const std::vector<ShardRef>& after = rows_->send_shards[k];
+    if (before.empty() || after.empty() || before.back() != after.front()) return k;
   }
   return end;
 }
@@ -86,35 +83,15 @@ std::vector<Transport::LocalCopy> Exchange::take_copies(size_t first, size_t end
   return taken;
 }
 
-const Transfer& Exchange::transfer_of(const MessagePiece& piece) const {
-  return moves_[piece.array].plan->transfers()[piece.transfer];
+const Shard& Exchange::shard_of(const ShardRef& ref) const {
+  const ArrayMove& move = moves_[ref.array];
+  return (ref.target ? *move.dst : *move.src).shards()[ref.shard];
 }
 
-const ShardedArray& Exchange::source_of(const MessagePiece& piece) const {
-  // Stage 0 reads the source arrays; stage 2 the target shards stages 0 and 1 filled.
-  const ArrayMove& move = moves_[piece.array];
-  return transfer_of(piece).stage == 0 ? *move.src : *move.dst;
-}
-
-const std::byte* Exchange::src_data(const MessagePiece& piece) const {
-  return source_of(piece).shard(transfer_of(piece).src).buffer.data();
-}
-
-std::byte* Exchange::dst_data(const MessagePiece& piece) const {
-  return moves_[piece.array].dst->writable_bytes_of(transfer_of(piece).dst).data();
-}
-
-std::shared_ptr<const void> Exchange::owner_of(const Message& m, bool sending) const {
+std::shared_ptr<const void> Exchange::owner_of(std::span<const ShardRef> shards) const {
   std::vector<std::shared_ptr<const void>> owners;
-  owners.reserve(m.pieces.size());
-  for (const MessagePiece& piece : m.pieces) {
-    const Transfer& t = transfer_of(piece);
-    const ArrayMove& move = moves_[piece.array];
-    const std::shared_ptr<const void>& owner =
-        sending ? source_of(piece).shard(t.src).buffer.owner() : move.dst->shard(t.dst).buffer.owner();
-    // Consecutive pieces mostly share a shard; the rest are removed below.
-    if (owners.empty() || owners.back() != owner) owners.push_back(owner);
-  }
+  owners.reserve(shards.size());
+  for (const ShardRef& ref : shards) owners.push_back(shard_of(ref).buffer.owner());
   // Each owner once (a message of a whole model's pieces has hundreds).
   const auto by_address = [](const auto& a, const auto& b) { return std::less<>()(a.get(), b.get()); };
   std::sort(owners.begin(), owners.end(), by_address);
@@ -136,19 +113,13 @@ void Exchange::post_sends() {
   }
   if (end == next_send_) return;
   end = end_at_shard(end);
-  std::vector<std::vector<ConstRunRows>> rows(end - next_send_);
   std::vector<Transport::GatherSend> batch;
-  batch.reserve(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const Message& m = messages_.sends[next_send_ + i];
-    const std::vector<BoxCopy>& copies = prepared_.send_copies[next_send_ + i];
-    for (size_t p = 0; p < m.pieces.size(); ++p) {
-      const MessagePiece& piece = m.pieces[p];
-      copies[p].src_rows(src_data(piece), piece.begin, piece.end, rows[i]);
-    }
+  batch.reserve(end - next_send_);
+  for (size_t i = next_send_; i < end; ++i) {
     // The request shares the shards' owner: if the exchange fails, a
     // transport still holding the bytes keeps them alive.
-    batch.push_back({m.dst_process, base_ + m.index, rows[i], owner_of(m, /*sending=*/true)});
+    batch.push_back({messages_.sends[i].dst_process, base_ + messages_.sends[i].index, rows_->sends[i],
+                     owner_of(rows_->send_shards[i])});
   }
   const std::vector<Transport::LocalCopy> copies = take_copies(next_send_, end);
   std::vector<std::unique_ptr<Request>> requests = copies.empty()
@@ -169,16 +140,11 @@ void Exchange::post_sends() {
 void Exchange::post_receives() {
   while (next_receive_ < messages_.receives.size() &&
          fits(receive_bytes_in_flight_, messages_.receives[next_receive_].bytes, max_bytes_in_flight_)) {
-    const std::vector<BoxCopy>& copies = prepared_.receive_copies[next_receive_];
-    const Message& m = messages_.receives[next_receive_++];
-    std::vector<RunRows> rows;
-    for (size_t p = 0; p < m.pieces.size(); ++p) {
-      const MessagePiece& piece = m.pieces[p];
-      copies[p].dst_rows(dst_data(piece), piece.begin, piece.end, rows);
-    }
+    const size_t index = next_receive_++;
+    const Message& m = messages_.receives[index];
     Pending pending{&m, nullptr};
-    pending.request =
-        transport_.irecv_scatter_rows(m.src_process, base_ + m.index, rows, owner_of(m, /*sending=*/false));
+    pending.request = transport_.irecv_scatter_rows(m.src_process, base_ + m.index, rows_->receives[index],
+                                                    owner_of(rows_->receive_shards[index]));
     receive_bytes_in_flight_ += m.bytes;
     receives_.push_back(std::move(pending));
   }

@@ -62,12 +62,9 @@ class Exchange {
   std::vector<const std::byte*> shards_read_by(size_t first, size_t end) const;
   void post_receives();
   void finish_oldest(ExecuteStats& stats);
-  const Transfer& transfer_of(const MessagePiece& piece) const;
-  const ShardedArray& source_of(const MessagePiece& piece) const;
-  const std::byte* src_data(const MessagePiece& piece) const;
-  std::byte* dst_data(const MessagePiece& piece) const;
-  // What keeps the memory of the message's pieces alive (their shards' owners).
-  std::shared_ptr<const void> owner_of(const Message& m, bool sending) const;
+  const Shard& shard_of(const ShardRef& ref) const;
+  // What keeps the memory of a message's shards alive (their owners).
+  std::shared_ptr<const void> owner_of(std::span<const ShardRef> shards) const;
 
   std::span<const ArrayMove> moves_;
   const PreparedExchange& prepared_;
@@ -76,6 +73,7 @@ class Exchange {
   const Tag base_;
   const uint64_t max_bytes_in_flight_;
   const int threads_;
+  const std::shared_ptr<const ExchangeRows> rows_;  // the messages' runs in this operation's arrays
   size_t next_send_ = 0;
   size_t next_receive_ = 0;
   uint64_t send_bytes_in_flight_ = 0;

@@ -111,7 +111,79 @@ std::vector<PreparedExchange::LocalCopy> local_copies(std::span<const ArrayMove>
   return copies;
 }
 
+// Every move's source shards' addresses, then its target shards'.
+std::vector<const std::byte*> shard_addresses(std::span<const ArrayMove> moves) {
+  std::vector<const std::byte*> addresses;
+  for (const ArrayMove& move : moves) {
+    for (const Shard& shard : move.src->shards()) addresses.push_back(shard.buffer.data());
+  }
+  for (const ArrayMove& move : moves) {
+    for (const Shard& shard : move.dst->shards()) addresses.push_back(shard.buffer.data());
+  }
+  return addresses;
+}
+
+// The index of `device`'s shard in `array` (Error(kUnknownDevice) if it holds none).
+size_t shard_index(const ShardedArray& array, DeviceId device) {
+  return static_cast<size_t>(&array.shard(device) - array.shards().data());
+}
+
+const Shard& shard_of(std::span<const ArrayMove> moves, const ShardRef& ref) {
+  const ArrayMove& move = moves[ref.array];
+  return (ref.target ? *move.dst : *move.src).shards()[ref.shard];
+}
+
+// Appends `ref` unless the last one is the same shard (consecutive pieces mostly are).
+void add_shard(std::vector<ShardRef>& shards, const ShardRef& ref) {
+  if (shards.empty() || shards.back() != ref) shards.push_back(ref);
+}
+
+std::shared_ptr<const ExchangeRows> make_rows(std::span<const ArrayMove> moves, const PreparedExchange& prepared,
+                                              std::vector<const std::byte*> addresses) {
+  auto rows = std::make_shared<ExchangeRows>();
+  rows->addresses = std::move(addresses);
+  const std::vector<Message>& sends = prepared.messages.sends;
+  rows->sends.resize(sends.size());
+  rows->send_shards.resize(sends.size());
+  for (size_t m = 0; m < sends.size(); ++m) {
+    for (size_t p = 0; p < sends[m].pieces.size(); ++p) {
+      const MessagePiece& piece = sends[m].pieces[p];
+      const Transfer& t = transfer_of(moves, piece);
+      const bool from_target = t.stage != 0;  // stage 2 reads the target shards stages 0 and 1 filled
+      const ShardRef ref{piece.array, shard_index(source_of(moves, piece), t.src), from_target};
+      prepared.send_copies[m][p].src_rows(shard_of(moves, ref).buffer.data(), piece.begin, piece.end, rows->sends[m]);
+      add_shard(rows->send_shards[m], ref);
+    }
+  }
+  const std::vector<Message>& receives = prepared.messages.receives;
+  rows->receives.resize(receives.size());
+  rows->receive_shards.resize(receives.size());
+  for (size_t m = 0; m < receives.size(); ++m) {
+    for (size_t p = 0; p < receives[m].pieces.size(); ++p) {
+      const MessagePiece& piece = receives[m].pieces[p];
+      ShardedArray& target = *moves[piece.array].dst;
+      const ShardRef ref{piece.array, shard_index(target, transfer_of(moves, piece).dst), true};
+      prepared.receive_copies[m][p].dst_rows(target.writable_bytes(ref.shard).data(), piece.begin, piece.end,
+                                             rows->receives[m]);
+      add_shard(rows->receive_shards[m], ref);
+    }
+  }
+  return rows;
+}
+
 }  // namespace
+
+std::shared_ptr<const ExchangeRows> exchange_rows(std::span<const ArrayMove> moves, const PreparedExchange& prepared) {
+  std::vector<const std::byte*> addresses = shard_addresses(moves);
+  {
+    std::lock_guard guard(prepared.rows_mutex);
+    if (prepared.rows && prepared.rows->addresses == addresses) return prepared.rows;
+  }
+  std::shared_ptr<const ExchangeRows> rows = make_rows(moves, prepared, std::move(addresses));
+  std::lock_guard guard(prepared.rows_mutex);
+  prepared.rows = rows;
+  return rows;
+}
 
 std::shared_ptr<const PreparedExchange> prepare_exchange(std::span<const ArrayMove> moves, int process,
                                                          uint64_t chunk_bytes, int stage) {

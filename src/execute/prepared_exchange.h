@@ -2,15 +2,20 @@
 #pragma once
 
 #include <cstdint>
+#include <compare>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <vector>
 
 #include "array_move.h"
 #include "layout/box_copy.h"
+#include "reshard/layout/byte_run.h"
 #include "message_schedule.h"
 
 namespace reshard {
+
+struct ExchangeRows;
 
 // One process's messages of one stage of a batch, with the box copy of every
 // piece on this process's side (from its source shard for a send, into its
@@ -30,7 +35,43 @@ struct PreparedExchange {
     BoxCopy copy;
   };
   std::vector<LocalCopy> local;
+
+  // The row lists of the messages for one set of arrays, made by
+  // exchange_rows and kept here for the next operation on the same arrays.
+  mutable std::mutex rows_mutex;
+  mutable std::shared_ptr<const ExchangeRows> rows;
 };
+
+// Where a message's pieces lie on this process's side: shard `shard` of
+// array `array`'s source, or of its target (`target`: what a receive writes
+// and what stage 2 sends read).
+struct ShardRef {
+  size_t array = 0;
+  size_t shard = 0;
+  bool target = false;
+  auto operator<=>(const ShardRef&) const = default;
+};
+
+// The memory side of a prepared exchange: every message's runs in the
+// arrays' shards, and the shards each one reads or writes. They follow from
+// the plans and the shards' addresses alone, so an operation on the same
+// arrays as the last one (a training loop) takes them as they were: building
+// a model's row lists, piece by piece, cost several percent of each batched
+// reshard between processes.
+struct ExchangeRows {
+  std::vector<const std::byte*> addresses;       // every move's source shards, then its target shards
+  std::vector<std::vector<ConstRunRows>> sends;  // [send]: the runs it reads
+  std::vector<std::vector<RunRows>> receives;    // [receive]: the runs it writes
+  // [send]: the shards its pieces read, in piece order, a shard that
+  // consecutive pieces share once (so front() is the first piece's, back() the last's).
+  std::vector<std::vector<ShardRef>> send_shards;
+  std::vector<std::vector<ShardRef>> receive_shards;  // [receive]: the same for the shards it writes
+};
+
+// The row lists of `prepared` (made by prepare_exchange over `moves`) for the
+// arrays of `moves`: those kept from the last call if the arrays' shards are
+// where they were, else made and kept. Thread-safe.
+std::shared_ptr<const ExchangeRows> exchange_rows(std::span<const ArrayMove> moves, const PreparedExchange& prepared);
 
 // The prepared exchange of `process` for stage `stage` of `moves` (see
 // schedule_messages), from a small cache of recent ones (per process, keyed

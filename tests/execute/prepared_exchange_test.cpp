@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "reshard/execute/sharded_array.h"
@@ -94,6 +95,65 @@ TEST(PreparedExchange, PlansWithTheSameTransfersOnOtherProcessesAreNotTakenForEa
   };
   EXPECT_TRUE(sends_to(*of_four, 3)) << "process 0 of 4 sends to process 3";
   EXPECT_FALSE(sends_to(*two, 3));
+}
+
+// Every run of every message lies in one of the shards it names, and the
+// runs cover exactly the message's bytes. (Rows of several pieces may merge
+// into one entry, even across shards that happen to lie evenly apart.)
+template <typename Rows>
+void expect_runs_in_shards(const std::vector<Rows>& rows, const std::vector<ShardRef>& refs, const ShardedArray& array,
+                           bool target, uint64_t message_bytes, const std::string& what) {
+  uint64_t bytes = 0;
+  for (const Rows& r : rows) {
+    for (uint64_t i = 0; i < r.count; ++i) {
+      const std::byte* run = r.data + static_cast<int64_t>(i) * r.stride;
+      const bool in_a_shard = std::any_of(refs.begin(), refs.end(), [&](const ShardRef& ref) {
+        const Shard& shard = array.shards()[ref.shard];
+        return ref.target == target && run >= shard.buffer.data() &&
+               run + r.size <= shard.buffer.data() + shard.buffer.size();
+      });
+      EXPECT_TRUE(in_a_shard) << what << ", run " << i;
+    }
+    bytes += r.size * r.count;
+  }
+  EXPECT_EQ(bytes, message_bytes) << what;
+}
+
+void expect_rows_in_arrays(const PreparedExchange& prepared, const ExchangeRows& rows, const ShardedArray& src,
+                           const ShardedArray& dst) {
+  ASSERT_EQ(rows.sends.size(), prepared.messages.sends.size());
+  ASSERT_EQ(rows.receives.size(), prepared.messages.receives.size());
+  for (size_t m = 0; m < rows.sends.size(); ++m) {
+    expect_runs_in_shards(rows.sends[m], rows.send_shards[m], src, false, prepared.messages.sends[m].bytes,
+                          "send " + std::to_string(m));
+  }
+  for (size_t m = 0; m < rows.receives.size(); ++m) {
+    expect_runs_in_shards(rows.receives[m], rows.receive_shards[m], dst, true, prepared.messages.receives[m].bytes,
+                          "receive " + std::to_string(m));
+  }
+}
+
+TEST(ExchangeRows, TheSameArraysTakeTheRowsTheyHadAndOtherArraysGetTheirOwn) {
+  const Case c;
+  const std::vector<ShardedArray> src = c.arrays(0, c.by_rows);
+  std::vector<ShardedArray> dst = c.arrays(0, c.by_columns);
+  const ArrayMove move{&c.plan, &src[0], &dst[0]};
+  const auto prepared = prepare_exchange(std::span(&move, 1), 0, 4096, 0);
+  const auto rows = exchange_rows(std::span(&move, 1), *prepared);
+  expect_rows_in_arrays(*prepared, *rows, src[0], dst[0]);
+  EXPECT_EQ(exchange_rows(std::span(&move, 1), *prepared), rows);
+  // The same plans over other memory (a new target, then a new source):
+  // rows of their own, in those arrays, never the old ones.
+  std::vector<ShardedArray> dst2 = c.arrays(0, c.by_columns);
+  const ArrayMove new_target{&c.plan, &src[0], &dst2[0]};
+  const auto rows2 = exchange_rows(std::span(&new_target, 1), *prepared);
+  EXPECT_NE(rows2, rows);
+  expect_rows_in_arrays(*prepared, *rows2, src[0], dst2[0]);
+  const std::vector<ShardedArray> src3 = c.arrays(0, c.by_rows);
+  const ArrayMove new_source{&c.plan, &src3[0], &dst2[0]};
+  const auto rows3 = exchange_rows(std::span(&new_source, 1), *prepared);
+  EXPECT_NE(rows3, rows2);
+  expect_rows_in_arrays(*prepared, *rows3, src3[0], dst2[0]);
 }
 
 }  // namespace
