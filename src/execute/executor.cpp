@@ -82,10 +82,9 @@ std::vector<CopyJob> local_jobs(std::span<const ArrayMove> moves, const Prepared
   jobs.reserve(prepared.local.size());
   for (const PreparedExchange::LocalCopy& local : prepared.local) {
     const ArrayMove& move = moves[local.array];
-    const Transfer& t = move.plan->transfers()[local.transfer];
     const ShardedArray& from_array = stage == 0 ? *move.src : *move.dst;
-    jobs.push_back(
-        CopyJob{local.copy, from_array.shard(t.src).buffer.data(), move.dst->writable_bytes_of(t.dst).data()});
+    jobs.push_back(CopyJob{local.copy, from_array.shards()[local.src_shard].buffer.data(),
+                           move.dst->writable_bytes(local.dst_shard).data()});
   }
   return jobs;
 }

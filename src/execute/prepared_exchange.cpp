@@ -91,6 +91,11 @@ std::vector<std::vector<BoxCopy>> copies_of(const std::vector<Message>& messages
   return copies;
 }
 
+// The index of `device`'s shard in `array` (Error(kUnknownDevice) if it holds none).
+size_t shard_index(const ShardedArray& array, DeviceId device) {
+  return static_cast<size_t>(&array.shard(device) - array.shards().data());
+}
+
 // Stage 0 reads the source arrays; stage 1 reads target shards that stage 0
 // filled (stage 2 crosses processes: it has none).
 std::vector<PreparedExchange::LocalCopy> local_copies(std::span<const ArrayMove> moves, int process, int stage) {
@@ -104,8 +109,11 @@ std::vector<PreparedExchange::LocalCopy> local_copies(std::span<const ArrayMove>
       const Transfer& t = transfers[i];
       if (t.stage != stage) continue;
       if (topology.process_of(t.src) != process || topology.process_of(t.dst) != process) continue;
-      copies.push_back({a, i, BoxCopy(t.box, from_array.shard(t.src).box, move.dst->shard(t.dst).box,
-                                      move.dst->element_bytes())});
+      const size_t src_shard = shard_index(from_array, t.src), dst_shard = shard_index(*move.dst, t.dst);
+      copies.push_back({a, i,
+                        BoxCopy(t.box, from_array.shards()[src_shard].box, move.dst->shards()[dst_shard].box,
+                                move.dst->element_bytes()),
+                        src_shard, dst_shard});
     }
   }
   return copies;
@@ -121,11 +129,6 @@ std::vector<const std::byte*> shard_addresses(std::span<const ArrayMove> moves) 
     for (const Shard& shard : move.dst->shards()) addresses.push_back(shard.buffer.data());
   }
   return addresses;
-}
-
-// The index of `device`'s shard in `array` (Error(kUnknownDevice) if it holds none).
-size_t shard_index(const ShardedArray& array, DeviceId device) {
-  return static_cast<size_t>(&array.shard(device) - array.shards().data());
 }
 
 const Shard& shard_of(std::span<const ArrayMove> moves, const ShardRef& ref) {

@@ -55,6 +55,8 @@ TEST(PreparedExchange, TheSamePlansTakeWhatWasPreparedAndEachPieceHasItsCopy) {
     EXPECT_EQ(c.topology.process_of(t.src), 0);
     EXPECT_EQ(c.topology.process_of(t.dst), 0);
     EXPECT_EQ(local.copy.bytes(), static_cast<uint64_t>(t.box.volume()) * 4);
+    EXPECT_EQ(src[0].shards()[local.src_shard].device, t.src);
+    EXPECT_EQ(dst[0].shards()[local.dst_shard].device, t.dst);
   }
   // Other arrays (other memory) under an equal plan made anew: the same.
   const Plan again = make_plan(c.plan.key());
