@@ -26,7 +26,13 @@ Exchange::Exchange(std::span<const ArrayMove> moves, const PreparedExchange& pre
       max_bytes_in_flight_(max_bytes_in_flight),
       threads_(threads),
       rows_(exchange_rows(moves, prepared)),
-      copies_(std::move(copies)) {}
+      copies_(std::move(copies)) {
+  // By source shard, so that each batch finds the copies of its shards at once.
+  std::stable_sort(copies_.begin(), copies_.end(), [](const CopyJob& a, const CopyJob& b) {
+    return std::less<>()(a.src, b.src);
+  });
+  copy_handed_.assign(copies_.size(), false);
+}
 
 std::vector<const std::byte*> Exchange::shards_read_by(size_t first, size_t end) const {
   std::vector<const std::byte*> read;
@@ -47,11 +53,7 @@ std::vector<CopyJob> Exchange::copies_left_to_caller() {
     left.push_back(job);
     return true;
   });
-  // By source shard, so that each batch finds the copies of its shards at once.
-  std::stable_sort(copies_.begin(), copies_.end(), [](const CopyJob& a, const CopyJob& b) {
-    return std::less<>()(a.src, b.src);
-  });
-  copy_handed_.assign(copies_.size(), false);
+  copy_handed_.assign(copies_.size(), false);  // what is left stays in source order
   return left;
 }
 
