@@ -19,7 +19,6 @@ bool fits(uint64_t in_flight, uint64_t bytes, uint64_t limit) { return in_flight
 Exchange::Exchange(std::span<const ArrayMove> moves, const PreparedExchange& prepared, Transport& transport, Tag base,
                    uint64_t max_bytes_in_flight, int threads, std::vector<CopyJob> copies)
     : moves_(moves),
-      prepared_(prepared),
       messages_(prepared.messages),
       transport_(transport),
       base_(base),

@@ -67,7 +67,6 @@ class Exchange {
   std::shared_ptr<const void> owner_of(std::span<const ShardRef> shards) const;
 
   std::span<const ArrayMove> moves_;
-  const PreparedExchange& prepared_;
   const ProcessMessages& messages_;
   Transport& transport_;
   const Tag base_;
