@@ -36,7 +36,7 @@ Exchange::Exchange(std::span<const ArrayMove> moves, const PreparedExchange& pre
 std::vector<const std::byte*> Exchange::shards_read_by(size_t first, size_t end) const {
   std::vector<const std::byte*> read;
   for (size_t i = first; i < end; ++i) {
-    for (const ShardRef& ref : rows_->send_shards[i]) read.push_back(shard_of(ref).buffer.data());
+    for (const ShardRef& ref : rows_->send_shards[i]) read.push_back(shard_of(moves_, ref).buffer.data());
   }
   std::sort(read.begin(), read.end());
   read.erase(std::unique(read.begin(), read.end()), read.end());
@@ -84,15 +84,10 @@ std::vector<Transport::LocalCopy> Exchange::take_copies(size_t first, size_t end
   return taken;
 }
 
-const Shard& Exchange::shard_of(const ShardRef& ref) const {
-  const ArrayMove& move = moves_[ref.array];
-  return (ref.target ? *move.dst : *move.src).shards()[ref.shard];
-}
-
 std::shared_ptr<const void> Exchange::owner_of(std::span<const ShardRef> shards) const {
   std::vector<std::shared_ptr<const void>> owners;
   owners.reserve(shards.size());
-  for (const ShardRef& ref : shards) owners.push_back(shard_of(ref).buffer.owner());
+  for (const ShardRef& ref : shards) owners.push_back(shard_of(moves_, ref).buffer.owner());
   // Each owner once (a message of a whole model's pieces has hundreds).
   const auto by_address = [](const auto& a, const auto& b) { return std::less<>()(a.get(), b.get()); };
   std::sort(owners.begin(), owners.end(), by_address);

@@ -62,7 +62,6 @@ class Exchange {
   std::vector<const std::byte*> shards_read_by(size_t first, size_t end) const;
   void post_receives();
   void finish_oldest(ExecuteStats& stats);
-  const Shard& shard_of(const ShardRef& ref) const;
   // What keeps the memory of a message's shards alive (their owners).
   std::shared_ptr<const void> owner_of(std::span<const ShardRef> shards) const;
 

@@ -131,9 +131,15 @@ std::vector<const std::byte*> shard_addresses(std::span<const ArrayMove> moves) 
   return addresses;
 }
 
-const Shard& shard_of(std::span<const ArrayMove> moves, const ShardRef& ref) {
-  const ArrayMove& move = moves[ref.array];
-  return (ref.target ? *move.dst : *move.src).shards()[ref.shard];
+// The shard a send's piece reads (source_of's), by index.
+ShardRef send_shard(std::span<const ArrayMove> moves, const MessagePiece& piece) {
+  const ShardedArray& from = source_of(moves, piece);
+  return {piece.array, shard_index(from, transfer_of(moves, piece).src), &from == moves[piece.array].dst};
+}
+
+// The target shard a receive's piece writes, by index.
+ShardRef receive_shard(std::span<const ArrayMove> moves, const MessagePiece& piece) {
+  return {piece.array, shard_index(*moves[piece.array].dst, transfer_of(moves, piece).dst), true};
 }
 
 // Appends `ref` unless the last one is the same shard (consecutive pieces mostly are).
@@ -151,9 +157,7 @@ std::shared_ptr<const ExchangeRows> make_rows(std::span<const ArrayMove> moves, 
   for (size_t m = 0; m < sends.size(); ++m) {
     for (size_t p = 0; p < sends[m].pieces.size(); ++p) {
       const MessagePiece& piece = sends[m].pieces[p];
-      const Transfer& t = transfer_of(moves, piece);
-      const bool from_target = t.stage != 0;  // stage 2 reads the target shards stages 0 and 1 filled
-      const ShardRef ref{piece.array, shard_index(source_of(moves, piece), t.src), from_target};
+      const ShardRef ref = send_shard(moves, piece);
       prepared.send_copies[m][p].src_rows(shard_of(moves, ref).buffer.data(), piece.begin, piece.end, rows->sends[m]);
       add_shard(rows->send_shards[m], ref);
     }
@@ -164,10 +168,9 @@ std::shared_ptr<const ExchangeRows> make_rows(std::span<const ArrayMove> moves, 
   for (size_t m = 0; m < receives.size(); ++m) {
     for (size_t p = 0; p < receives[m].pieces.size(); ++p) {
       const MessagePiece& piece = receives[m].pieces[p];
-      ShardedArray& target = *moves[piece.array].dst;
-      const ShardRef ref{piece.array, shard_index(target, transfer_of(moves, piece).dst), true};
-      prepared.receive_copies[m][p].dst_rows(target.writable_bytes(ref.shard).data(), piece.begin, piece.end,
-                                             rows->receives[m]);
+      const ShardRef ref = receive_shard(moves, piece);
+      prepared.receive_copies[m][p].dst_rows(moves[piece.array].dst->writable_bytes(ref.shard).data(), piece.begin,
+                                             piece.end, rows->receives[m]);
       add_shard(rows->receive_shards[m], ref);
     }
   }
@@ -175,6 +178,11 @@ std::shared_ptr<const ExchangeRows> make_rows(std::span<const ArrayMove> moves, 
 }
 
 }  // namespace
+
+const Shard& shard_of(std::span<const ArrayMove> moves, const ShardRef& ref) {
+  const ArrayMove& move = moves[ref.array];
+  return (ref.target ? *move.dst : *move.src).shards()[ref.shard];
+}
 
 std::shared_ptr<const ExchangeRows> exchange_rows(std::span<const ArrayMove> moves, const PreparedExchange& prepared) {
   std::vector<const std::byte*> addresses = shard_addresses(moves);

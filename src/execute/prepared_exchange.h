@@ -56,6 +56,9 @@ struct ShardRef {
   auto operator<=>(const ShardRef&) const = default;
 };
 
+// The shard `ref` names among the arrays of `moves`.
+const Shard& shard_of(std::span<const ArrayMove> moves, const ShardRef& ref);
+
 // The memory side of a prepared exchange: every message's runs in the
 // arrays' shards, and the shards each one reads or writes. They follow from
 // the plans and the shards' addresses alone, so an operation on the same
