@@ -11,7 +11,7 @@ reshard=$1
 source "$(dirname "$0")/common.sh"
 
 # The split benchmark on 8 MiB: half of it crosses between the two hosts in
-# each of its some 36 moves, about 150 MiB in all.
+# each of its some 48 moves, about 200 MiB in all.
 export RESHARD_BENCH_ONLY=split RESHARD_BENCH_RESHARD_BYTES=$((8 << 20))
 timeout_s=2
 
@@ -29,7 +29,7 @@ run_bench() {
 fast=$(run_bench fast)
 slow=$(run_bench slow --rate 100mbit)
 echo "unthrottled: $((fast / 10)).$((fast % 10)) s; host 1 at 100 Mbit/s: $((slow / 10)).$((slow % 10)) s"
-# 150 MiB at 100 Mbit/s is some 13 s, beside a few seconds unthrottled.
+# 200 MiB at 100 Mbit/s is some 17 s, beside a few seconds unthrottled.
 ((slow >= 3 * timeout_s * 10)) || fail "the throttled job took only $slow tenths: the link was not slowed"
 ((slow >= 2 * fast)) || fail "the throttled job ($slow tenths) was not measurably slower than the other ($fast)"
 # Each figure is of the same bytes: half the array crossed processes each time.
