@@ -3,6 +3,7 @@
 #include <chrono>
 #include <optional>
 #include <cstring>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -11,6 +12,7 @@
 
 #include "cli/bench_report.h"
 #include "bench_model.h"
+#include "rotating_rounds.h"
 #include "layout/copy_bytes.h"
 #include "reshard/execute/in_process_transport.h"
 #include "reshard/execute/operations.h"
@@ -162,11 +164,10 @@ void replicated_figures(BenchReport& report) {
   };
   run(two_stage);
   run(per_device);
-  double two_stage_s = 1e9, per_device_s = 1e9;
-  for (int rep = 0; rep < kRepetitions; ++rep) {
-    two_stage_s = std::min(two_stage_s, seconds_of([&] { run(two_stage); }));
-    per_device_s = std::min(per_device_s, seconds_of([&] { run(per_device); }));
-  }
+  const std::vector<std::function<double()>> runs{[&] { return seconds_of([&] { run(two_stage); }); },
+                                                  [&] { return seconds_of([&] { run(per_device); }); }};
+  const std::vector<double> least = least_seconds_in_rotating_rounds(runs, kRepetitions);
+  const double two_stage_s = least[0], per_device_s = least[1];
   report.figures.push_back(
       bytes_figure("bytes between processes, 32 MiB made replicated on 16 devices of 4 processes (threads)",
                    two_stage.stats().bytes_cross_process, "per-device plan", per_device.stats().bytes_cross_process));
@@ -201,12 +202,12 @@ void model_figures(BenchReport& report) {
     for (size_t i = 0; i < plans.size(); ++i) execute(plans[i], source[i], target[i], transport, options);
   };
   execute(plans, source, target, transport, options);
-  double batched_s = 1e9, single_s = 1e9, memcpy_s = 1e9;
-  for (int rep = 0; rep < kRepetitions; ++rep) {
-    memcpy_s = std::min(memcpy_s, seconds_of([&] { copy_shards(from, to, kThreads, {}); }));
-    batched_s = std::min(batched_s, seconds_of([&] { execute(plans, source, target, transport, options); }));
-    single_s = std::min(single_s, seconds_of(one_at_a_time));
-  }
+  const std::vector<std::function<double()>> runs{
+      [&] { return seconds_of([&] { copy_shards(from, to, kThreads, {}); }); },
+      [&] { return seconds_of([&] { execute(plans, source, target, transport, options); }); },
+      [&] { return seconds_of(one_at_a_time); }};
+  const std::vector<double> least = least_seconds_in_rotating_rounds(runs, kRepetitions);
+  const double memcpy_s = least[0], batched_s = least[1], single_s = least[2];
   const double gib = static_cast<double>(model_bytes(model)) / kGiB;
   const std::string name = fmt::format("model {:.2f} GiB in {} tensors, one operation, {} threads", gib,
                                        model.size(), kThreads);
@@ -226,19 +227,25 @@ BenchReport run_reshard_benchmark() {
   fill(source);
   ExecuteOptions options;
   options.threads = kThreads;
-  // Both destinations are written once first, so neither run pays for page faults.
+  // The baselines write into memory of their own, shaped as the target's
+  // shards: the runs take turns in changing orders, and the reshard back
+  // (the last run, which writes the source's own bytes over it again) must
+  // always read a whole target. Every destination is written once first, so
+  // no run pays for page faults.
+  ShardedArray scratch = ShardedArray::allocate(kShape, DType::kF32, target_layout(), topology, 0);
+  std::vector<Shard> copies = scratch.shards();
+  copy_shards(source.shards(), copies, kThreads, {});
   reshard_into(source, target, transport, options);
-  std::vector<Shard> copies = target.shards();  // the baselines write over the same memory
-  double reshard_best = 1e9, back_best = 1e9, memcpy_best = 1e9, streaming_best = 1e9, rows_alone_best = 1e9;
-  for (int rep = 0; rep < kRepetitions; ++rep) {  // interleaved, so all see the same machine
-    memcpy_best = std::min(memcpy_best, seconds_of([&] { copy_shards(source.shards(), copies, kThreads, {}); }));
-    streaming_best = std::min(
-        streaming_best, seconds_of([&] { copy_shards(source.shards(), copies, kThreads, CopyMode::kStreaming); }));
-    rows_alone_best = std::min(rows_alone_best, seconds_of([&] { copy_rows_alone(source.shards(), copies, kThreads); }));
-    reshard_best = std::min(reshard_best, seconds_of([&] { reshard_into(source, target, transport, options); }));
-    // And back, which writes the source's own bytes over it again.
-    back_best = std::min(back_best, seconds_of([&] { reshard_into(target, source, transport, options); }));
-  }
+  // Interleaved, so all see the same machine.
+  const std::vector<std::function<double()>> runs{
+      [&] { return seconds_of([&] { copy_shards(source.shards(), copies, kThreads, {}); }); },
+      [&] { return seconds_of([&] { copy_shards(source.shards(), copies, kThreads, CopyMode::kStreaming); }); },
+      [&] { return seconds_of([&] { copy_rows_alone(source.shards(), copies, kThreads); }); },
+      [&] { return seconds_of([&] { reshard_into(source, target, transport, options); }); },
+      [&] { return seconds_of([&] { reshard_into(target, source, transport, options); }); }};
+  const std::vector<double> least = least_seconds_in_rotating_rounds(runs, kRepetitions);
+  const double memcpy_best = least[0], streaming_best = least[1], rows_alone_best = least[2];
+  const double reshard_best = least[3], back_best = least[4];
   check_sample(target);
   check_sample(source);
   const double gib = static_cast<double>(target.shards().size() * target.shards()[0].buffer.size()) / kGiB;

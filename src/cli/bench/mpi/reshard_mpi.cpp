@@ -17,6 +17,7 @@
 #include <chrono>
 #include <span>
 #include <cstring>
+#include <functional>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -30,6 +31,7 @@
 #include "layout/copy_bytes.h"
 #include "cli/job.h"
 #include "../bench_model.h"
+#include "../rotating_rounds.h"
 #include "reshard/execute/mpi/mpi_transport.h"
 #include "reshard/execute/operations.h"
 #include "reshard/layout/error.h"
@@ -39,7 +41,9 @@ namespace reshard::cli {
 namespace {
 
 constexpr int kRepetitions = 5;
-constexpr int kModelRepetitions = 3;  // each move is about 1 GiB
+// Each move is about 1 GiB; the rounds are at least as many as the runs timed
+// against each other (least_seconds_in_rotating_rounds).
+constexpr int kModelRepetitions = 3;
 constexpr int kDevicesPerProcess = 4;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
@@ -286,18 +290,19 @@ Measured measure(const ShardedArray& source, const NamedSharding& target_shardin
     one_strided_pass(plan, source, scratch, at);
   };
   one_pass();
-  if (other_seconds != nullptr) other_seconds->assign(others.size(), 1e9);
-  for (int rep = 0; rep < kRepetitions; ++rep) {
-    m.alltoallv_seconds = std::min(m.alltoallv_seconds, job_seconds([&] { baseline.run(); }));
-    m.alltoallv_between_seconds = std::min(m.alltoallv_between_seconds, job_seconds([&] { between.run(); }));
-    m.one_pass_seconds = std::min(m.one_pass_seconds, job_seconds(one_pass));
-    m.reshard_seconds =
-        std::min(m.reshard_seconds, job_seconds([&] { reshard_into(source, target, transport, options); }));
-    for (size_t i = 0; other_seconds != nullptr && i < others.size(); ++i) {
-      (*other_seconds)[i] =
-          std::min((*other_seconds)[i], job_seconds([&] { reshard_into(source, target, *others[i], options); }));
-    }
-  }
+  const auto reshard_through = [&](Transport& t) {
+    return [&, through = &t] { return job_seconds([&] { reshard_into(source, target, *through, options); }); };
+  };
+  std::vector<std::function<double()>> runs{[&] { return job_seconds([&] { baseline.run(); }); },
+                                            [&] { return job_seconds([&] { between.run(); }); },
+                                            [&] { return job_seconds(one_pass); }, reshard_through(transport)};
+  for (Transport* other : others) runs.push_back(reshard_through(*other));
+  const std::vector<double> least = least_seconds_in_rotating_rounds(runs, kRepetitions);
+  m.alltoallv_seconds = least[0];
+  m.alltoallv_between_seconds = least[1];
+  m.one_pass_seconds = least[2];
+  m.reshard_seconds = least[3];
+  if (other_seconds != nullptr) other_seconds->assign(least.begin() + 4, least.end());
   m.matrix_bytes = sum_of(matrix);
   m.cross_process_bytes = plan.stats().bytes_cross_process;
   m.array_bytes = plan.stats().bytes_total;
@@ -371,12 +376,11 @@ void replicated_figures(const Topology& topology, int rank, Transport& transport
   options.threads = 1;
   execute(two_stage, source, target, transport, options);
   execute(per_device, source, target, transport, options);
-  double two_stage_s = 1e9, per_device_s = 1e9;
-  for (int rep = 0; rep < kRepetitions; ++rep) {
-    two_stage_s = std::min(two_stage_s, job_seconds([&] { execute(two_stage, source, target, transport, options); }));
-    per_device_s =
-        std::min(per_device_s, job_seconds([&] { execute(per_device, source, target, transport, options); }));
-  }
+  const std::vector<std::function<double()>> runs{
+      [&] { return job_seconds([&] { execute(two_stage, source, target, transport, options); }); },
+      [&] { return job_seconds([&] { execute(per_device, source, target, transport, options); }); }};
+  const std::vector<double> least = least_seconds_in_rotating_rounds(runs, kRepetitions);
+  const double two_stage_s = least[0], per_device_s = least[1];
   report.figures.push_back(bytes_figure("bytes between processes, 64 MiB made replicated on every device",
                                         two_stage.stats().bytes_cross_process, "per-device plan",
                                         per_device.stats().bytes_cross_process));
@@ -417,17 +421,19 @@ void model_figures(const Topology& topology, int rank, Transport& transport, Tra
   baseline.run();
   between.run();
   one_pass();
-  double batched_s = 1e9, packed_s = 1e9, typed_s = 1e9, single_s = 1e9, alltoallv_s = 1e9, between_s = 1e9;
-  double pass_s = 1e9;
-  for (int rep = 0; rep < kModelRepetitions; ++rep) {
-    alltoallv_s = std::min(alltoallv_s, job_seconds([&] { baseline.run(); }));
-    between_s = std::min(between_s, job_seconds([&] { between.run(); }));
-    pass_s = std::min(pass_s, job_seconds(one_pass));
-    batched_s = std::min(batched_s, job_seconds([&] { execute(plans, source, target, transport, options); }));
-    packed_s = std::min(packed_s, job_seconds([&] { execute(plans, source, target, packed, options); }));
-    typed_s = std::min(typed_s, job_seconds([&] { execute(plans, source, target, typed, options); }));
-    single_s = std::min(single_s, job_seconds(one_at_a_time));
-  }
+  const auto batch_through = [&](Transport& t) {
+    return [&, through = &t] { return job_seconds([&] { execute(plans, source, target, *through, options); }); };
+  };
+  const std::vector<std::function<double()>> runs{[&] { return job_seconds([&] { baseline.run(); }); },
+                                                  [&] { return job_seconds([&] { between.run(); }); },
+                                                  [&] { return job_seconds(one_pass); },
+                                                  batch_through(transport),
+                                                  batch_through(packed),
+                                                  batch_through(typed),
+                                                  [&] { return job_seconds(one_at_a_time); }};
+  const std::vector<double> least = least_seconds_in_rotating_rounds(runs, kModelRepetitions);
+  const double alltoallv_s = least[0], between_s = least[1], pass_s = least[2], batched_s = least[3];
+  const double packed_s = least[4], typed_s = least[5], single_s = least[6];
   const ByteMatrix sent_between = between_processes(matrix);
   const uint64_t cross = sum_of(sent_between);
   uint64_t largest_sender = 0;
