@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <string_view>
 #include <utility>
@@ -16,6 +17,14 @@
 
 namespace reshard::mpi_detail {
 namespace {
+
+// How long a send that may write waits for the other members of its batch
+// whose receivers have not yet said where their runs are: one walk for all
+// of them reads each source row once, whole, where a walk per group that is
+// ready reads each row again, in part (the slow side of a strided copy).
+// Past this, it writes with those that are ready: a receiver may be busy
+// elsewhere for long.
+constexpr std::chrono::microseconds kHoldForSiblings{2000};
 
 // Every control message: this head, then `groups` RunGroups or a reason's text.
 // kRefused: the receiver expected another size; as with MPI, that is the
@@ -219,6 +228,20 @@ void DirectSend::act_on_where(std::span<const std::byte> message) {
   to_write_ = true;
 }
 
+bool DirectSend::holds_for_siblings() {
+  if (!batch_) return false;
+  bool waiting = false;
+  for (DirectSend* other : batch_->members) {
+    if (other == this || other->done_ || other->where_error_) continue;
+    if (other->awaiting_ == Awaiting::kWhere) other->take_where();
+    waiting = waiting || other->may_still_write();
+  }
+  if (!waiting) return false;
+  const auto now = std::chrono::steady_clock::now();
+  if (!batch_->first_ready) batch_->first_ready = now;
+  return now - *batch_->first_ready < kHoldForSiblings;
+}
+
 void DirectSend::write_ready_batch() {
   std::vector<DirectSend*> writers{this};
   if (batch_) {
@@ -253,6 +276,7 @@ bool DirectSend::advance() {
   if (awaiting_ == Awaiting::kWhere) take_where();
   if (where_error_) throw *where_error_;  // kept by the request from now on
   if (to_write_) {
+    if (holds_for_siblings()) return false;
     write_ready_batch();
     return true;
   }

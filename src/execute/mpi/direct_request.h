@@ -161,6 +161,9 @@ class DirectSend final : public DirectRequest {
   // An error is kept for this request's own advance, not thrown.
   void take_where() noexcept;
   void act_on_where(std::span<const std::byte> message);
+  // Whether to wait before writing, for members of the batch whose
+  // receivers have not yet said where their runs are.
+  bool holds_for_siblings();
   // Writes every member of the batch that is to write now, this one among them.
   void write_ready_batch();
   // After its bytes are written: tells the receiver, and is done.

@@ -1,7 +1,9 @@
 // PushBatch: sends started together, and the copies within this process made in the same walk as their writes.
 #pragma once
 
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,9 @@ class DirectSend;
 // several times slower than one over all of it).
 struct PushBatch {
   std::vector<DirectSend*> members;
+  // When a member first could write while others still waited for their
+  // receivers' "where" (see DirectSend::holds_for_siblings).
+  std::optional<std::chrono::steady_clock::time_point> first_ready;
   // Made (and cleared) by the first walk that writes, or by BatchCopies
   // once no member can write any more.
   std::vector<GatherJob> copies;
