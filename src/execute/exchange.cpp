@@ -11,10 +11,38 @@
 namespace reshard {
 namespace {
 
-// Whether one more message of `bytes` fits: there is always room for one.
-bool fits(uint64_t in_flight, uint64_t bytes, uint64_t limit) { return in_flight == 0 || in_flight + bytes <= limit; }
+// Messages moving in place posted and not finished, each way, at most: a
+// model's worth of 8 MiB messages between the processes of a host, without
+// thousands of requests polled in every round.
+constexpr size_t kMaxInPlaceInFlight = 256;
 
 }  // namespace
+
+bool Exchange::InFlight::fits(uint64_t message_bytes, bool moves_in_place, uint64_t limit) const {
+  if (empty()) return true;
+  if (moves_in_place) return in_place < kMaxInPlaceInFlight;
+  return bytes == 0 || bytes + message_bytes <= limit;
+}
+
+bool Exchange::InFlight::half_free(uint64_t limit) const {
+  return bytes <= limit / 2 && in_place <= kMaxInPlaceInFlight / 2;
+}
+
+void Exchange::InFlight::add(uint64_t message_bytes, bool moves_in_place) {
+  if (moves_in_place) {
+    ++in_place;
+  } else {
+    bytes += message_bytes;
+  }
+}
+
+void Exchange::InFlight::remove(uint64_t message_bytes, bool moves_in_place) {
+  if (moves_in_place) {
+    --in_place;
+  } else {
+    bytes -= message_bytes;
+  }
+}
 
 Exchange::Exchange(std::span<const ArrayMove> moves, const PreparedExchange& prepared, Transport& transport, Tag base,
                    uint64_t max_bytes_in_flight, int threads, std::vector<CopyJob> copies)
@@ -31,6 +59,14 @@ Exchange::Exchange(std::span<const ArrayMove> moves, const PreparedExchange& pre
     return std::less<>()(a.src, b.src);
   });
   copy_handed_.assign(copies_.size(), false);
+  send_in_place_.resize(messages_.sends.size());
+  for (size_t i = 0; i < send_in_place_.size(); ++i) {
+    send_in_place_[i] = transport_.sends_in_place(messages_.sends[i].dst_process, rows_->sends[i]);
+  }
+  receive_in_place_.resize(messages_.receives.size());
+  for (size_t i = 0; i < receive_in_place_.size(); ++i) {
+    receive_in_place_[i] = transport_.receives_in_place(messages_.receives[i].src_process);
+  }
 }
 
 std::vector<const std::byte*> Exchange::shards_read_by(size_t first, size_t end) const {
@@ -101,11 +137,13 @@ void Exchange::post_sends() {
   // Sends go in batches: once half the bound is free, as many as fit, all
   // in one call, so that a transport that gathers walks the rows they share
   // once (one at a time as each finished, every gather would walk alone).
-  if (send_bytes_in_flight_ > max_bytes_in_flight_ / 2) return;
+  if (!sending_.half_free(max_bytes_in_flight_)) return;
   size_t end = next_send_;
-  uint64_t in_flight = send_bytes_in_flight_;
-  while (end < messages_.sends.size() && fits(in_flight, messages_.sends[end].bytes, max_bytes_in_flight_)) {
-    in_flight += messages_.sends[end++].bytes;
+  InFlight in_flight = sending_;
+  while (end < messages_.sends.size() &&
+         in_flight.fits(messages_.sends[end].bytes, send_in_place_[end], max_bytes_in_flight_)) {
+    in_flight.add(messages_.sends[end].bytes, send_in_place_[end]);
+    ++end;
   }
   if (end == next_send_) return;
   end = end_at_shard(end);
@@ -127,21 +165,23 @@ void Exchange::post_sends() {
   }
   for (size_t i = 0; i < requests.size(); ++i) {
     const Message& m = messages_.sends[next_send_ + i];
-    send_bytes_in_flight_ += m.bytes;
-    sends_.push_back(Pending{&m, std::move(requests[i])});
+    const bool in_place = send_in_place_[next_send_ + i];
+    sending_.add(m.bytes, in_place);
+    sends_.push_back(Pending{&m, std::move(requests[i]), in_place});
   }
   next_send_ = end;
 }
 
 void Exchange::post_receives() {
   while (next_receive_ < messages_.receives.size() &&
-         fits(receive_bytes_in_flight_, messages_.receives[next_receive_].bytes, max_bytes_in_flight_)) {
+         receiving_.fits(messages_.receives[next_receive_].bytes, receive_in_place_[next_receive_],
+                         max_bytes_in_flight_)) {
     const size_t index = next_receive_++;
     const Message& m = messages_.receives[index];
-    Pending pending{&m, nullptr};
+    Pending pending{&m, nullptr, receive_in_place_[index]};
     pending.request = transport_.irecv_scatter_rows(m.src_process, base_ + m.index, rows_->receives[index],
                                                     owner_of(rows_->receive_shards[index]));
-    receive_bytes_in_flight_ += m.bytes;
+    receiving_.add(m.bytes, pending.in_place);
     receives_.push_back(std::move(pending));
   }
 }
@@ -156,11 +196,11 @@ void Exchange::finish_oldest(ExecuteStats& stats) {
   oldest.request->wait();
   const uint64_t bytes = oldest.message->bytes;
   if (send_first) {
-    send_bytes_in_flight_ -= bytes;
+    sending_.remove(bytes, oldest.in_place);
     stats.bytes_sent += bytes;
     ++stats.messages_sent;
   } else {
-    receive_bytes_in_flight_ -= bytes;
+    receiving_.remove(bytes, oldest.in_place);
     stats.bytes_received += bytes;
     ++stats.messages_received;
   }

@@ -27,6 +27,14 @@ namespace reshard {
 // transport's gather and scatter: between processes of a host, one kernel
 // copy (a batch's gathers walked together); otherwise derived datatypes or
 // packing.
+//
+// The bound on bytes in flight bounds the memory the transport holds for
+// messages (staging buffers). A message the transport moves in place
+// (Transport::sends_in_place, receives_in_place: between processes of a
+// host, straight from rows to rows) holds none, so it does not count; those
+// are bounded by number instead, kMaxInPlaceInFlight each way. Posting them
+// together lets the transport walk a source shard once for all the peers
+// its rows go to, where batches cut by the bound walked it once per batch.
 class Exchange {
  public:
   // `prepared` comes from prepare_exchange over `moves` (its messages, in order).
@@ -48,6 +56,21 @@ class Exchange {
   struct Pending {
     const Message* message = nullptr;
     std::unique_ptr<Request> request;
+    bool in_place = false;
+  };
+
+  // What one direction has posted and not finished.
+  struct InFlight {
+    uint64_t bytes = 0;   // of messages that hold the transport's memory
+    size_t in_place = 0;  // messages that move in place
+    bool empty() const { return bytes == 0 && in_place == 0; }
+    // Whether a message of `bytes` (moving in place or not) fits beside
+    // these under `limit`: one always does when nothing is in flight.
+    bool fits(uint64_t message_bytes, bool moves_in_place, uint64_t limit) const;
+    // Whether at least half of either budget is free: when a batch of sends starts.
+    bool half_free(uint64_t limit) const;
+    void add(uint64_t message_bytes, bool moves_in_place);
+    void remove(uint64_t message_bytes, bool moves_in_place);
   };
 
   void post_sends();
@@ -72,10 +95,13 @@ class Exchange {
   const uint64_t max_bytes_in_flight_;
   const int threads_;
   const std::shared_ptr<const ExchangeRows> rows_;  // the messages' runs in this operation's arrays
+  // Which messages the transport moves in place ([send], [receive]).
+  std::vector<bool> send_in_place_;
+  std::vector<bool> receive_in_place_;
   size_t next_send_ = 0;
   size_t next_receive_ = 0;
-  uint64_t send_bytes_in_flight_ = 0;
-  uint64_t receive_bytes_in_flight_ = 0;
+  InFlight sending_;
+  InFlight receiving_;
   std::deque<Pending> sends_;
   std::deque<Pending> receives_;
   // Copies made with the sends (in source shard order), each handed over

@@ -18,8 +18,11 @@ struct ExecuteOptions {
   int threads = 0;
   // The largest message between two processes.
   uint64_t chunk_bytes = uint64_t{8} << 20;
-  // Bytes of messages posted and not yet completed, per direction. One message
-  // is always allowed, however large.
+  // Bytes of messages posted and not yet completed, per direction, that hold
+  // memory of the transport's own (staging buffers). One message is always
+  // allowed, however large. Messages the transport moves in place (between
+  // processes of a host, straight from rows to rows: Transport::sends_in_place)
+  // hold none and are not counted here; at most 256 of them each way.
   uint64_t max_bytes_in_flight = uint64_t{64} << 20;
 
   // `threads`, or when it is 0 the hardware's thread count divided among

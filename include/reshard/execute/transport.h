@@ -105,6 +105,15 @@ class Transport {
   // up to `threads` threads.
   virtual std::vector<std::unique_ptr<Request>> isend_gather_all(std::span<const GatherSend> sends, int threads);
 
+  // Whether a send to `peer` of `rows` (their memory kept alive by an owner,
+  // as isend_gather_all's are), or a receive from `peer` into rows with an
+  // owner, holds no memory of the transport's own while in flight: the bytes
+  // go straight between the two processes' rows. A bound on bytes in flight,
+  // which is there to bound such memory, need not count it. False unless the
+  // transport knows better.
+  virtual bool sends_in_place(int /*peer*/, std::span<const ConstRunRows> /*rows*/) const { return false; }
+  virtual bool receives_in_place(int /*peer*/) const { return false; }
+
   // A copy within this process: the bytes of `from`'s rows into `to`'s, in order.
   struct LocalCopy {
     std::span<const ConstRunRows> from;

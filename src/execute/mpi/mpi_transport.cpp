@@ -436,6 +436,15 @@ std::vector<std::unique_ptr<Request>> MpiTransport::isend_gather_all(std::span<c
   return start_batch(sends, std::move(batch));
 }
 
+bool MpiTransport::sends_in_place(int peer, std::span<const ConstRunRows> rows) const {
+  if (peer < 0 || peer >= state_->size || state_->peer_paths[static_cast<size_t>(peer)] != PeerPath::kSharedMemory) {
+    return false;
+  }
+  return State::in_our_arena(mpi_detail::group_rows(rows));
+}
+
+bool MpiTransport::receives_in_place(int peer) const { return state_->goes_direct(peer); }
+
 bool MpiTransport::copies_with_sends() const {
   return std::find(state_->peer_paths.begin(), state_->peer_paths.end(), PeerPath::kSharedMemory) !=
          state_->peer_paths.end();

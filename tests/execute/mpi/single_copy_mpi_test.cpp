@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -320,6 +322,46 @@ TEST_F(SingleCopyMpi, SendersWriteStridedMessagesIntoArenaPeersAndReceiversReadT
   } else {
     EXPECT_EQ(mixed_written, 0u) << "rank 1's only peer, rank 0, offers nothing";
   }
+}
+
+TEST_F(SingleCopyMpi, WhatMovesInPlaceIsWhatNeedsNoBufferOfTheTransports) {
+  // Sends from rows in the arena to a peer that maps it are read or written
+  // where they lie; sends from other memory may be gathered first; receives
+  // from any peer of the host are written straight into their rows.
+  MpiTransport& t = world_transport();
+  if (t.size() < 2) GTEST_SKIP() << "needs two ranks";
+  const Buffer in_arena = Buffer::allocate(size_t{1} << 20);
+  std::vector<std::byte> elsewhere(4096);
+  const detail::SharedArena* arena = detail::SharedArena::for_process();
+  const bool arena_here = arena != nullptr && arena->contains(in_arena.data(), in_arena.size());
+  const std::array<ConstRunRows, 1> arena_rows{ConstRunRows{in_arena.data(), 256, 4096, 64}};
+  const std::array<ConstRunRows, 1> other_rows{ConstRunRows{elsewhere.data(), 256, 1024, 4}};
+  for (int peer = 0; peer < t.size(); ++peer) {
+    if (peer == t.rank()) continue;
+    const PeerPath path = t.path_to(peer);
+    EXPECT_EQ(t.sends_in_place(peer, arena_rows), path == PeerPath::kSharedMemory && arena_here) << "peer " << peer;
+    EXPECT_FALSE(t.sends_in_place(peer, other_rows)) << "peer " << peer;
+    EXPECT_EQ(t.receives_in_place(peer), t.copies_directly_with(peer)) << "peer " << peer;
+  }
+  EXPECT_FALSE(t.sends_in_place(t.size(), arena_rows)) << "a rank outside the job";
+  // Through MPI, everything may be staged.
+  MpiTransportOptions through_mpi;
+  through_mpi.single_copy = false;
+  MpiTransport packed(MPI_COMM_WORLD, through_mpi);
+  for (int peer = 0; peer < t.size(); ++peer) {
+    EXPECT_FALSE(packed.sends_in_place(peer, arena_rows)) << "peer " << peer;
+    EXPECT_FALSE(packed.receives_in_place(peer)) << "peer " << peer;
+  }
+}
+
+TEST_F(SingleCopyMpi, SendersThatWaitForALateReceiverWriteWithoutIt) {
+  // A batch's senders wait a moment for every receiver to say where its runs
+  // are, then write to those that have: rank 1 comes 100 ms late, and every
+  // byte still arrives, whoever wrote it.
+  MpiTransport& t = world_transport();
+  if (t.size() < 2) GTEST_SKIP() << "needs two ranks";
+  if (t.rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  testing::check_strided_reshard(t, 1024, /*round_trip=*/true, 79);
 }
 
 TEST_F(SingleCopyMpi, AWithdrawnUnownedSendStillDeliversWhatItWasGiven) {

@@ -150,6 +150,11 @@ class MpiTransport final : public Transport {
   // gathered together (one walk over the rows they share), then each goes
   // as isend_gather's would; the rest go as isend_gather.
   std::vector<std::unique_ptr<Request>> isend_gather_all(std::span<const GatherSend> sends, int threads) override;
+  // In place: a send to a peer that maps our arena from rows that lie in it
+  // (read or written where they lie, never gathered first), and a receive
+  // from any peer of this host (its runs written straight, by either end).
+  bool sends_in_place(int peer, std::span<const ConstRunRows> rows) const override;
+  bool receives_in_place(int peer) const override;
   // True where some peer of this host maps our arena: sends to it may write
   // into their receivers, and the copies within this process join that walk.
   bool copies_with_sends() const override;

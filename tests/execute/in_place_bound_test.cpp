@@ -1,0 +1,174 @@
+// The bound on bytes in flight leaves out messages a transport moves in place.
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include <gtest/gtest.h>
+
+#include "execute/support/rank_threads.h"
+#include "execute/support/reference_arrays.h"
+#include "reshard/execute/operations.h"
+
+namespace reshard {
+namespace {
+
+// Counts the messages an exchange has posted and not yet finished (each way),
+// and the most there were at once. `in_place` says whether the transport
+// claims to move every message in place.
+struct InFlightCount {
+  std::mutex mutex;
+  int sends = 0, receives = 0;
+  int peak_sends = 0, peak_receives = 0;
+  int all_sends = 0, all_receives = 0;
+
+  void posted(bool send) {
+    std::lock_guard lock(mutex);
+    ++(send ? all_sends : all_receives);
+    int& n = send ? sends : receives;
+    ++n;
+    int& peak = send ? peak_sends : peak_receives;
+    peak = std::max(peak, n);
+  }
+  void finished(bool send) {
+    std::lock_guard lock(mutex);
+    --(send ? sends : receives);
+  }
+};
+
+// A request that tells the count once it has finished (or is dropped).
+class CountedRequest final : public Request {
+ public:
+  CountedRequest(std::unique_ptr<Request> inner, InFlightCount& count, bool send)
+      : inner_(std::move(inner)), count_(count), send_(send) {
+    count_.posted(send_);
+  }
+  ~CountedRequest() override { finish(); }
+  CountedRequest(const CountedRequest&) = delete;
+  CountedRequest& operator=(const CountedRequest&) = delete;
+  void wait() override {
+    inner_->wait();
+    finish();
+  }
+  bool test() override {
+    const bool done = inner_->test();
+    if (done) finish();
+    return done;
+  }
+
+ private:
+  void finish() {
+    if (!finished_.exchange(true)) count_.finished(send_);
+  }
+  std::unique_ptr<Request> inner_;
+  InFlightCount& count_;
+  const bool send_;
+  std::atomic<bool> finished_{false};
+};
+
+// The in-process transport, saying every message moves in place (or not),
+// and counting what the exchange posts: batches of sends and scattered
+// receives, the two ways it starts messages.
+class InPlaceTransport final : public Transport {
+ public:
+  InPlaceTransport(Transport& inner, bool in_place, InFlightCount& count)
+      : inner_(inner), in_place_(in_place), count_(count) {}
+
+  bool sends_in_place(int, std::span<const ConstRunRows>) const override { return in_place_; }
+  bool receives_in_place(int) const override { return in_place_; }
+  std::vector<std::unique_ptr<Request>> isend_gather_all(std::span<const GatherSend> sends, int threads) override {
+    std::vector<std::unique_ptr<Request>> requests = inner_.isend_gather_all(sends, threads);
+    for (auto& request : requests) request = std::make_unique<CountedRequest>(std::move(request), count_, true);
+    return requests;
+  }
+  std::unique_ptr<Request> irecv_scatter_rows(int peer, Tag tag, std::span<const RunRows> rows,
+                                              std::shared_ptr<const void> owner = nullptr) override {
+    return std::make_unique<CountedRequest>(inner_.irecv_scatter_rows(peer, tag, rows, std::move(owner)), count_,
+                                            false);
+  }
+
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  std::unique_ptr<Request> isend(int peer, Tag tag, std::span<const std::byte> data) override {
+    return inner_.isend(peer, tag, data);
+  }
+  std::unique_ptr<Request> irecv(int peer, Tag tag, std::span<std::byte> data) override {
+    return inner_.irecv(peer, tag, data);
+  }
+  std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> local) override {
+    return inner_.all_gather(local);
+  }
+  void barrier() override { inner_.barrier(); }
+  bool all_equal(uint64_t value) override { return inner_.all_equal(value); }
+  TransportCounters counters() const override { return inner_.counters(); }
+  Tag begin_operation() override { return inner_.begin_operation(); }
+  void abort(std::string_view reason) noexcept override { inner_.abort(reason); }
+  void set_timeout(std::chrono::milliseconds timeout) override { inner_.set_timeout(timeout); }
+  std::chrono::milliseconds timeout() const override { return inner_.timeout(); }
+
+ private:
+  Transport& inner_;
+  const bool in_place_;
+  InFlightCount& count_;
+};
+
+// A [rows, 256] f32 array from rows over 8 devices of 2 processes to
+// columns: each process sends the other 16 pieces of rows / 8 x 32 elements,
+// in messages of at most `chunk_bytes`, and receives as many. Every byte is
+// checked; returns each process's counts.
+std::vector<InFlightCount> reshard_counting(bool in_place, int64_t rows_of_array, uint64_t chunk_bytes,
+                                            uint64_t max_bytes_in_flight) {
+  const Topology topology = Topology::uniform(8, 2);
+  const Shape shape{rows_of_array, 256};
+  const NamedSharding rows(Mesh({{"x", 8}}, {0, 1, 2, 3, 4, 5, 6, 7}), PartitionSpec({{"x"}}));
+  const NamedSharding columns(Mesh({{"x", 8}}, {7, 5, 3, 1, 6, 4, 2, 0}), PartitionSpec({{}, {"x"}}));
+  ExecuteOptions options;
+  options.chunk_bytes = chunk_bytes;
+  options.max_bytes_in_flight = max_bytes_in_flight;
+  std::vector<InFlightCount> counts(2);
+  testing::run_ranks(2, [&](Transport& t) {
+    InPlaceTransport counting(t, in_place, counts[static_cast<size_t>(t.rank())]);
+    const ShardedArray a = testing::reference_array(shape, DType::kF32, rows, topology, t.rank(), 11);
+    const ShardedArray b = reshard_array(a, columns, counting, options);
+    EXPECT_TRUE(testing::matches_reference(b, 11));
+  });
+  for (const InFlightCount& count : counts) {
+    EXPECT_EQ(count.sends, 0);
+    EXPECT_EQ(count.receives, 0);
+  }
+  return counts;
+}
+
+TEST(InPlaceBound, MessagesThatHoldMemoryStayUnderTheByteBound) {
+  // 16 messages of 1 KiB each way, a 1-byte bound: one at a time.
+  for (const InFlightCount& count : reshard_counting(false, 64, 1024, 1)) {
+    EXPECT_EQ(count.all_sends, 16);
+    EXPECT_EQ(count.all_receives, 16);
+    EXPECT_EQ(count.peak_sends, 1);
+    EXPECT_EQ(count.peak_receives, 1);
+  }
+}
+
+TEST(InPlaceBound, MessagesMovedInPlaceAreNotCountedInBytes) {
+  // The same bound: every message of the operation posted together.
+  for (const InFlightCount& count : reshard_counting(true, 64, 1024, 1)) {
+    EXPECT_EQ(count.all_sends, 16);
+    EXPECT_EQ(count.all_receives, 16);
+    EXPECT_EQ(count.peak_sends, 16);
+    EXPECT_EQ(count.peak_receives, 16);
+  }
+}
+
+TEST(InPlaceBound, MessagesMovedInPlaceAreBoundedInNumber) {
+  // 16 pieces of 8 KiB in 256-byte messages: 512 each way, of which 256 (the
+  // exchange's bound in number) are posted at once.
+  for (const InFlightCount& count : reshard_counting(true, 512, 256, 1)) {
+    EXPECT_EQ(count.all_sends, 512);
+    EXPECT_EQ(count.all_receives, 512);
+    EXPECT_EQ(count.peak_sends, 256);
+    EXPECT_EQ(count.peak_receives, 256);
+  }
+}
+
+}  // namespace
+}  // namespace reshard
