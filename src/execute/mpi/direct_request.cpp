@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string_view>
@@ -230,12 +231,11 @@ void DirectSend::act_on_where(std::span<const std::byte> message) {
 
 bool DirectSend::holds_for_siblings() {
   if (!batch_) return false;
-  bool waiting = false;
-  for (DirectSend* other : batch_->members) {
-    if (other == this || other->done_ || other->where_error_) continue;
-    if (other->awaiting_ == Awaiting::kWhere) other->take_where();
-    waiting = waiting || other->may_still_write();
-  }
+  // Flags only: each sibling takes its own "where" when the engine advances
+  // it (this round or the next), not here (a probe per pair of members).
+  const bool waiting = std::any_of(batch_->members.begin(), batch_->members.end(), [this](const DirectSend* other) {
+    return other != this && !other->where_error_ && other->may_still_write();
+  });
   if (!waiting) return false;
   const auto now = std::chrono::steady_clock::now();
   if (!batch_->first_ready) batch_->first_ready = now;
