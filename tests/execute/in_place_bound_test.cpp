@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "execute/support/forwarding_transport.h"
 #include "execute/support/rank_threads.h"
 #include "execute/support/reference_arrays.h"
 #include "reshard/execute/operations.h"
@@ -69,45 +70,25 @@ class CountedRequest final : public Request {
 // The in-process transport, saying every message moves in place (or not),
 // and counting what the exchange posts: batches of sends and scattered
 // receives, the two ways it starts messages.
-class InPlaceTransport final : public Transport {
+class InPlaceTransport final : public testing::ForwardingTransport {
  public:
   InPlaceTransport(Transport& inner, bool in_place, InFlightCount& count)
-      : inner_(inner), in_place_(in_place), count_(count) {}
+      : ForwardingTransport(inner), in_place_(in_place), count_(count) {}
 
   bool sends_in_place(int, std::span<const ConstRunRows>) const override { return in_place_; }
   bool receives_in_place(int) const override { return in_place_; }
   std::vector<std::unique_ptr<Request>> isend_gather_all(std::span<const GatherSend> sends, int threads) override {
-    std::vector<std::unique_ptr<Request>> requests = inner_.isend_gather_all(sends, threads);
+    std::vector<std::unique_ptr<Request>> requests = inner().isend_gather_all(sends, threads);
     for (auto& request : requests) request = std::make_unique<CountedRequest>(std::move(request), count_, true);
     return requests;
   }
   std::unique_ptr<Request> irecv_scatter_rows(int peer, Tag tag, std::span<const RunRows> rows,
                                               std::shared_ptr<const void> owner = nullptr) override {
-    return std::make_unique<CountedRequest>(inner_.irecv_scatter_rows(peer, tag, rows, std::move(owner)), count_,
+    return std::make_unique<CountedRequest>(inner().irecv_scatter_rows(peer, tag, rows, std::move(owner)), count_,
                                             false);
   }
 
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
-  std::unique_ptr<Request> isend(int peer, Tag tag, std::span<const std::byte> data) override {
-    return inner_.isend(peer, tag, data);
-  }
-  std::unique_ptr<Request> irecv(int peer, Tag tag, std::span<std::byte> data) override {
-    return inner_.irecv(peer, tag, data);
-  }
-  std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> local) override {
-    return inner_.all_gather(local);
-  }
-  void barrier() override { inner_.barrier(); }
-  bool all_equal(uint64_t value) override { return inner_.all_equal(value); }
-  TransportCounters counters() const override { return inner_.counters(); }
-  Tag begin_operation() override { return inner_.begin_operation(); }
-  void abort(std::string_view reason) noexcept override { inner_.abort(reason); }
-  void set_timeout(std::chrono::milliseconds timeout) override { inner_.set_timeout(timeout); }
-  std::chrono::milliseconds timeout() const override { return inner_.timeout(); }
-
  private:
-  Transport& inner_;
   const bool in_place_;
   InFlightCount& count_;
 };
@@ -139,35 +120,31 @@ std::vector<InFlightCount> reshard_counting(bool in_place, int64_t rows_of_array
   return counts;
 }
 
+// Each process posted `all` messages each way, at most `peak` at once.
+void expect_counts(const std::vector<InFlightCount>& counts, int all, int peak) {
+  for (size_t rank = 0; rank < counts.size(); ++rank) {
+    const InFlightCount& count = counts[rank];
+    EXPECT_EQ(count.all_sends, all) << "rank " << rank;
+    EXPECT_EQ(count.all_receives, all) << "rank " << rank;
+    EXPECT_EQ(count.peak_sends, peak) << "rank " << rank;
+    EXPECT_EQ(count.peak_receives, peak) << "rank " << rank;
+  }
+}
+
 TEST(InPlaceBound, MessagesThatHoldMemoryStayUnderTheByteBound) {
   // 16 messages of 1 KiB each way, a 1-byte bound: one at a time.
-  for (const InFlightCount& count : reshard_counting(false, 64, 1024, 1)) {
-    EXPECT_EQ(count.all_sends, 16);
-    EXPECT_EQ(count.all_receives, 16);
-    EXPECT_EQ(count.peak_sends, 1);
-    EXPECT_EQ(count.peak_receives, 1);
-  }
+  expect_counts(reshard_counting(false, 64, 1024, 1), 16, 1);
 }
 
 TEST(InPlaceBound, MessagesMovedInPlaceAreNotCountedInBytes) {
   // The same bound: every message of the operation posted together.
-  for (const InFlightCount& count : reshard_counting(true, 64, 1024, 1)) {
-    EXPECT_EQ(count.all_sends, 16);
-    EXPECT_EQ(count.all_receives, 16);
-    EXPECT_EQ(count.peak_sends, 16);
-    EXPECT_EQ(count.peak_receives, 16);
-  }
+  expect_counts(reshard_counting(true, 64, 1024, 1), 16, 16);
 }
 
 TEST(InPlaceBound, MessagesMovedInPlaceAreBoundedInNumber) {
   // 16 pieces of 8 KiB in 256-byte messages: 512 each way, of which 256 (the
   // exchange's bound in number) are posted at once.
-  for (const InFlightCount& count : reshard_counting(true, 512, 256, 1)) {
-    EXPECT_EQ(count.all_sends, 512);
-    EXPECT_EQ(count.all_receives, 512);
-    EXPECT_EQ(count.peak_sends, 256);
-    EXPECT_EQ(count.peak_receives, 256);
-  }
+  expect_counts(reshard_counting(true, 512, 256, 1), 512, 256);
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 #include <functional>
 #include <memory>
 
-#include "reshard/execute/transport.h"
+#include "forwarding_transport.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::testing {
@@ -12,49 +12,25 @@ namespace reshard::testing {
 // Forwards to `inner`, but on the send after `sends_before_fault` sends
 // (owned, gathered or not) calls `fault`, which by default throws Error(kTransport) as a
 // failing process would.
-class FaultyTransport final : public Transport {
+class FaultyTransport final : public ForwardingTransport {
  public:
   FaultyTransport(Transport& inner, int sends_before_fault, std::function<void()> fault = {})
-      : inner_(inner), sends_left_(sends_before_fault), fault_(std::move(fault)) {}
+      : ForwardingTransport(inner), sends_left_(sends_before_fault), fault_(std::move(fault)) {}
 
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
   std::unique_ptr<Request> isend(int peer, Tag tag, std::span<const std::byte> data) override {
     count_send();
-    return inner_.isend(peer, tag, data);
-  }
-  std::unique_ptr<Request> irecv(int peer, Tag tag, std::span<std::byte> data) override {
-    return inner_.irecv(peer, tag, data);
+    return ForwardingTransport::isend(peer, tag, data);
   }
   std::unique_ptr<Request> isend_owned(int peer, Tag tag, std::span<const std::byte> data,
                                        std::shared_ptr<const void> owner) override {
     count_send();
-    return inner_.isend_owned(peer, tag, data, std::move(owner));
-  }
-  std::unique_ptr<Request> irecv_owned(int peer, Tag tag, std::span<std::byte> data,
-                                       std::shared_ptr<const void> owner) override {
-    return inner_.irecv_owned(peer, tag, data, std::move(owner));
+    return ForwardingTransport::isend_owned(peer, tag, data, std::move(owner));
   }
   std::unique_ptr<Request> isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs,
                                         std::shared_ptr<const void> owner = nullptr) override {
     count_send();
-    return inner_.isend_gather(peer, tag, runs, std::move(owner));
+    return ForwardingTransport::isend_gather(peer, tag, runs, std::move(owner));
   }
-  std::unique_ptr<Request> irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,
-                                         std::shared_ptr<const void> owner = nullptr) override {
-    return inner_.irecv_scatter(peer, tag, runs, std::move(owner));
-  }
-  std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> local) override {
-    return inner_.all_gather(local);
-  }
-  void barrier() override { inner_.barrier(); }
-  bool all_equal(uint64_t value) override { return inner_.all_equal(value); }
-  TransportCounters counters() const override { return inner_.counters(); }
-  Tag begin_operation() override { return inner_.begin_operation(); }
-  void abort(std::string_view reason) noexcept override { inner_.abort(reason); }
-  void set_timeout(std::chrono::milliseconds timeout) override { inner_.set_timeout(timeout); }
-  std::chrono::milliseconds timeout() const override { return inner_.timeout(); }
-  int processes_on_this_host() const override { return inner_.processes_on_this_host(); }
 
  private:
   void count_send() {
@@ -62,7 +38,6 @@ class FaultyTransport final : public Transport {
     if (fault_) fault_();
     throw Error(ErrorCode::kTransport, "injected fault mid-transfer");
   }
-  Transport& inner_;
   int sends_left_;
   std::function<void()> fault_;
 };
