@@ -1,7 +1,6 @@
 #include "pipelines/lora/lora_merge.h"
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
 
 #include <fmt/format.h>
@@ -9,6 +8,7 @@
 
 #include "layout/float_convert.h"
 #include "pipelines/common/block_pipeline.h"
+#include "pipelines/lora/merge_rows.h"
 #include "pipelines/tensor_map/strided_copy.h"
 #include "reshard/layout/error.h"
 
@@ -36,70 +36,6 @@ std::vector<float> transposed(const std::vector<float>& m, int64_t rows, int64_t
     for (int64_t j = 0; j < cols; ++j) t[static_cast<size_t>(j * rows + i)] = m[static_cast<size_t>(i * cols + j)];
   }
   return t;
-}
-
-// Columns go in tiles of kTile whose sums stay in registers across k.
-constexpr int64_t kTile = 64;
-
-// sums[j] = sum over k = 0..r-1, in order, of left[k] * right[k, j0 + j] for
-// one tile: one rounding per product and per sum, which is what the result is
-// defined by. Always inlined, so each CPU copy of its callers compiles it for
-// that CPU.
-[[gnu::always_inline]] inline void tile_sums(float* __restrict sums, const float* __restrict left,
-                                             const float* __restrict right, int64_t r, int64_t cols, int64_t j0) {
-  for (int64_t k = 0; k < r; ++k) {
-    const float l = left[k];
-    const float* __restrict row = right + k * cols + j0;
-    for (int64_t j = 0; j < kTile; ++j) sums[j] += l * row[j];
-  }
-}
-
-// The same sum for one column j past the last whole tile.
-[[gnu::always_inline]] inline float column_sum(const float* __restrict left, const float* __restrict right, int64_t r,
-                                               int64_t cols, int64_t j) {
-  float sum = 0.0f;
-  for (int64_t k = 0; k < r; ++k) sum += left[k] * right[k * cols + j];
-  return sum;
-}
-
-// acc[j] = sum over k of left[k] * right[k, j], tile by tile. A second copy for
-// AVX2 and AVX-512 CPUs is picked at load time (no FMA: the same roundings).
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void accumulate_row(float* __restrict acc, const float* __restrict left, const float* __restrict right, int64_t r,
-                    int64_t cols) {
-  int64_t j0 = 0;
-  for (; j0 + kTile <= cols; j0 += kTile) {
-    float sums[kTile] = {};
-    tile_sums(sums, left, right, r, cols, j0);
-    for (int64_t j = 0; j < kTile; ++j) acc[j0 + j] = sums[j];
-  }
-  for (int64_t j = j0; j < cols; ++j) acc[j] = column_sum(left, right, r, cols, j);
-}
-
-// The f32 case fused into one pass: out[j] = w[j] + acc[j] * scaling, tile by
-// tile straight from the row bytes (fixed-size memcpys compile to loads).
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void merge_row_f32(std::byte* out, const std::byte* w, const float* __restrict left, const float* __restrict right,
-                   int64_t r, int64_t cols, float scaling) {
-  int64_t j0 = 0;
-  for (; j0 + kTile <= cols; j0 += kTile) {
-    float sums[kTile] = {};
-    tile_sums(sums, left, right, r, cols, j0);
-    float tile[kTile];
-    std::memcpy(tile, w + j0 * 4, sizeof(tile));
-    for (int64_t j = 0; j < kTile; ++j) tile[j] += sums[j] * scaling;
-    std::memcpy(out + j0 * 4, tile, sizeof(tile));
-  }
-  for (int64_t j = j0; j < cols; ++j) {
-    float value;
-    std::memcpy(&value, w + j * 4, 4);
-    value += column_sum(left, right, r, cols, j) * scaling;
-    std::memcpy(out + j * 4, &value, 4);
-  }
-}
-
-void add_scaled(float* __restrict merged, const float* __restrict acc, float scaling, int64_t cols) {
-  for (int64_t j = 0; j < cols; ++j) merged[j] += acc[j] * scaling;
 }
 
 // The boxes of A and B the merge of `w_box` reads: B's rows and A's columns
@@ -209,8 +145,6 @@ void merge_lora_box(const LoraDelta& delta, const Box& w_box, DType w_dtype, std
                     DType out_dtype, std::span<std::byte> out) {
   if (!check_merge(delta, w_box, w_dtype, w.size(), out_dtype, out.size())) return;
   const int64_t rows = w_box.shape()[0], cols = w_box.shape()[1];
-  const auto w_width = static_cast<size_t>(dtype_bits(w_dtype) / 8);
-  const auto out_width = static_cast<size_t>(dtype_bits(out_dtype) / 8);
   const int64_t r = delta.a.shape[0];
   // left[i, k] and right[k, j] so that delta[i, j] = sum_k left[i, k] * right[k, j]:
   // B's rows and A's columns, or with fan_in_fan_out A's columns (transposed) and B's rows (transposed).
@@ -223,29 +157,7 @@ void merge_lora_box(const LoraDelta& delta, const Box& w_box, DType w_dtype, std
     left = transposed(read_f32(delta.a, parts.a), r, rows);
     right = transposed(read_f32(delta.b, parts.b), cols, r);
   }
-  std::vector<float> acc(static_cast<size_t>(cols)), merged(static_cast<size_t>(cols));
-  std::vector<std::byte> rounded(static_cast<size_t>(cols) * w_width);
-  const auto row_count = static_cast<uint64_t>(cols);
-  for (int64_t i = 0; i < rows; ++i) {
-    const auto at = static_cast<size_t>(i * cols);
-    if (w_dtype == DType::kF32 && out_dtype == DType::kF32) {
-      merge_row_f32(out.data() + at * 4, w.data() + at * 4, left.data() + i * r, right.data(), r, cols, delta.scaling);
-      continue;
-    }
-    accumulate_row(acc.data(), left.data() + i * r, right.data(), r, cols);
-    // merged = W + acc * scaling, in f32.
-    const std::span<const std::byte> w_row = w.subspan(at * w_width, static_cast<size_t>(cols) * w_width);
-    convert_floats(w_dtype, w_row, DType::kF32, std::as_writable_bytes(std::span(merged)), row_count);
-    add_scaled(merged.data(), acc.data(), delta.scaling, cols);
-    const std::span<std::byte> out_row = out.subspan(at * out_width, static_cast<size_t>(cols) * out_width);
-    if (w_dtype == DType::kF32 || w_dtype == out_dtype) {
-      // Rounding to W's dtype is the cast itself (or nothing).
-      convert_floats(DType::kF32, std::as_bytes(std::span(merged)), out_dtype, out_row, row_count);
-    } else {
-      convert_floats(DType::kF32, std::as_bytes(std::span(merged)), w_dtype, rounded, row_count);
-      convert_floats(w_dtype, rounded, out_dtype, out_row, row_count);
-    }
-  }
+  pipelines_detail::merge_rows(left, right, r, delta.scaling, rows, cols, w_dtype, w, out_dtype, out);
 }
 
 void merge_lora_box_over_threads(const LoraDelta& delta, const Box& w_box, DType w_dtype, std::span<const std::byte> w,
