@@ -44,13 +44,22 @@ void add_lora_bias(std::span<float> bias, std::span<const float> lora_bias, floa
 }
 
 void round_and_cast(std::span<const float> values, DType w_dtype, DType out_dtype, std::span<std::byte> out) {
+  std::vector<std::byte> scratch;
+  round_and_cast(values, w_dtype, out_dtype, out, scratch);
+}
+
+void round_and_cast(std::span<const float> values, DType w_dtype, DType out_dtype, std::span<std::byte> out,
+                    std::vector<std::byte>& scratch) {
   const auto count = static_cast<uint64_t>(values.size());
   const std::span<const std::byte> f32 = std::as_bytes(values);
   if (w_dtype == DType::kF32 || w_dtype == out_dtype) {
+    // Rounding to W's dtype is the cast itself (or nothing).
     convert_floats(DType::kF32, f32, out_dtype, out, count);
     return;
   }
-  std::vector<std::byte> rounded(values.size() * width_of(w_dtype));
+  const size_t size = values.size() * width_of(w_dtype);
+  if (scratch.size() < size) scratch.resize(size);
+  const std::span<std::byte> rounded = std::span(scratch).first(size);
   convert_floats(DType::kF32, f32, w_dtype, rounded, count);
   convert_floats(w_dtype, rounded, out_dtype, out, count);
 }

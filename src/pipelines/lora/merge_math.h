@@ -37,4 +37,10 @@ void add_lora_bias(std::span<float> bias, std::span<const float> lora_bias, floa
 // `out_dtype` into `out`, which holds exactly that many values of it.
 void round_and_cast(std::span<const float> values, DType w_dtype, DType out_dtype, std::span<std::byte> out);
 
+// The same, the values rounded to `w_dtype` held in `scratch` (grown as
+// needed) where they must be cast again: a caller that casts row after row
+// allocates once.
+void round_and_cast(std::span<const float> values, DType w_dtype, DType out_dtype, std::span<std::byte> out,
+                    std::vector<std::byte>& scratch);
+
 }  // namespace reshard::pipelines_detail

@@ -6,6 +6,7 @@
 #include "layout/copy_bytes.h"
 #include "layout/float_convert.h"
 #include "pipelines/lora/merge_kernel.h"
+#include "pipelines/lora/merge_math.h"
 
 namespace reshard::pipelines_detail {
 namespace {
@@ -20,17 +21,18 @@ static_assert(kTileCols % kPanelCols == 0, "a tile's columns start a panel");
 
 size_t width_of(DType dtype) { return static_cast<size_t>(dtype_bits(dtype) / 8); }
 
-// Writes `rows` merged f32 rows of `cols` values (the tile's, kTileStride apart)
-// into `out` at `first` (row-major, `out_cols` per row) as `out_dtype`,
-// rounded to `w_dtype` first.
+// Writes `rows` merged f32 rows of `cols` values (the tile's, kTileStride
+// apart) into `out` from row `row`, column `col` (row-major, `out_cols` per
+// row) as `out_dtype`, rounded to `w_dtype` first. F32 rows reach the tile
+// only when they are to be streamed (merge_rows merges smaller ones in place).
 class TileWriter {
  public:
   TileWriter(DType w_dtype, DType out_dtype, std::span<std::byte> out, int64_t out_cols)
-      : w_dtype_(w_dtype), out_dtype_(out_dtype), out_(out), out_cols_(out_cols) {
-    if (w_dtype_ != DType::kF32 && w_dtype_ != out_dtype_)
-      rounded_.resize(static_cast<size_t>(kTileCols) * width_of(w_dtype_));
-    streaming_ = out_dtype_ == DType::kF32 && w_dtype_ == DType::kF32 && out.size() >= kStreamMergedBytes;
-  }
+      : w_dtype_(w_dtype),
+        out_dtype_(out_dtype),
+        out_(out),
+        out_cols_(out_cols),
+        streaming_(w_dtype == DType::kF32 && out_dtype == DType::kF32) {}
   ~TileWriter() {
     if (streaming_) finish_streaming();
   }
@@ -41,25 +43,14 @@ class TileWriter {
     const size_t out_width = width_of(out_dtype_);
     std::byte* at = out_.data() + static_cast<size_t>(row * out_cols_ + col) * out_width;
     const auto row_bytes = static_cast<size_t>(out_cols_) * out_width;
-    if (out_dtype_ == DType::kF32 && w_dtype_ == DType::kF32) {
+    if (streaming_) {
       copy_rows(at, static_cast<int64_t>(row_bytes), reinterpret_cast<const std::byte*>(tile), kTileStride * 4,
-                static_cast<size_t>(cols) * 4, static_cast<uint64_t>(rows),
-                streaming_ ? CopyMode::kStreaming : CopyMode::kCached);
+                static_cast<size_t>(cols) * 4, static_cast<uint64_t>(rows), CopyMode::kStreaming);
       return;
     }
-    const auto count = static_cast<uint64_t>(cols);
     for (int64_t i = 0; i < rows; ++i, at += row_bytes) {
-      const std::span<const std::byte> values =
-          std::as_bytes(std::span(tile + i * kTileStride, static_cast<size_t>(cols)));
-      const std::span<std::byte> to(at, static_cast<size_t>(cols) * out_width);
-      if (rounded_.empty()) {
-        // Rounding to W's dtype is the cast itself (or nothing).
-        convert_floats(DType::kF32, values, out_dtype_, to, count);
-      } else {
-        const std::span<std::byte> rounded = std::span(rounded_).first(static_cast<size_t>(cols) * width_of(w_dtype_));
-        convert_floats(DType::kF32, values, w_dtype_, rounded, count);
-        convert_floats(w_dtype_, rounded, out_dtype_, to, count);
-      }
+      round_and_cast(std::span(tile + i * kTileStride, static_cast<size_t>(cols)), w_dtype_, out_dtype_,
+                     std::span(at, static_cast<size_t>(cols) * out_width), rounded_);
     }
   }
 
@@ -67,8 +58,8 @@ class TileWriter {
   DType w_dtype_, out_dtype_;
   std::span<std::byte> out_;
   int64_t out_cols_;
-  std::vector<std::byte> rounded_;
-  bool streaming_ = false;
+  bool streaming_;
+  std::vector<std::byte> rounded_;  // round_and_cast's scratch
 };
 
 }  // namespace
