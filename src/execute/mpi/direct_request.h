@@ -95,10 +95,8 @@ class DirectRequest : public PolledRequest {
   // The control message a request waits for next.
   enum class Awaiting { kNothing, kHeader, kReply, kWhere, kWritten };
   Awaiting awaiting() const { return awaiting_; }
-  // Whether `other` goes the same way to the same peer with the same tag.
-  bool shares_channel_with(const DirectRequest& other) const {
-    return is_send_ == other.is_send_ && peer_ == other.peer_ && tag_ == other.tag_;
-  }
+  // Which way it goes, to or from which peer, on which tag.
+  DirectChannelKey channel_key() const { return DirectChannelKey{is_send_, peer_, tag_}; }
 
  protected:
   // `runs` hold `bytes`; `owner` keeps them alive while the peer may use them.

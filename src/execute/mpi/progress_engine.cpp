@@ -62,18 +62,23 @@ void ProgressEngine::remove(PolledRequest* request) { std::erase(polled_, reques
 
 void ProgressEngine::add(DirectRequest* request) {
   add(static_cast<PolledRequest*>(request));
-  direct_.push_back(request);
+  direct_[request->channel_key()].push_back(request);
 }
 
 void ProgressEngine::remove(DirectRequest* request) {
   remove(static_cast<PolledRequest*>(request));
-  std::erase(direct_, request);
+  const auto channel = direct_.find(request->channel_key());
+  if (channel == direct_.end()) return;
+  std::erase(channel->second, request);
+  if (channel->second.empty()) direct_.erase(channel);
 }
 
 bool ProgressEngine::first_awaiting(const DirectRequest* request) const {
-  for (const DirectRequest* other : direct_) {
+  const auto channel = direct_.find(request->channel_key());
+  if (channel == direct_.end()) return true;
+  for (const DirectRequest* other : channel->second) {
     if (other == request) return true;
-    if (other->shares_channel_with(*request) && other->awaiting() == request->awaiting()) return false;
+    if (other->awaiting() == request->awaiting()) return false;
   }
   return true;
 }
@@ -136,6 +141,14 @@ bool ProgressEngine::take_budget(size_t bytes, bool always) {
 void ProgressEngine::give_back_budget(size_t bytes) { in_flight_ -= std::min(bytes, in_flight_); }
 
 void ProgressEngine::wait(const WaitFor& what) {
+  {
+    // Done already (an earlier round completed it): no round of its own. A
+    // caller retiring finished requests one by one would otherwise pay a
+    // round of every pending request's polling for each.
+    auto guard = lock();
+    throw_if_aborted();
+    if (what.step() == WaitStep::kDone) return;
+  }
   auto last_progress = Clock::now();  // of this wait's own condition: for liveness
   auto last_completion = last_progress;  // of any request: whether to keep polling
   uint64_t completions_seen = completions_.load();

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "failure_channel.h"
@@ -22,6 +23,22 @@ namespace reshard::mpi_detail {
 class ChunkedRequest;
 class DirectRequest;
 class PolledRequest;
+
+// Which way a direct request goes, to or from which peer, on which tag: its
+// control messages arrive in order per key.
+struct DirectChannelKey {
+  bool is_send = false;
+  int peer = 0;
+  Tag tag = 0;
+  bool operator==(const DirectChannelKey&) const = default;
+};
+
+struct DirectChannelKeyHash {
+  size_t operator()(const DirectChannelKey& key) const {
+    return std::hash<Tag>()(key.tag * 0x9e3779b97f4a7c15ULL ^ (static_cast<uint64_t>(key.peer) << 1) ^
+                            (key.is_send ? 1u : 0u));
+  }
+};
 
 // What one look at a wait's condition found.
 enum class WaitStep { kDone, kProgressed, kIdle };
@@ -65,6 +82,8 @@ class ProgressEngine {
   void remove(DirectRequest* request);
   // Whether no request started before `request` on its channel awaits the
   // same kind of control message: control messages are taken in that order.
+  // Looks at the requests of that channel only: every request of a round
+  // asks this, and a round may poll hundreds.
   bool first_awaiting(const DirectRequest* request) const;
 
   // A pending request completed a chunk or a message: waits keep polling.
@@ -132,7 +151,8 @@ class ProgressEngine {
   int rank_;
   std::vector<ChunkedRequest*> requests_;
   std::vector<PolledRequest*> polled_;
-  std::vector<DirectRequest*> direct_;  // also polled; in the order started
+  // Direct requests (also polled) by channel, each channel's in the order started.
+  std::unordered_map<DirectChannelKey, std::vector<const DirectRequest*>, DirectChannelKeyHash> direct_;
   std::atomic<uint64_t> completions_{0};  // of every request, for the wait's polling
   FailureChannel failures_;
   Heartbeats heartbeats_;
