@@ -11,37 +11,33 @@
 namespace reshard {
 namespace {
 
-// Messages moving in place posted and not finished, each way, at most: a
-// model's worth of 8 MiB messages between the processes of a host, without
-// thousands of requests polled in every round.
-constexpr size_t kMaxInPlaceInFlight = 256;
+// Messages posted and not finished, each way, at most, whatever their size:
+// enough for a model's worth of 8 MiB messages between the processes of a
+// host to go together, few enough that a transport's round of progress,
+// which looks at every pending request, stays short. Tiny messages (a
+// model's biases, a small chunk size) fit the byte budget by the thousand.
+constexpr size_t kMaxMessagesInFlight = 256;
 
 }  // namespace
 
 bool Exchange::InFlight::fits(uint64_t message_bytes, bool moves_in_place, uint64_t limit) const {
   if (empty()) return true;
-  if (moves_in_place) return in_place < kMaxInPlaceInFlight;
-  return bytes == 0 || bytes + message_bytes <= limit;
+  if (messages >= kMaxMessagesInFlight) return false;
+  return moves_in_place || bytes == 0 || bytes + message_bytes <= limit;
 }
 
 bool Exchange::InFlight::half_free(uint64_t limit) const {
-  return bytes <= limit / 2 && in_place <= kMaxInPlaceInFlight / 2;
+  return bytes <= limit / 2 && messages <= kMaxMessagesInFlight / 2;
 }
 
 void Exchange::InFlight::add(uint64_t message_bytes, bool moves_in_place) {
-  if (moves_in_place) {
-    ++in_place;
-  } else {
-    bytes += message_bytes;
-  }
+  ++messages;
+  if (!moves_in_place) bytes += message_bytes;
 }
 
 void Exchange::InFlight::remove(uint64_t message_bytes, bool moves_in_place) {
-  if (moves_in_place) {
-    --in_place;
-  } else {
-    bytes -= message_bytes;
-  }
+  --messages;
+  if (!moves_in_place) bytes -= message_bytes;
 }
 
 Exchange::Exchange(std::span<const ArrayMove> moves, const PreparedExchange& prepared, Transport& transport, Tag base,

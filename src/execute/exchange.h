@@ -31,10 +31,12 @@ namespace reshard {
 // The bound on bytes in flight bounds the memory the transport holds for
 // messages (staging buffers). A message the transport moves in place
 // (Transport::sends_in_place, receives_in_place: between processes of a
-// host, straight from rows to rows) holds none, so it does not count; those
-// are bounded by number instead, kMaxInPlaceInFlight each way. Posting them
-// together lets the transport walk a source shard once for all the peers
-// its rows go to, where batches cut by the bound walked it once per batch.
+// host, straight from rows to rows) holds none, so it does not count.
+// Posting those together lets the transport walk a source shard once for all
+// the peers its rows go to, where batches cut by the bound walked it once
+// per batch. Every message, in place or not, also counts against a bound on
+// the number in flight each way (kMaxMessagesInFlight): a transport's round
+// of progress looks at each pending request.
 class Exchange {
  public:
   // `prepared` comes from prepare_exchange over `moves` (its messages, in order).
@@ -62,12 +64,12 @@ class Exchange {
   // What one direction has posted and not finished.
   struct InFlight {
     uint64_t bytes = 0;   // of messages that hold the transport's memory
-    size_t in_place = 0;  // messages that move in place
-    bool empty() const { return bytes == 0 && in_place == 0; }
+    size_t messages = 0;  // all of them, those moving in place too
+    bool empty() const { return messages == 0; }
     // Whether a message of `bytes` (moving in place or not) fits beside
     // these under `limit`: one always does when nothing is in flight.
     bool fits(uint64_t message_bytes, bool moves_in_place, uint64_t limit) const;
-    // Whether at least half of either budget is free: when a batch of sends starts.
+    // Whether at least half of both budgets is free: when a batch of sends starts.
     bool half_free(uint64_t limit) const;
     void add(uint64_t message_bytes, bool moves_in_place);
     void remove(uint64_t message_bytes, bool moves_in_place);

@@ -1,4 +1,5 @@
-// The bound on bytes in flight leaves out messages a transport moves in place.
+// The exchange's bounds on what is in flight: bytes (leaving out messages a
+// transport moves in place), and messages in number whatever their size.
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -131,20 +132,27 @@ void expect_counts(const std::vector<InFlightCount>& counts, int all, int peak) 
   }
 }
 
-TEST(InPlaceBound, MessagesThatHoldMemoryStayUnderTheByteBound) {
+TEST(InFlightBound, MessagesThatHoldMemoryStayUnderTheByteBound) {
   // 16 messages of 1 KiB each way, a 1-byte bound: one at a time.
   expect_counts(reshard_counting(false, 64, 1024, 1), 16, 1);
 }
 
-TEST(InPlaceBound, MessagesMovedInPlaceAreNotCountedInBytes) {
+TEST(InFlightBound, MessagesMovedInPlaceAreNotCountedInBytes) {
   // The same bound: every message of the operation posted together.
   expect_counts(reshard_counting(true, 64, 1024, 1), 16, 16);
 }
 
-TEST(InPlaceBound, MessagesMovedInPlaceAreBoundedInNumber) {
+TEST(InFlightBound, MessagesMovedInPlaceAreBoundedInNumber) {
   // 16 pieces of 8 KiB in 256-byte messages: 512 each way, of which 256 (the
   // exchange's bound in number) are posted at once.
   expect_counts(reshard_counting(true, 512, 256, 1), 512, 256);
+}
+
+TEST(InFlightBound, TinyMessagesAreBoundedInNumberToo) {
+  // 512 messages of 256 bytes each way, all within a 1 GiB byte bound: still
+  // 256 at once. Thousands of tiny messages posted together made every round
+  // of a transport's progress thousands of polls.
+  expect_counts(reshard_counting(false, 512, 256, uint64_t{1} << 30), 512, 256);
 }
 
 }  // namespace
