@@ -8,13 +8,13 @@
 namespace reshard::pipelines_detail {
 namespace {
 
-size_t width_of(DType dtype) { return static_cast<size_t>(dtype_bits(dtype) / 8); }
-
 size_t feature_of(const F32Rows& block, bool transposed, size_t i, size_t j) {
   return transposed ? j : static_cast<size_t>(block.row) + i;
 }
 
 }  // namespace
+
+size_t bytes_per_element(DType dtype) { return static_cast<size_t>(dtype_bits(dtype) / 8); }
 
 void add_squares(const F32Rows& block, bool transposed, std::span<double> squares) {
   const auto cols = static_cast<size_t>(block.cols);
@@ -57,7 +57,7 @@ void round_and_cast(std::span<const float> values, DType w_dtype, DType out_dtyp
     convert_floats(DType::kF32, f32, out_dtype, out, count);
     return;
   }
-  const size_t size = values.size() * width_of(w_dtype);
+  const size_t size = values.size() * bytes_per_element(w_dtype);
   if (scratch.size() < size) scratch.resize(size);
   const std::span<std::byte> rounded = std::span(scratch).first(size);
   convert_floats(DType::kF32, f32, w_dtype, rounded, count);

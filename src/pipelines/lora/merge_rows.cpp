@@ -19,8 +19,6 @@ constexpr int64_t kTileCols = 1024;
 constexpr int64_t kTileStride = kTileCols + kPanelCols;
 static_assert(kTileCols % kPanelCols == 0, "a tile's columns start a panel");
 
-size_t width_of(DType dtype) { return static_cast<size_t>(dtype_bits(dtype) / 8); }
-
 // Writes `rows` merged f32 rows of `cols` values (the tile's, kTileStride
 // apart) into `out` from row `row`, column `col` (row-major, `out_cols` per
 // row) as `out_dtype`, rounded to `w_dtype` first. F32 rows reach the tile
@@ -40,7 +38,7 @@ class TileWriter {
   TileWriter& operator=(const TileWriter&) = delete;
 
   void write(const float* tile, int64_t rows, int64_t cols, int64_t row, int64_t col) {
-    const size_t out_width = width_of(out_dtype_);
+    const size_t out_width = bytes_per_element(out_dtype_);
     std::byte* at = out_.data() + static_cast<size_t>(row * out_cols_ + col) * out_width;
     const auto row_bytes = static_cast<size_t>(out_cols_) * out_width;
     if (streaming_) {
@@ -74,7 +72,7 @@ void merge_rows(std::span<const float> left, std::span<const float> right, int64
   }
   std::vector<float> tile(static_cast<size_t>(kTileRows * kTileStride));
   std::byte* const tile_bytes = reinterpret_cast<std::byte*>(tile.data());
-  const size_t w_width = width_of(w_dtype);
+  const size_t w_width = bytes_per_element(w_dtype);
   TileWriter writer(w_dtype, out_dtype, out, cols);
   for (int64_t row = 0; row < rows; row += kTileRows) {
     const int64_t tile_rows = std::min(kTileRows, rows - row);
