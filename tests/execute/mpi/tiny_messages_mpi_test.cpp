@@ -5,6 +5,9 @@
 // looks at every pending request: with thousands posted at once, and each
 // finished request retired by a round of its own, this reshard of 24 KiB once
 // ran for longer than the test's timeout. It must finish, with every byte.
+#include <numeric>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "execute/support/reference_arrays.h"
@@ -22,9 +25,9 @@ TEST_F(TinyMessagesMpi, ThousandsOfMessagesToEveryPeerAllArrive) {
   const int processes = t.size();
   const Topology topology = Topology::uniform(processes, processes);  // a device each
   const Shape shape{24, 16, 8};
-  std::vector<DeviceId> order(static_cast<size_t>(processes)), reversed;
-  for (int d = 0; d < processes; ++d) order[static_cast<size_t>(d)] = d;
-  reversed.assign(order.rbegin(), order.rend());
+  std::vector<DeviceId> order(static_cast<size_t>(processes));
+  std::iota(order.begin(), order.end(), DeviceId{0});
+  const std::vector<DeviceId> reversed(order.rbegin(), order.rend());
   // Split over every process's device, then whole on each in reverse order.
   const NamedSharding split(Mesh({{"x", processes}}, order), PartitionSpec({{}, {"x"}}));
   const NamedSharding everywhere(Mesh({{"x", processes}}, reversed), PartitionSpec());
