@@ -4,8 +4,12 @@ find_package(fmt REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(OpenSSL REQUIRED COMPONENTS Crypto)
+# HTTP for the object stores (Debian's libcurl4-openssl-dev).
+find_package(CURL REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
+# S3 answers in XML (Debian's libtinyxml2-dev).
+pkg_check_modules(TINYXML2 REQUIRED IMPORTED_TARGET tinyxml2)
 if(RESHARD_WITH_MPI STREQUAL "AUTO")
   # The Python build: the MPI transport when MPI is there, none otherwise.
   find_package(MPI COMPONENTS CXX)

@@ -6,7 +6,7 @@ include(CMakePackageConfigHelpers)
 
 set(RESHARD_CMAKE_DIR "${CMAKE_INSTALL_LIBDIR}/cmake/reshard")
 
-install(TARGETS reshard_layout reshard_plan reshard_execute reshard_formats reshard_pipelines reshard_library
+install(TARGETS reshard_layout reshard_plan reshard_execute reshard_storage reshard_formats reshard_pipelines reshard_library
         EXPORT reshard-targets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

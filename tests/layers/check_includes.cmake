@@ -6,16 +6,18 @@
 #   cmake -DSOURCE_DIR=<repository> -P check_includes.cmake
 cmake_minimum_required(VERSION 3.25)
 
-set(layers layout plan execute formats pipelines cli)
+set(layers layout plan execute storage formats pipelines cli)
 # What each layer may include besides itself: the layers it links.
 set(allowed_layout "")
 set(allowed_plan layout)
 set(allowed_execute layout plan)
+# Bytes at places need nothing but layout's errors.
+set(allowed_storage layout)
 # File bytes know boxes and dtypes, never a plan or a transport.
-set(allowed_formats layout)
-set(allowed_pipelines layout plan execute formats)
+set(allowed_formats layout storage)
+set(allowed_pipelines layout plan execute storage formats)
 # The front end may include the umbrella header ("api") too.
-set(allowed_cli layout plan execute formats pipelines api)
+set(allowed_cli layout plan execute storage formats pipelines api)
 
 if(NOT SOURCE_DIR)
   message(FATAL_ERROR "check_includes.cmake: pass -DSOURCE_DIR=<repository>")

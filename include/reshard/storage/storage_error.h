@@ -1,0 +1,24 @@
+// The storage layer's finer error kinds: all ErrorCode::kIo (kAlreadyExists for
+// a destination that is there), each with a name of its own so that front ends
+// can tell them apart (Python raises a StorageError subclass per name).
+#pragma once
+
+#include "reshard/layout/error.h"
+
+namespace reshard::storage {
+
+// No object at the key asked for (a prefix with objects under it included:
+// the message says that it is a folder).
+inline constexpr ErrorKind kObjectNotFound{ErrorCode::kIo, "object_not_found"};
+// The bucket does not exist.
+inline constexpr ErrorKind kBucketNotFound{ErrorCode::kIo, "bucket_not_found"};
+// The store refused the credentials (HTTP 401/403); the message says where
+// they came from, never what they are.
+inline constexpr ErrorKind kAccessDenied{ErrorCode::kIo, "access_denied"};
+// The endpoint did not answer, or kept failing past the retry budget.
+inline constexpr ErrorKind kStoreUnreachable{ErrorCode::kIo, "store_unreachable"};
+// Any other refusal of the store: the message has the HTTP status and the
+// store's own error code.
+inline constexpr ErrorKind kStoreError{ErrorCode::kIo, "store_error"};
+
+}  // namespace reshard::storage

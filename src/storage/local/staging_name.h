@@ -1,0 +1,31 @@
+// Names of the temporary siblings local writers stage into:
+// ".NAME.tmp-reshard-HOST-PID-NONCE". The host and process id say whose it is,
+// so that a later writer can tell a dead writer's leftover from a live one's.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace reshard::storage_detail {
+
+// This host's name (as gethostname gives it; "localhost" if it cannot).
+const std::string& this_host();
+
+// A fresh staging name for `final_name` owned by this process.
+std::string new_staging_name(std::string_view final_name);
+
+struct StagingOwner {
+  std::string host;
+  long pid = 0;
+};
+
+// Whose staging `entry` is, when it is a staging name for `final_name`.
+std::optional<StagingOwner> staging_owner(std::string_view entry, std::string_view final_name);
+
+// Whether the owner is known to be gone: a process of this host that no
+// longer runs. Another host's staging is never taken for dead.
+bool owner_is_dead(const StagingOwner& owner);
+
+}  // namespace reshard::storage_detail

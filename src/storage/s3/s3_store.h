@@ -1,0 +1,16 @@
+// The S3 protocol driver (AWS and compatible stores): Signature V4, the AWS
+// configuration conventions, multipart uploads that many processes fill.
+#pragma once
+
+#include <memory>
+
+#include "reshard/storage/open_store.h"
+#include "reshard/storage/store.h"
+
+namespace reshard::storage_detail {
+
+// A client for every bucket of the S3 store the environment (and `options`)
+// point at.
+std::shared_ptr<storage::Store> make_s3_store(const storage::StoreOptions& options);
+
+}  // namespace reshard::storage_detail
