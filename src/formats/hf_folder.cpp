@@ -1,45 +1,41 @@
 #include "reshard/formats/hf_folder.h"
 
-#include <fstream>
-#include <system_error>
 
 #include <fmt/format.h>
 
 #include "reshard/formats/file_rules.h"
 #include "reshard/layout/error.h"
+#include "reshard/storage/open_store.h"
 
 namespace reshard {
 namespace {
 
-namespace fs = std::filesystem;
+using storage::Location;
 
 // Real indexes are kilobytes; this bounds what a hostile one can make us read.
-constexpr uintmax_t kMaxIndexBytes = 100'000'000;
+constexpr uint64_t kMaxIndexBytes = 100'000'000;
 
-bool is_file(const fs::path& path) {
-  std::error_code ec;
-  return fs::is_regular_file(path, ec);
-}
+bool is_file(const Location& where) { return storage::open_store(where)->stat(where).has_value(); }
 
-HfFolder open_single(HfFolderKind kind, const fs::path& folder, std::string_view file_name,
+HfFolder open_single(HfFolderKind kind, const Location& folder, std::string_view file_name,
                      safetensors::ReadMode mode) {
   HfFolder result;
   result.kind = kind;
   result.folder = folder;
-  std::vector<safetensors::File> files{safetensors::File::open(folder / file_name, mode)};
+  std::vector<safetensors::File> files{safetensors::File::open(folder.child(file_name), mode)};
   result.catalog = TensorCatalog(std::move(files), {std::string(file_name)});
   return result;
 }
 
-HfFolder open_indexed(const fs::path& folder, safetensors::ReadMode mode) {
+HfFolder open_indexed(const Location& folder, safetensors::ReadMode mode) {
   HfFolder result;
   result.kind = HfFolderKind::kIndexed;
   result.folder = folder;
-  result.index = read_hf_index(folder / kHfIndexFileName);
+  result.index = read_hf_index(folder.child(kHfIndexFileName));
   std::vector<std::string> names = result.index->file_names();
   std::vector<safetensors::File> files;
   files.reserve(names.size());
-  for (const std::string& name : names) files.push_back(safetensors::File::open(folder / name, mode));
+  for (const std::string& name : names) files.push_back(safetensors::File::open(folder.child(name), mode));
   check_index_matches_files(*result.index, folder, files);
   result.catalog = TensorCatalog(std::move(files), std::move(names));
   return result;
@@ -47,20 +43,20 @@ HfFolder open_indexed(const fs::path& folder, safetensors::ReadMode mode) {
 
 }  // namespace
 
-std::optional<HfFolderKind> HfFolder::detect(const fs::path& folder) {
-  if (is_file(folder / kHfSingleFileName)) return HfFolderKind::kSingleFile;
-  if (is_file(folder / kHfIndexFileName)) return HfFolderKind::kIndexed;
-  if (is_file(folder / kPeftAdapterFileName)) return HfFolderKind::kPeftAdapter;
+std::optional<HfFolderKind> HfFolder::detect(const Location& folder) {
+  if (is_file(folder.child(kHfSingleFileName))) return HfFolderKind::kSingleFile;
+  if (is_file(folder.child(kHfIndexFileName))) return HfFolderKind::kIndexed;
+  if (is_file(folder.child(kPeftAdapterFileName))) return HfFolderKind::kPeftAdapter;
   return std::nullopt;
 }
 
-HfFolder HfFolder::open(const fs::path& folder, safetensors::ReadMode mode) {
+HfFolder HfFolder::open(const Location& folder, safetensors::ReadMode mode) {
   const std::optional<HfFolderKind> kind = detect(folder);
   if (!kind) {
     throw Error(ErrorCode::kUnsupported,
                 fmt::format("{}: not a Hugging Face model or PEFT adapter folder (no {}, {} or {}); "
                             "reshard checkpoints are not supported yet",
-                            folder.string(), kHfSingleFileName, kHfIndexFileName,
+                            folder.str(), kHfSingleFileName, kHfIndexFileName,
                             kPeftAdapterFileName));
   }
   switch (*kind) {
@@ -74,25 +70,19 @@ HfFolder HfFolder::open(const fs::path& folder, safetensors::ReadMode mode) {
   return open_indexed(folder, mode);
 }
 
-HfIndex read_hf_index(const fs::path& path) {
-  const std::string label = path.string();
-  std::error_code ec;
-  const uintmax_t size = fs::file_size(path, ec);
-  if (ec) throw Error(ErrorCode::kIo, fmt::format("{}: cannot read: {}", label, ec.message()));
-  if (size > kMaxIndexBytes) {
+HfIndex read_hf_index(const Location& where) {
+  const std::string label = where.str();
+  const std::shared_ptr<storage::Store> store = storage::open_store(where);
+  const std::optional<storage::ObjectInfo> info = store->stat(where);
+  if (!info) throw Error(ErrorCode::kIo, fmt::format("{}: cannot read: no such file", label));
+  if (info->size > kMaxIndexBytes) {
     throw Error(file_rule::kInvalidIndex,
-                fmt::format("{}: {} bytes, more than an index may hold ({})", label, size, kMaxIndexBytes));
+                fmt::format("{}: {} bytes, more than an index may hold ({})", label, info->size, kMaxIndexBytes));
   }
-  std::string bytes(static_cast<size_t>(size), '\0');
-  std::ifstream in(path, std::ios::binary);
-  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!in || in.gcount() != static_cast<std::streamsize>(bytes.size())) {
-    throw Error(ErrorCode::kIo, fmt::format("{}: cannot read", label));
-  }
-  return parse_hf_index(bytes, label);
+  return parse_hf_index(store->read_all(where, kMaxIndexBytes), label);
 }
 
-void check_index_matches_files(const HfIndex& index, const fs::path& folder,
+void check_index_matches_files(const HfIndex& index, const Location& folder,
                                std::span<const safetensors::File> files) {
   const std::vector<std::string> names = index.file_names();
   if (names.size() != files.size()) {
@@ -105,7 +95,7 @@ void check_index_matches_files(const HfIndex& index, const fs::path& folder,
     if (by_name.at(file_name)->find(tensor) == nullptr) {
       throw Error(ErrorCode::kMissingTensor,
                   fmt::format("{}: tensor '{}' is listed in {} but missing from the file",
-                              (folder / file_name).string(), tensor, kHfIndexFileName));
+                              folder.child(file_name).str(), tensor, kHfIndexFileName));
     }
   }
   for (size_t i = 0; i < names.size(); ++i) {
@@ -116,7 +106,7 @@ void check_index_matches_files(const HfIndex& index, const fs::path& folder,
                                       ? std::string("is not listed in ") + std::string(kHfIndexFileName)
                                       : fmt::format("is listed in {} for {}", kHfIndexFileName, listed->second);
         throw Error(file_rule::kInvalidIndex, fmt::format("{}: tensor '{}' is in the file but {}",
-                                                          (folder / names[i]).string(), info.name, where));
+                                                          folder.child(names[i]).str(), info.name, where));
       }
     }
   }

@@ -16,6 +16,8 @@
 #include "formats/json_escape.h"
 #include "layout/checked.h"
 #include "reshard/layout/error.h"
+#include "reshard/storage/open_store.h"
+#include "reshard/storage/storage_error.h"
 
 namespace reshard::safetensors {
 namespace {
@@ -50,14 +52,16 @@ const TensorInfo& own_tensor(const Header& header, const TensorInfo& tensor,
 }  // namespace
 
 struct File::State {
-  std::filesystem::path path;
+  storage::Location location;
+  std::filesystem::path path;  // the location's text, for messages
   ReadMode mode = ReadMode::kMmap;
   int fd = -1;
+  std::shared_ptr<storage::Store> store;  // objects only: read through it by ranges
   uint64_t size = 0;
   const std::byte* mapping = nullptr;  // the whole file in kMmap mode
   Header header;
 
-  State(std::filesystem::path p, ReadMode m) : path(std::move(p)), mode(m) {}
+  State(storage::Location where, ReadMode m) : location(std::move(where)), path(location.str()), mode(m) {}
   State(const State&) = delete;
   State& operator=(const State&) = delete;
   ~State() {
@@ -67,6 +71,10 @@ struct File::State {
 
   // Reads exactly out.size() bytes at `offset`.
   void pread_all(uint64_t offset, std::span<std::byte> out) const {
+    if (store) {
+      store->read(location, offset, out);
+      return;
+    }
     while (!out.empty()) {
       const ssize_t n = ::pread(fd, out.data(), out.size(), static_cast<off_t>(offset));
       if (n < 0 && errno == EINTR) continue;
@@ -101,6 +109,19 @@ struct File::State {
     size = static_cast<uint64_t>(info.st_size);
   }
 
+  // An object: its size from the store; its bytes are read by ranges.
+  void open_object() {
+    store = storage::open_store(location);
+    const std::optional<storage::ObjectInfo> info = store->stat(location);
+    if (!info) {
+      const bool folder = !store->list(location).empty();
+      throw Error(storage::kObjectNotFound, fmt::format("opening {}: {}", path.string(),
+                                                        folder ? "a folder, not a file" : "no such object"));
+    }
+    size = info->size;
+    mode = ReadMode::kPread;
+  }
+
   void map_file() {
     if (size == 0) return;
     void* address = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
@@ -126,13 +147,19 @@ struct File::State {
 
 File::File(std::shared_ptr<const State> state) : state_(std::move(state)) {}
 
-File File::open(const std::filesystem::path& path, ReadMode mode) {
-  auto state = std::make_shared<State>(path, mode);
-  state->open_file();
-  if (mode == ReadMode::kMmap) state->map_file();
+File File::open(const storage::Location& where, ReadMode mode) {
+  auto state = std::make_shared<State>(where, mode);
+  if (where.is_local()) {
+    state->open_file();
+    if (mode == ReadMode::kMmap) state->map_file();
+  } else {
+    state->open_object();
+  }
   state->read_header();
   return File(std::move(state));
 }
+
+const storage::Location& File::location() const { return state_->location; }
 
 const std::filesystem::path& File::path() const { return state_->path; }
 
@@ -233,6 +260,15 @@ void File::read_box(const TensorInfo& given, const Box& box, std::span<std::byte
       detail::for_each_byte_run(tensor, box, [&](const detail::ByteRun& run) {
         std::memcpy(out.data() + run.box_offset, state_->mapping + base + run.tensor_offset, run.length);
       });
+      return;
+    }
+    if (state_->store) {
+      // One call: the store joins nearby runs and fetches many at once.
+      std::vector<storage::RangeRead> ranges;
+      detail::for_each_byte_run(tensor, box, [&](const detail::ByteRun& run) {
+        ranges.push_back({base + run.tensor_offset, out.subspan(run.box_offset, run.length)});
+      });
+      state_->store->read_ranges(state_->location, ranges);
       return;
     }
     const std::function<void(uint64_t, std::span<std::byte>)> copy =

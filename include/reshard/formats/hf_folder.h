@@ -9,6 +9,7 @@
 #include "reshard/formats/hf_index.h"
 #include "reshard/formats/safetensors_reader.h"
 #include "reshard/formats/tensor_catalog.h"
+#include "reshard/storage/location.h"
 
 namespace reshard {
 
@@ -26,30 +27,30 @@ enum class HfFolderKind {
 // An open, validated folder.
 struct HfFolder {
   HfFolderKind kind = HfFolderKind::kSingleFile;
-  std::filesystem::path folder;
+  storage::Location folder;
   std::optional<HfIndex> index;  // set for kIndexed
   TensorCatalog catalog;         // file names relative to the folder
 
   // The kind of `folder` by the files in it, or nullopt when it is not one of
   // these. model.safetensors wins over an index, as in transformers' loader.
-  static std::optional<HfFolderKind> detect(const std::filesystem::path& folder);
+  static std::optional<HfFolderKind> detect(const storage::Location& folder);
 
   // Opens and validates every file. For an index: each file it names (refusing
   // names that leave the folder, Error kInvalidIndex); a tensor listed but
   // absent from its file is Error(kMissingTensor), a tensor in a file but not
   // listed for it is Error(kInvalidIndex), both naming the file and tensor.
   // Error(kUnsupported) when the folder is none of the kinds above.
-  static HfFolder open(const std::filesystem::path& folder,
+  static HfFolder open(const storage::Location& folder,
                        safetensors::ReadMode mode = safetensors::ReadMode::kMmap);
 };
 
-// The index read from `path` (at most 100,000,000 bytes, Error kInvalidIndex
+// The index read from `where` (at most 100,000,000 bytes, Error kInvalidIndex
 // beyond), parsed and validated.
-HfIndex read_hf_index(const std::filesystem::path& path);
+HfIndex read_hf_index(const storage::Location& where);
 
 // Checks that `files` (named by `index`, in index.file_names() order) hold
 // exactly the tensors the index lists for each. `folder` names them in errors.
-void check_index_matches_files(const HfIndex& index, const std::filesystem::path& folder,
+void check_index_matches_files(const HfIndex& index, const storage::Location& folder,
                                std::span<const safetensors::File> files);
 
 }  // namespace reshard

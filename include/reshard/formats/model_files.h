@@ -9,6 +9,7 @@
 #include "reshard/formats/hf_index.h"
 #include "reshard/formats/safetensors_reader.h"
 #include "reshard/formats/tensor_catalog.h"
+#include "reshard/storage/location.h"
 
 namespace reshard {
 
@@ -20,14 +21,15 @@ std::string_view model_format_name(ModelFormat format);
 
 struct ModelFiles {
   ModelFormat format = ModelFormat::kSafetensors;
-  std::filesystem::path path;    // as given
+  storage::Location path;        // as given
   std::optional<HfIndex> index;  // for an indexed Hugging Face folder
   TensorCatalog catalog;         // a lone file is named by its file name
 };
 
-// Opens `path`: a file is read as safetensors, a folder as HfFolder::open
-// does. Error(kIo) when `path` does not exist.
-ModelFiles open_model_files(const std::filesystem::path& path,
+// Opens `path` (local, or objects in a store): a file is read as safetensors,
+// a folder (or a prefix of objects) as HfFolder::open does. Error(kIo) when
+// nothing is there.
+ModelFiles open_model_files(const storage::Location& path,
                             safetensors::ReadMode mode = safetensors::ReadMode::kMmap);
 
 }  // namespace reshard

@@ -12,11 +12,15 @@
 
 #include "reshard/formats/safetensors_header.h"
 #include "reshard/layout/box.h"
+#include "reshard/storage/location.h"
 
 namespace reshard::safetensors {
 
-// How tensor bytes are fetched. kMmap maps the file and hands out views into
-// it; kPread reads with positional reads (faster on network file systems).
+// How tensor bytes are fetched from a local file. kMmap maps the file and
+// hands out views into it; kPread reads with positional reads (faster on
+// network file systems). Objects in a store (s3://, gs://) are always read by
+// byte ranges, nearby runs of a box joined and many fetched at once, so a
+// File opened there reports kPread whatever was asked, and has no views.
 enum class ReadMode { kMmap, kPread };
 
 // An open, validated safetensors file. Copies share the open file. Every
@@ -24,11 +28,14 @@ enum class ReadMode { kMmap, kPread };
 // the tensor. As with any mapping, the file must not shrink while it is open.
 class File {
  public:
-  // Opens `path` and validates every header rule before returning. Throws the
-  // spec's typed errors (kHeaderTooSmall ... kIncompleteBuffer), or kIo when
+  // Opens `where` (a local path or an object) and validates every header rule
+  // before returning. Throws the spec's typed errors (kHeaderTooSmall ...
+  // kIncompleteBuffer), or kIo (with storage_error.h's kinds for objects) when
   // the file cannot be opened, read or mapped.
-  static File open(const std::filesystem::path& path, ReadMode mode = ReadMode::kMmap);
+  static File open(const storage::Location& where, ReadMode mode = ReadMode::kMmap);
 
+  // Where the file is; path() is its text ("model.safetensors", "s3://b/k").
+  const storage::Location& location() const;
   const std::filesystem::path& path() const;
   ReadMode mode() const;
   const Header& header() const;
