@@ -1,33 +1,27 @@
 #include "pipelines/common/small_file.h"
 
 #include <cstdint>
-#include <fstream>
-#include <sstream>
-#include <system_error>
 
 #include <fmt/format.h>
 
 #include "reshard/layout/error.h"
+#include "reshard/storage/open_store.h"
 
 namespace reshard::pipelines_detail {
 
 namespace {
-constexpr uintmax_t kMaxConfigBytes = 10'000'000;  // real configs are kilobytes
+constexpr uint64_t kMaxConfigBytes = 10'000'000;  // real configs are kilobytes
 }  // namespace
 
-std::string read_small_file(const std::filesystem::path& path) {
-  std::error_code ec;
-  const uintmax_t size = std::filesystem::file_size(path, ec);
-  if (ec) throw Error(ErrorCode::kIo, fmt::format("{}: cannot read: {}", path.string(), ec.message()));
-  if (size > kMaxConfigBytes) {
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: {} bytes is too large for a config", path.string(), size));
+std::string read_small_file(const storage::Location& where) {
+  const std::shared_ptr<storage::Store> store = storage::open_store(where);
+  try {
+    return store->read_all(where, kMaxConfigBytes);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kInvalidArgument) throw;
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: too large for a config (more than {} bytes)",
+                                                         where.str(), kMaxConfigBytes));
   }
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  // Copying an empty file fails `text` too; only the file's own state says whether reading failed.
-  if (!in.good() && !in.eof()) throw Error(ErrorCode::kIo, fmt::format("{}: cannot read", path.string()));
-  return std::move(text).str();
 }
 
 }  // namespace reshard::pipelines_detail
