@@ -18,6 +18,7 @@
 #include "reshard/pipelines/lora_config.h"
 #include "reshard/pipelines/named_array.h"
 #include "reshard/pipelines/tensor_map.h"
+#include "reshard/storage/location.h"
 
 namespace reshard {
 
@@ -70,6 +71,12 @@ struct ExportOptions {
   // produces block k+1 while block k is written; 1 does one block at a time
   // (least memory). Memory per process is about this many blocks.
   size_t blocks_in_flight = 2;
+  // An output in an object store (s3://, gs://) is uploaded in parts of this
+  // many bytes (0: the store's default, 64 MiB; S3 takes 5 MiB to 5 GiB), each
+  // by the process that produces most of it, `parts_in_flight` at once per
+  // process: memory per process is about that many parts plus the blocks.
+  uint64_t part_bytes = 0;
+  uint32_t parts_in_flight = 4;
   // Called with output bytes this process has just produced, for progress.
   std::function<void(uint64_t bytes)> progress;
 };
@@ -99,16 +106,19 @@ struct ExportResult {
 // tensors (all errors, naming tensor and rule, before anything is written),
 // plans the output folder identically on every process, and has each process
 // produce and write a share of the output (balanced by bytes), reading only
-// the checkpoint byte ranges its share needs. The folder appears complete or
-// not at all; a failure on any process fails the export on every one.
-ExportResult export_checkpoint(const std::filesystem::path& checkpoint, const std::filesystem::path& out,
+// the checkpoint byte ranges its share needs. `out` is a local folder or a
+// prefix in an object store, where each process uploads the parts of each
+// file it produced. The folder appears complete or not at all (in a store:
+// each file appears whole, and the index last); a failure on any process
+// fails the export on every one.
+ExportResult export_checkpoint(const std::filesystem::path& checkpoint, const storage::Location& out,
                                const TensorMap& map, Transport& transport, const ExportOptions& options = {});
 
 // The same from sharded arrays in memory (one call per process, same names,
 // shapes, dtypes and layouts everywhere): each process writes the output
 // pieces whose source bytes its own devices hold; only the options give the
 // configs.
-ExportResult export_arrays(std::span<const NamedArray> arrays, const std::filesystem::path& out,
+ExportResult export_arrays(std::span<const NamedArray> arrays, const storage::Location& out,
                            const TensorMap& map, Transport& transport, const ExportOptions& options = {});
 
 }  // namespace reshard

@@ -8,6 +8,8 @@
 #include "pipelines/common/agreement.h"
 #include "pipelines/export/export_blocks.h"
 #include "pipelines/export/export_inputs.h"
+#include "pipelines/export/export_objects.h"
+#include "pipelines/export/export_output.h"
 #include "pipelines/export/export_plan.h"
 #include "pipelines/export/export_produce.h"
 #include "pipelines/export/export_run.h"
@@ -76,7 +78,7 @@ std::vector<std::vector<std::pair<size_t, int>>> place_unplaced(const detail::Ex
 
 }  // namespace
 
-ExportResult export_checkpoint(const fs::path& checkpoint, const fs::path& out, const TensorMap& map,
+ExportResult export_checkpoint(const fs::path& checkpoint, const storage::Location& out, const TensorMap& map,
                                Transport& transport, const ExportOptions& options) {
   check_options(options, transport);
   std::optional<detail::CheckpointInput> input;
@@ -90,12 +92,21 @@ ExportResult export_checkpoint(const fs::path& checkpoint, const fs::path& out, 
                                         fmt::format("checkpoint {}", checkpoint.string()),
                                         metadata_value(metadata, kGenerationConfigMetadataKey)};
     plan = detail::plan_export(input->specs(), map, options, configs);
-    blocks = detail::cut_blocks(plan, options.block_bytes, transport.size(), [](int, const auto&) { return true; });
+    const auto anyone = [](int, const auto&) { return true; };
+    if (out.is_local()) {
+      blocks = detail::cut_blocks(plan, options.block_bytes, transport.size(), anyone);
+    } else {
+      // Every process reads the checkpoint: cut along the parts, so that each
+      // part is produced where it is uploaded and nothing moves between processes.
+      const detail::OutputFiles files = detail::plan_output_files(plan, options.max_shard_size);
+      blocks = detail::cut_blocks_by_parts(plan, files, detail::ExportObjects::plan_parts(out, files, options.part_bytes),
+                                           options.block_bytes, transport.size(), anyone);
+    }
   });
   return detail::run_export(plan, blocks, *input, out, options, transport);
 }
 
-ExportResult export_arrays(std::span<const NamedArray> arrays, const fs::path& out, const TensorMap& map,
+ExportResult export_arrays(std::span<const NamedArray> arrays, const storage::Location& out, const TensorMap& map,
                            Transport& transport, const ExportOptions& options) {
   check_options(options, transport);
   for (const NamedArray& array : arrays) {

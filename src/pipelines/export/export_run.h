@@ -26,7 +26,7 @@ struct ExportSteps {
 // tensor order. A failure on any process fails the export on every process
 // and leaves `out` as it was.
 ExportResult run_export(const ExportPlan& plan, const std::vector<ExportBlock>& blocks, const ExportInput& input,
-                        const std::filesystem::path& out, const ExportOptions& options, Transport& transport,
+                        const storage::Location& out, const ExportOptions& options, Transport& transport,
                         const ExportSteps& steps = {});
 
 }  // namespace reshard::pipelines_detail
