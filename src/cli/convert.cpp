@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/job.h"
 #include "cli/layout_options.h"
+#include "cli/path_checks.h"
 #include "cli/progress.h"
 #include "reshard/execute/transport.h"
 #include "reshard/layout/error.h"
@@ -121,8 +122,12 @@ constexpr const char* kHelp =
 void add_convert_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("convert", kHelp);
   auto flags = std::make_shared<ConvertFlags>();
-  cmd->add_option("SRC", flags->src, "A .safetensors file, a Hugging Face model folder or a checkpoint")->required();
-  cmd->add_option("DST", flags->dst, "A .safetensors file, a folder, or (with --mesh) a checkpoint to create")->required();
+  cmd->add_option("SRC", flags->src, "A .safetensors file, a Hugging Face model folder or a checkpoint")
+      ->required()
+      ->check(local_path_only());
+  cmd->add_option("DST", flags->dst, "A .safetensors file, a folder, or (with --mesh) a checkpoint to create")
+      ->required()
+      ->check(local_path_only());
   auto* max_shard = cmd->add_option("--max-shard-size", flags->max_shard_size,
                                     "Largest file of a folder (5GB, 500MB, 1.5GiB or bytes); a larger tensor "
                                     "gets a file of its own")

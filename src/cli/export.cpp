@@ -14,11 +14,13 @@
 #include "cli/commands.h"
 #include "cli/job.h"
 #include "cli/layout_options.h"
+#include "cli/path_checks.h"
 #include "cli/progress.h"
 #include "reshard/execute/transport.h"
 #include "reshard/layout/error.h"
 #include "reshard/layout/parse.h"
 #include "reshard/pipelines/export_model.h"
+#include "reshard/storage/location.h"
 
 namespace reshard::cli {
 namespace {
@@ -35,6 +37,8 @@ struct ExportFlags {
   std::string max_shard_size = "5GB";
   bool max_shard_size_given = false;
   bool force = false;
+  std::string part_size;
+  uint32_t parts_in_flight = 4;
 };
 
 [[noreturn]] void usage(const std::string& message) { throw Error(ErrorCode::kParse, message); }
@@ -69,6 +73,8 @@ ExportOptions options_from_flags(const ExportFlags& flags) {
   if (!flags.base.empty()) options.base = flags.base;
   options.gather_to = flags.gather_to;
   options.replace = flags.force;
+  if (!flags.part_size.empty()) options.part_bytes = parse_byte_size(flags.part_size);
+  options.parts_in_flight = std::max<uint32_t>(flags.parts_in_flight, 1);
   return options;
 }
 
@@ -88,7 +94,8 @@ void run_export(const ExportFlags& flags) {
     progress.emplace("exporting", 0);
     options.progress = [&progress](uint64_t bytes) { progress->advance(bytes); };
   }
-  const ExportResult result = export_checkpoint(flags.checkpoint, flags.out, map, transport, options);
+  const ExportResult result =
+      export_checkpoint(flags.checkpoint, storage::Location::parse(flags.out), map, transport, options);
   if (progress) progress->finish();
   if (world.rank != 0) return;
   std::cout << fmt::format("wrote {}: {} ({} file{}, {} tensors{}, {} bytes of tensor data)\n", flags.out,
@@ -113,13 +120,20 @@ std::string help_text() {
          "anything is written. Under mpirun every process reads only the checkpoint bytes of its share of\n"
          "the output and writes it at its final offset (OUT must be on a file system they share), and one\n"
          "commits; --gather-to 0 streams every block to process 0, which alone writes. OUT appears only when\n"
-         "complete; an existing OUT is refused unless --force.\n\n" +
+         "complete; an existing OUT is refused unless --force.\n\n"
+         "OUT may be s3://BUCKET/PREFIX or gs://BUCKET/PREFIX: every weight file is one multipart upload (GCS:\n"
+         "composed components), each process producing and uploading the parts it holds, nothing gathered;\n"
+         "process 0 completes each file once every part is in, then writes the configs and the index last.\n"
+         "Credentials and endpoints come from the environment as the stores' own tools take them\n"
+         "(AWS_ACCESS_KEY_ID, AWS_PROFILE, AWS_ENDPOINT_URL, ...; GOOGLE_APPLICATION_CREDENTIALS,\n"
+         "STORAGE_EMULATOR_HOST). A failed export aborts its uploads: nothing appears, nothing stays billed.\n\n" +
          tensor_map_help() +
          "\n\nExamples:\n"
          "  reshard export ckpt/ llama-hf/ --map levanter-llama\n"
          "  mpirun -np 4 reshard export ckpt/ llama-hf/ --map levanter-llama --dtype bf16 --max-shard-size 2GB\n"
          "  reshard export ckpt/ my-adapter/ --map levanter-llama --adapter-only --base llama-hf/\n"
-         "  mpirun -np 4 reshard export ckpt/ merged/ --map my-map.json --merge-lora --gather-to 0";
+         "  mpirun -np 4 reshard export ckpt/ merged/ --map my-map.json --merge-lora --gather-to 0\n"
+         "  mpirun -np 4 reshard export ckpt/ s3://my-bucket/llama-hf --map levanter-llama --part-size 64MiB";
 }
 
 }  // namespace
@@ -127,8 +141,14 @@ std::string help_text() {
 void add_export_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("export", help_text());
   auto flags = std::make_shared<ExportFlags>();
-  cmd->add_option("CKPT", flags->checkpoint, "A reshard checkpoint folder, in the framework's layout")->required();
-  cmd->add_option("OUT", flags->out, "The Hugging Face or PEFT adapter folder to create")->required();
+  cmd->add_option("CKPT", flags->checkpoint, "A reshard checkpoint folder, in the framework's layout")
+      ->required()
+      ->check(local_path_only());
+  cmd->add_option("OUT", flags->out,
+                  "The Hugging Face or PEFT adapter folder to create: a local path, s3://BUCKET/PREFIX or "
+                  "gs://BUCKET/PREFIX")
+      ->required()
+      ->check(storage_location());
   cmd->add_option("--map", flags->map, "A preset (levanter-llama) or a JSON map file (see above)")->required();
   auto* adapter = cmd->add_flag("--adapter-only", flags->adapter_only,
                                 "Write only the LoRA factors, as a PEFT adapter folder");
@@ -137,7 +157,8 @@ void add_export_command(CLI::App& app) {
   adapter->excludes(merge);
   cmd->add_option("--base", flags->base,
                   "With --adapter-only: a Hugging Face model folder whose modules the adapter keys must name "
-                  "(default: the checkpoint's own model)");
+                  "(default: the checkpoint's own model)")
+      ->check(local_path_only());
   cmd->add_option("--gather-to", flags->gather_to,
                   "Stream every block to this process, which alone writes (for an OUT the processes do not share)");
   cmd->add_option("--dtype", flags->dtype,
@@ -148,7 +169,15 @@ void add_export_command(CLI::App& app) {
                                     "of its own")
                         ->capture_default_str();
   cmd->add_flag("--force", flags->force,
-                "Replace an existing OUT's weight files (or adapter files); its other files stay");
+                "Replace an existing OUT's weight files (or adapter files); its other files stay. In an object "
+                "store, which has no rename, each file is replaced whole but a reader may see old and new files "
+                "side by side until the export ends (the index is written last)");
+  cmd->add_option("--part-size", flags->part_size,
+                  "OUT in an object store: each process uploads the parts of each file it produced, of this size "
+                  "(S3: 5MiB to 5GiB; default 64MiB, larger where a file would have more than 10,000 parts)");
+  cmd->add_option("--parts-in-flight", flags->parts_in_flight,
+                  "OUT in an object store: parts each process uploads at once (memory: about this many parts)")
+      ->capture_default_str();
   add_timeout_option(*cmd);
   cmd->callback([flags, max_shard] {
     flags->max_shard_size_given = max_shard->count() > 0;

@@ -13,6 +13,7 @@
 #include "cli/checkpoint_layout_flags.h"
 #include "cli/commands.h"
 #include "cli/job.h"
+#include "cli/path_checks.h"
 #include "cli/progress.h"
 #include "reshard/execute/transport.h"
 #include "reshard/layout/error.h"
@@ -81,8 +82,9 @@ void add_import_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("import", kHelp + tensor_map_help());
   auto flags = std::make_shared<ImportFlags>();
   cmd->add_option("HF_DIR", flags->hf_dir, "A Hugging Face model folder, a PEFT adapter folder or a .safetensors file")
-      ->required();
-  cmd->add_option("CKPT", flags->checkpoint, "The checkpoint folder to create")->required();
+      ->required()
+      ->check(local_path_only());
+  cmd->add_option("CKPT", flags->checkpoint, "The checkpoint folder to create")->required()->check(local_path_only());
   cmd->add_option("--map", flags->map, "A map file, or a preset's name (levanter-llama): framework to Hugging Face")
       ->required();
   add_checkpoint_layout_flags(*cmd, flags->layout, "The checkpoint's mesh, e.g. data=2,model=4 (required)");

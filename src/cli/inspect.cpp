@@ -11,11 +11,13 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/path_checks.h"
 #include "cli/progress.h"
 #include "cli/sha256.h"
 #include "formats/checksum.h"
 #include "reshard/formats/checkpoint_reader.h"
 #include "reshard/formats/model_files.h"
+#include "reshard/storage/location.h"
 #include "reshard/formats/tensor_stream.h"
 
 namespace reshard::cli {
@@ -92,7 +94,7 @@ void print_text(const ModelFiles& model, const InspectOptions& options) {
                        catalog.file_name(entry->file), hash);
   }
   out += fmt::format("{}: {} tensors, {} parameters, {} bytes ({}) in {} file{}; format {}; metadata {}\n",
-                     model.path.string(), entries.size(), catalog.total_elements(), catalog.total_bytes(),
+                     model.path.str(), entries.size(), catalog.total_elements(), catalog.total_bytes(),
                      human_bytes(catalog.total_bytes()), catalog.files().size(),
                      catalog.files().size() == 1 ? "" : "s", model_format_name(model.format),
                      metadata_text(catalog.metadata()));
@@ -189,11 +191,14 @@ void add_inspect_command(CLI::App& app) {
       "reshard checkpoint (with each tensor's stored chunks and the layout it was saved from).\n"
       "Examples:\n  reshard inspect model.safetensors\n  reshard inspect llama-7b/ --json --hash");
   auto options = std::make_shared<InspectOptions>();
-  cmd->add_option("PATH", options->path, "A .safetensors file, a model / adapter folder or a checkpoint")->required();
+  cmd->add_option("PATH", options->path, "A .safetensors file, a model / adapter folder or a checkpoint")
+      ->required()
+      ->check(storage_location());
   cmd->add_flag("--json", options->json, "Print one JSON document on stdout: format, metadata, tensors by name");
   cmd->add_flag("--hash", options->hash, "Add each tensor's sha256 (reads every byte)");
   cmd->callback([options] {
-    if (checkpoint::is_checkpoint(options->path)) {
+    const storage::Location where = storage::Location::parse(options->path);
+    if (where.is_local() && checkpoint::is_checkpoint(where.local_path())) {
       const checkpoint::Reader reader = checkpoint::Reader::open(options->path);
       if (options->json) {
         print_checkpoint_json(reader, *options);
@@ -202,7 +207,7 @@ void add_inspect_command(CLI::App& app) {
       }
       return;
     }
-    const ModelFiles model = open_model_files(options->path);
+    const ModelFiles model = open_model_files(where);
     if (options->json) {
       print_json(model, *options);
     } else {

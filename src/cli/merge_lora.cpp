@@ -10,8 +10,10 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.h"
+#include "cli/path_checks.h"
 #include "cli/progress.h"
 #include "reshard/formats/model_files.h"
+#include "reshard/storage/location.h"
 #include "reshard/formats/tensor_stream.h"
 #include "reshard/layout/error.h"
 #include "reshard/layout/parse.h"
@@ -46,7 +48,7 @@ void merge_lora(const MergeLoraCliOptions& cli) {
   options.replace = cli.force;
   options.threads = cli.threads;
   // The total is only known once the base is open; the progress line counts output bytes.
-  const ModelFiles base = open_model_files(cli.base, safetensors::ReadMode::kPread);
+  const ModelFiles base = open_model_files(storage::Location::parse(cli.base), safetensors::ReadMode::kPread);
   uint64_t total = 0;
   for (const TensorCatalog::Entry& entry : base.catalog.tensors()) {
     total += dtype_byte_size(cast_dtype(entry.info->dtype, options.dtype), static_cast<uint64_t>(entry.info->elements()));
@@ -92,11 +94,14 @@ void add_merge_lora_command(CLI::App& app) {
       "  reshard merge-lora llama-7b/ my-adapter/ merged/ --dtype bf16 --max-shard-size 2GB --force\n"
       "  reshard merge-lora llama-7b/ my-adapter/ merged/ --threads 4");
   auto options = std::make_shared<MergeLoraCliOptions>();
-  cmd->add_option("BASE", options->base, "The base model: a Hugging Face folder or a .safetensors file")->required();
+  cmd->add_option("BASE", options->base, "The base model: a Hugging Face folder or a .safetensors file")
+      ->required()
+      ->check(local_path_only());
   cmd->add_option("ADAPTER", options->adapter, "A PEFT LoRA adapter folder (adapter_model.safetensors, "
                                                "adapter_config.json)")
-      ->required();
-  cmd->add_option("OUT", options->out, "The merged model folder to create")->required();
+      ->required()
+      ->check(local_path_only());
+  cmd->add_option("OUT", options->out, "The merged model folder to create")->required()->check(local_path_only());
   cmd->add_option("--max-shard-size", options->max_shard_size,
                   "Largest file of the folder (5GB, 500MB, 1.5GiB or bytes); a larger tensor gets a file of its own")
       ->capture_default_str();

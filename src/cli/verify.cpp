@@ -8,9 +8,11 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/path_checks.h"
 #include "cli/progress.h"
 #include "reshard/formats/checkpoint_reader.h"
 #include "reshard/formats/model_files.h"
+#include "reshard/storage/location.h"
 #include "reshard/formats/tensor_stream.h"
 #include "reshard/layout/error.h"
 
@@ -39,7 +41,7 @@ void warn_on_index_totals(const ModelFiles& model) {
   const uint64_t actual = model.catalog.total_bytes();
   if (*model.index->total_size != actual) {
     std::cerr << fmt::format("warning: {}: index metadata total_size is {} but the tensors hold {} bytes\n",
-                             model.path.string(), *model.index->total_size, actual);
+                             model.path.str(), *model.index->total_size, actual);
   }
 }
 
@@ -96,19 +98,22 @@ void add_verify_command(CLI::App& app) {
       "and every tensor's bytes read back. Exit 0 with a summary, or 1 naming the file and tensor at fault.\n"
       "Example:\n  reshard verify llama-7b/");
   auto path = std::make_shared<std::string>();
-  cmd->add_option("PATH", *path, "A .safetensors file, a model / adapter folder or a checkpoint")->required();
+  cmd->add_option("PATH", *path, "A .safetensors file, a model / adapter folder or a checkpoint")
+      ->required()
+      ->check(storage_location());
   cmd->callback([path] {
-    if (checkpoint::is_checkpoint(*path)) {
-      verify_checkpoint(*path);
+    const storage::Location where = storage::Location::parse(*path);
+    if (where.is_local() && checkpoint::is_checkpoint(where.local_path())) {
+      verify_checkpoint(where.local_path());
       return;
     }
-    const ModelFiles model = open_model_files(*path, safetensors::ReadMode::kPread);
+    const ModelFiles model = open_model_files(where, safetensors::ReadMode::kPread);
     read_every_tensor(model.catalog);
     warn_on_index_totals(model);
     warn_on_repeated_names(model.catalog);
     const TensorCatalog& catalog = model.catalog;
     std::cout << fmt::format("ok: {}: {} ({} file{}, {} tensors, {} parameters, {} bytes of tensor data)\n",
-                             model.path.string(), model_format_name(model.format), catalog.files().size(),
+                             model.path.str(), model_format_name(model.format), catalog.files().size(),
                              catalog.files().size() == 1 ? "" : "s", catalog.tensors().size(),
                              catalog.total_elements(), catalog.total_bytes());
   });
