@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "reshard/layout/error.h"
+#include "reshard/storage/pending_uploads.h"
 
 namespace reshard::cli {
 namespace {
@@ -47,6 +48,9 @@ int run(int argc, char** argv) {
   add_export_command(app);
   add_demo_command(app);
   add_bench_command(app);
+  // mpirun ends every process of a job with SIGTERM when one fails: uploads
+  // in flight are aborted first, so that no part stays behind.
+  storage::abort_pending_uploads_on_termination();
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

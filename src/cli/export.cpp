@@ -3,13 +3,17 @@
 // (--adapter-only) or a merged model (--merge-lora). Parses options; the
 // export itself is the pipelines layer's export_checkpoint, run by every
 // process of the job.
+#include <algorithm>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/job.h"
@@ -39,6 +43,7 @@ struct ExportFlags {
   bool force = false;
   std::string part_size;
   uint32_t parts_in_flight = 4;
+  bool json = false;
 };
 
 [[noreturn]] void usage(const std::string& message) { throw Error(ErrorCode::kParse, message); }
@@ -97,7 +102,28 @@ void run_export(const ExportFlags& flags) {
   const ExportResult result =
       export_checkpoint(flags.checkpoint, storage::Location::parse(flags.out), map, transport, options);
   if (progress) progress->finish();
+  // What each process wrote (for an object store: uploaded), for --json.
+  const uint64_t mine = result.bytes_written;
+  const auto written = transport.all_gather(std::as_bytes(std::span(&mine, 1)));
   if (world.rank != 0) return;
+  if (flags.json) {
+    nlohmann::ordered_json processes = nlohmann::ordered_json::array();
+    for (size_t rank = 0; rank < written.size(); ++rank) {
+      uint64_t bytes = 0;
+      std::memcpy(&bytes, written[rank].data(), std::min(written[rank].size(), sizeof bytes));
+      processes.push_back({{"rank", rank}, {"bytes_written", bytes}});
+    }
+    const nlohmann::ordered_json out = {{"out", flags.out},
+                                        {"kind", output_name(options.kind)},
+                                        {"files", result.files},
+                                        {"tensors", result.tensors},
+                                        {"merged", result.merged},
+                                        {"bytes", result.bytes},
+                                        {"processes", processes},
+                                        {"seconds", result.seconds.total}};
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
   std::cout << fmt::format("wrote {}: {} ({} file{}, {} tensors{}, {} bytes of tensor data)\n", flags.out,
                            output_name(options.kind), result.files, result.files == 1 ? "" : "s", result.tensors,
                            options.kind == ExportKind::kMergedModel ? fmt::format(", {} merged", result.merged) : "",
@@ -175,6 +201,9 @@ void add_export_command(CLI::App& app) {
   cmd->add_option("--part-size", flags->part_size,
                   "OUT in an object store: each process uploads the parts of each file it produced, of this size "
                   "(S3: 5MiB to 5GiB; default 64MiB, larger where a file would have more than 10,000 parts)");
+  cmd->add_flag("--json", flags->json,
+                "Print one JSON document on stdout: the output, its files, tensors and bytes, and the bytes each "
+                "process wrote (uploaded)");
   cmd->add_option("--parts-in-flight", flags->parts_in_flight,
                   "OUT in an object store: parts each process uploads at once (memory: about this many parts)")
       ->capture_default_str();

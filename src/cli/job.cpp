@@ -10,6 +10,7 @@
 
 #include "reshard/execute/in_process_transport.h"
 #include "reshard/layout/topology.h"
+#include "reshard/storage/open_store.h"
 #if RESHARD_WITH_MPI
 #include "reshard/execute/mpi/mpi_session.h"
 #include "reshard/execute/mpi/mpi_transport.h"
@@ -103,6 +104,10 @@ std::chrono::milliseconds job_timeout() { return job().timeout; }
 void set_job_timeout(std::chrono::milliseconds timeout) {
   Job& j = job();
   j.timeout = timeout;
+  // Requests to object stores give up after the same time without progress.
+  storage::StoreOptions store = storage::default_store_options();
+  store.timeout = timeout;
+  storage::set_default_store_options(store);
 #if RESHARD_WITH_MPI
   if (j.mpi_transport) j.mpi_transport->set_timeout(timeout);
 #endif

@@ -15,7 +15,22 @@ namespace {
 // One client per scheme and options: clients keep connections and tokens.
 using ClientKey = std::tuple<Scheme, int64_t, uint32_t, std::string, std::string>;
 
+std::mutex defaults_mutex;
+StoreOptions defaults;
+
 }  // namespace
+
+void set_default_store_options(const StoreOptions& options) {
+  const std::lock_guard lock(defaults_mutex);
+  defaults = options;
+}
+
+StoreOptions default_store_options() {
+  const std::lock_guard lock(defaults_mutex);
+  return defaults;
+}
+
+std::shared_ptr<Store> open_store(const Location& where) { return open_store(where, default_store_options()); }
 
 std::shared_ptr<Store> open_store(const Location& where, const StoreOptions& options) {
   switch (where.scheme()) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -245,40 +246,41 @@ TEST_P(StoreConformance, AnUploadRefusesAnExistingObjectBeforeWritingAnything) {
 // Starts an upload, writes a part and leaves the upload as a killed writer
 // would: nothing runs after the part. Local staging is known dead by its
 // process id, so it has to be another process; the memory store lives in this
-// one, so there it is this process.
-void leave_an_upload_behind(const std::string& kind, const Location& object, const PartLayout& layout) {
+// one, so there it is this process, which keeps the upload without aborting it.
+// Returns the upload (kept alive, never aborted, until the test has looked)
+// for the memory store; nothing for the others.
+std::unique_ptr<ParallelUpload> leave_an_upload_behind(const std::string& kind, const Location& object,
+                                                       const PartLayout& layout) {
   auto write_and_leave = [&](const std::shared_ptr<Store>& store) {
     auto upload = store->start_upload(object, layout, IfExists::kFail);
     const std::string part(layout.size(0), 'z');
     upload->write_part(0, as_bytes(part));
-    (void)upload.release();  // never aborted
+    return upload;
   };
-  if (kind == "memory") {
-    write_and_leave(open_store(object));
-    return;
-  }
+  if (kind == "memory") return write_and_leave(open_store(object));
   const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
+  if (child < 0) throw std::runtime_error("fork failed");
   if (child == 0) {
     try {
       // Its own client: no connection of the parent's is shared.
       StoreOptions options;
       options.timeout = std::chrono::seconds(21);
-      write_and_leave(open_store(object, options));
+      (void)write_and_leave(open_store(object, options)).release();  // never aborted
     } catch (...) {
       ::_exit(2);
     }
     ::_exit(0);
   }
   int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the writer failed";
+  EXPECT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the writer failed";
+  return nullptr;
 }
 
 TEST_P(StoreConformance, AKilledWritersUploadIsFoundAndRemovedLater) {
   const PartLayout layout = several_parts(1);
   const Location object = root_.child("killed.bin");
-  leave_an_upload_behind(GetParam(), object, layout);
+  const auto left = leave_an_upload_behind(GetParam(), object, layout);
   EXPECT_FALSE(store_->stat(object).has_value());
   EXPECT_EQ(store_->abort_stale_uploads(object), 1u);
   EXPECT_EQ(store_->abort_stale_uploads(object), 0u);

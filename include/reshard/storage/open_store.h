@@ -29,6 +29,14 @@ struct StoreOptions {
 // The store holding `where`: the local file system for local paths, and one
 // shared client per scheme and options for object stores. Error(kInvalidArgument)
 // for a scheme this build cannot reach.
-std::shared_ptr<Store> open_store(const Location& where, const StoreOptions& options = {});
+std::shared_ptr<Store> open_store(const Location& where, const StoreOptions& options);
+// The same with the process's default options (what every reader and writer
+// of the formats and pipelines uses).
+std::shared_ptr<Store> open_store(const Location& where);
+
+// The options open_store(where) uses: a front end sets them from its own
+// (the command line's --timeout). Thread safe.
+void set_default_store_options(const StoreOptions& options);
+StoreOptions default_store_options();
 
 }  // namespace reshard::storage

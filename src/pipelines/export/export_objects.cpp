@@ -7,6 +7,7 @@
 
 #include "reshard/layout/error.h"
 #include "reshard/storage/open_store.h"
+#include "reshard/storage/pending_uploads.h"
 
 namespace reshard::pipelines_detail {
 namespace {
@@ -43,7 +44,13 @@ std::vector<storage::PartLayout> ExportObjects::plan_parts(const storage::Locati
   return layouts;
 }
 
-ExportObjects::~ExportObjects() { writers_.clear(); }
+ExportObjects::~ExportObjects() {
+  writers_.clear();
+  if (!committed_) {
+    for (const auto& upload : uploads_) upload->abort();
+  }
+  for (const uint64_t id : pending_) storage::forget_pending_upload(id);
+}
 
 std::string ExportObjects::create() {
   if (!replace_ && !store_->list(out_).empty()) {
@@ -54,6 +61,7 @@ std::string ExportObjects::create() {
     const storage::Location file = out_.child(files_[f].first);
     store_->abort_stale_uploads(file);
     uploads_.push_back(store_->start_upload(file, layouts_[f], storage::IfExists::kReplace));
+    pending_.push_back(storage::remember_pending_upload(store_, *uploads_.back()));
     handles += uploads_.back()->handle();
     handles += '\n';
   }
@@ -69,6 +77,7 @@ void ExportObjects::join(std::string_view handles) {
   }
   for (size_t f = 0; f < files_.size(); ++f) {
     uploads_.push_back(store_->join_upload(out_.child(files_[f].first), layouts_[f], lines[f]));
+    pending_.push_back(storage::remember_pending_upload(store_, *uploads_.back()));
   }
 }
 
@@ -106,7 +115,17 @@ void ExportObjects::complete(std::span<const std::string> receipts_by_process) {
       receipts[file].push_back(storage::PartReceipt::parse(line.substr(space + 1)));
     }
   }
-  for (size_t f = 0; f < files_.size(); ++f) uploads_[f]->complete(std::move(receipts[f]));
+  size_t completed = 0;
+  try {
+    for (; completed < files_.size(); ++completed) uploads_[completed]->complete(std::move(receipts[completed]));
+  } catch (...) {
+    // Into an empty folder: take back the files that did appear, so that the
+    // failed export leaves nothing (a replaced folder's files cannot be restored).
+    if (!replace_) {
+      for (size_t f = 0; f < completed; ++f) store_->remove(out_.child(files_[f].first));
+    }
+    throw;
+  }
 }
 
 void ExportObjects::write_small(std::string_view name, std::string_view text) {

@@ -29,8 +29,9 @@ class ExportObjects {
                 uint32_t parts_in_flight);
   ExportObjects(const ExportObjects&) = delete;
   ExportObjects& operator=(const ExportObjects&) = delete;
-  // Writers first, then the uploads they write to; the creator's uploads abort
-  // unless completed.
+  // Writers first, then the uploads they write to. Unless committed() was
+  // called, every upload is aborted, by every process: whichever survives a
+  // failure (the creator's too) leaves no part behind.
   ~ExportObjects();
 
   const std::vector<storage::PartLayout>& part_layouts() const { return layouts_; }
@@ -61,8 +62,11 @@ class ExportObjects {
   void remove_stale(std::span<const std::string> names);
 
   uint64_t uploaded_bytes() const;
+  // Every process, once all agree that the creator's commit succeeded.
+  void committed() { committed_ = true; }
 
  private:
+  bool committed_ = false;
   storage::Location out_;
   std::shared_ptr<storage::Store> store_;
   const OutputFiles& files_;
@@ -70,6 +74,7 @@ class ExportObjects {
   uint32_t parts_in_flight_ = 4;
   std::vector<storage::PartLayout> layouts_;
   std::vector<std::unique_ptr<storage::ParallelUpload>> uploads_;
+  std::vector<uint64_t> pending_;  // the uploads' entries in storage's pending uploads
   std::vector<std::unique_ptr<storage::PartWriter>> writers_;  // after uploads_: destroyed first
 };
 

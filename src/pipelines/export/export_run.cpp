@@ -109,6 +109,7 @@ class ExportRun {
       run_step(failure_, [&] { output_.commit(); });
     }
     agree();
+    output_.objects()->committed();
     times_.commit = since(phase);
     times_.read = input_.seconds();
     times_.total = since(start);
