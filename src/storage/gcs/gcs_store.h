@@ -1,4 +1,4 @@
-// The Google Cloud Storage driver, over its JSON API: media and resumable
+// The Google Cloud Storage driver, over its JSON API: media and multipart
 // uploads, ranged reads, listing, and compose for parallel uploads.
 #pragma once
 
