@@ -160,6 +160,8 @@ HttpResponse HttpClient::send(const HttpRequest& request) const {
   curl_easy_setopt(handle, CURLOPT_URL, request.url.c_str());
   curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
+  // Object keys are not file paths: "a/../b" is a key of its own, sent as it is.
+  curl_easy_setopt(handle, CURLOPT_PATH_AS_IS, 1L);
   curl_easy_setopt(handle, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(handle, CURLOPT_WRITEDATA, &transfer);
   curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, on_header);
@@ -192,6 +194,7 @@ HttpResponse HttpClient::send(const HttpRequest& request) const {
   const CURLcode code = curl_easy_perform(handle);
   if (code != CURLE_OK) {
     response.status = 0;
+    response.permanent = transfer.overflowed;
     response.transport_error = transfer.overflowed
                                    ? fmt::format("the server sent more bytes than the {} asked for",
                                                  request.body_into.size())

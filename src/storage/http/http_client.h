@@ -33,6 +33,9 @@ struct HttpResponse {
   long status = 0;
   // Why no response came (status 0): curl's words, never the URL's query.
   std::string transport_error;
+  // A failure that trying again cannot mend (the server sent more bytes than
+  // the range asked for): no retry.
+  bool permanent = false;
   Headers headers;  // names in lower case
   std::string body;  // error bodies always land here, even with body_into
   uint64_t bytes_into = 0;  // bytes written to body_into

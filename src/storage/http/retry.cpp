@@ -21,6 +21,7 @@ std::optional<std::chrono::milliseconds> retry_after(const HttpResponse& respons
 }  // namespace
 
 bool is_retryable(const HttpResponse& response) {
+  if (response.permanent) return false;
   return response.status == 0 || response.status == 408 || response.status == 429 || response.status >= 500;
 }
 
