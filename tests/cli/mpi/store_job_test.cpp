@@ -10,9 +10,11 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -190,6 +192,72 @@ TEST_F(StoreJob, ARankKilledMidUploadLeavesNoObjectAndNoPendingUpload) {
   EXPECT_TRUE(store->list(out).empty()) << "something appeared at " << out.str();
   EXPECT_EQ(store->abort_stale_uploads(out.child("model.safetensors")), 0u)
       << "the survivors left an upload pending\n" << job.err;
+}
+
+// An S3 server of the test's own, which it may kill; stopped when it goes.
+class OwnS3Server {
+ public:
+  explicit OwnS3Server(const fs::path& scratch) : state_(scratch / "own-s3.json") {
+    const Job start = run(servers("start --only s3"), scratch);
+    if (start.exit_status != 0) throw std::runtime_error("cannot start an S3 server: " + start.err);
+    std::ifstream in(state_);
+    const nlohmann::json state = nlohmann::json::parse(in);
+    endpoint_ = state["s3"]["endpoint"].get<std::string>();
+    pid_ = state["s3"]["pid"].get<pid_t>();
+  }
+  ~OwnS3Server() { (void)std::system(servers("stop").c_str()); }
+  OwnS3Server(const OwnS3Server&) = delete;
+  OwnS3Server& operator=(const OwnS3Server&) = delete;
+
+  const std::string& endpoint() const { return endpoint_; }
+  void kill() const { ::kill(pid_, SIGKILL); }
+  // The same server again, on the data it had.
+  bool restart() const { return std::system(servers("restart-s3").c_str()) == 0; }
+
+ private:
+  std::string servers(const std::string& command) const {
+    return fmt::format("{} {}/store_servers.py {} --state {}", RESHARD_STORAGE_TEST_PYTHON,
+                       RESHARD_STORAGE_TEST_SERVERS, command, state_.string());
+  }
+
+  fs::path state_;
+  std::string endpoint_;
+  pid_t pid_ = -1;
+};
+
+TEST_F(StoreJob, AServerKilledMidUploadFailsEveryProcessWithinTheTimeoutAndNoObjectAppears) {
+  const OwnS3Server server(dir());
+  // Parts are held 2 seconds on their way, so that the server dies under them.
+  const testing::FaultProxyProcess proxy(server.endpoint());
+  proxy.add_rule({{"method", "PUT"}, {"path", "partNumber="}, {"kind", "delay"}, {"seconds", 2}, {"times", nullptr}});
+  const storage::Location out = prefix("s3");
+  const std::string command =
+      fmt::format("AWS_ENDPOINT_URL={} {}", proxy.url(),
+                  mpirun(4, fmt::format("export {} {} --map {} --part-size 5MiB --timeout 5", (dir() / "ckpt").string(),
+                                        out.str(), (dir() / "map.json").string())));
+  Job job;
+  std::thread runner([&] { job = run(command, dir()); });
+  bool uploading = false;
+  for (int tries = 0; tries < 150 && !uploading; ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (const auto& request : proxy.log()) {
+      uploading = uploading || request.value("path", "").find("partNumber=") != std::string::npos;
+    }
+  }
+  if (uploading) server.kill();
+  const auto killed_at = std::chrono::steady_clock::now();
+  runner.join();
+  ASSERT_TRUE(uploading) << "no part upload started\n" << job.err;
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  EXPECT_NE(job.exit_status, 0);
+  EXPECT_THAT(job.err, HasSubstr("error: "));
+  EXPECT_LT(seconds, 5 + 40) << "the job outlived its --timeout by far\n" << job.err;
+
+  ASSERT_TRUE(server.restart());
+  storage::StoreOptions options;
+  options.s3_endpoint = server.endpoint();
+  options.timeout = std::chrono::seconds(10);
+  EXPECT_TRUE(storage::open_store(out, options)->list(out).empty()) << "an object appeared after the restart";
 }
 
 }  // namespace

@@ -12,6 +12,7 @@ process group by its id.
     store_servers.py stop  --state FILE     (idempotent)
     store_servers.py env   --state FILE     (prints `export` lines for a shell)
     store_servers.py reset --state FILE     (empties every bucket)
+    store_servers.py restart-s3 --state FILE (the S3 server again, on its data, after it was killed)
 
 The state file is JSON:
     {"s3":  {"endpoint", "access_key", "secret_key", "region", "buckets", "pid", "dir", ...},
@@ -352,6 +353,7 @@ def _start_s3(buckets: list[str], deadline: float, workdir: str | None) -> dict:
                TMPDIR=str(root / "tmp"))
     env.pop("S3_BUCKET", None)  # weed's fallback for -bucket
     log = root / "weed.log"
+    state["argv"] = argv  # for restart: the same server on the same data
     try:
         proc = _spawn(argv, log, env)
         state["pid"], state["_proc"] = proc.pid, proc
@@ -409,6 +411,30 @@ def _stop_one(server: dict) -> None:
                     os.unlink(path)
     if server.get("dir"):
         shutil.rmtree(server["dir"], ignore_errors=True)
+
+
+def restart_s3(state: dict, timeout: float = 30.0) -> None:
+    """Starts the S3 server of `state` again, on its data and ports, after it was killed (a test of
+    what a store holds after it went away mid-write); updates the state's pid."""
+    server = state["s3"]
+    if server.get("pid") and _is_ours(int(server["pid"]), server.get("binary", "")):
+        _kill_group(int(server["pid"]), server.get("binary", ""))
+    for port in (server.get("ports") or {}).values():
+        for path in glob.glob(_WEED_TMP_SOCKETS.format(port=port)):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+    root = Path(server["dir"])
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=server["access_key"], AWS_SECRET_ACCESS_KEY=server["secret_key"],
+               TMPDIR=str(root / "tmp"))
+    env.pop("S3_BUCKET", None)
+    proc = _spawn(server["argv"], root / "weed.log", env)
+    server["pid"], server["_proc"] = proc.pid, proc
+    deadline = time.monotonic() + timeout
+    _wait(lambda: _http("GET", server["endpoint"] + "/healthz", timeout=2)[0] == 200, proc, deadline, "S3",
+          root / "weed.log")
+    for bucket in server["buckets"]:
+        _wait(lambda: _s3_request(server, "HEAD", f"/{bucket}")[0] == 200, proc, deadline, f"S3 bucket {bucket}",
+              root / "weed.log")
 
 
 def _check_names(names: list[str], pattern: re.Pattern, what: str) -> None:
@@ -517,7 +543,7 @@ def load_state(path: str | Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["start", "stop", "env", "reset"])
+    parser.add_argument("command", choices=["start", "stop", "env", "reset", "restart-s3"])
     parser.add_argument("--state", required=True, help="the JSON state file")
     parser.add_argument("--s3-bucket", action="append", help=f"S3 bucket to create (default {DEFAULT_BUCKET})")
     parser.add_argument("--gcs-bucket", action="append", help=f"GCS bucket to create (default {DEFAULT_BUCKET})")
@@ -552,6 +578,14 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(env_lines(load_state(args.state))))
     elif args.command == "reset":
         reset_servers(load_state(args.state))
+    elif args.command == "restart-s3":
+        state = load_state(args.state)
+        try:
+            restart_s3(state, args.timeout)
+        except StartError as e:
+            print(f"store_servers: {e}", file=sys.stderr)
+            return 1
+        save_state(state, args.state)
     return 0
 
 
