@@ -28,6 +28,14 @@
 #include "reshard/execute/sharded_array.h"
 #include "reshard/execute/transport.h"
 
+// Storage: local files and object stores.
+#include "reshard/storage/location.h"
+#include "reshard/storage/open_store.h"
+#include "reshard/storage/part_writer.h"
+#include "reshard/storage/pending_uploads.h"
+#include "reshard/storage/storage_error.h"
+#include "reshard/storage/store.h"
+
 // Files: safetensors, Hugging Face folders, reshard checkpoints.
 #include "reshard/formats/checkpoint_reader.h"
 #include "reshard/formats/file_rules.h"

@@ -10,6 +10,7 @@
 #include "pipelines/import/import_source.h"
 #include "pipelines/support/hf_llama_folder.h"
 #include "pipelines/support/lora_test_files.h"
+#include "reshard/storage/storage_error.h"
 #include "support/temp_dir.h"
 
 namespace reshard::pipelines_detail {
@@ -25,7 +26,8 @@ TEST(ReadSmallFile, ReadsTheWholeTextAnEmptyOneIncluded) {
 
 TEST(ReadSmallFile, MissingOrHugeFilesAreErrorsNamingThem) {
   testing::TempDir dir;
-  EXPECT_TRUE(testing::throws_error([&] { read_small_file(dir / "missing.json"); }, ErrorCode::kIo,
+  // The storage layer's kind for it: an I/O error (ErrorCode::kIo) that says the file is not there.
+  EXPECT_TRUE(testing::throws_error([&] { read_small_file(dir / "missing.json"); }, storage::kObjectNotFound,
                                     {"missing.json", "cannot read"}));
   testing::write_text(dir / "huge.json", "");
   std::filesystem::resize_file(dir / "huge.json", 10'000'001);  // sparse: no 10 MB written

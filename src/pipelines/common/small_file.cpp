@@ -6,6 +6,7 @@
 
 #include "reshard/layout/error.h"
 #include "reshard/storage/open_store.h"
+#include "reshard/storage/storage_error.h"
 
 namespace reshard::pipelines_detail {
 
@@ -15,13 +16,12 @@ constexpr uint64_t kMaxConfigBytes = 10'000'000;  // real configs are kilobytes
 
 std::string read_small_file(const storage::Location& where) {
   const std::shared_ptr<storage::Store> store = storage::open_store(where);
-  try {
-    return store->read_all(where, kMaxConfigBytes);
-  } catch (const Error& e) {
-    if (e.code() != ErrorCode::kInvalidArgument) throw;
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: too large for a config (more than {} bytes)",
-                                                         where.str(), kMaxConfigBytes));
+  const std::optional<storage::ObjectInfo> info = store->stat(where);
+  if (!info) throw Error(storage::kObjectNotFound, fmt::format("{}: cannot read: no such file", where.str()));
+  if (info->size > kMaxConfigBytes) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: {} bytes is too large for a config", where.str(), info->size));
   }
+  return store->read_all(where, kMaxConfigBytes);
 }
 
 }  // namespace reshard::pipelines_detail
