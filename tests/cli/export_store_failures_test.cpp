@@ -98,6 +98,7 @@ TEST_F(ExportStoreFailures, WrongCredentialsAreRefusedNamingTheirSourceAndNothin
   EXPECT_THAT(result.err, HasSubstr("error: "));
   EXPECT_THAT(result.err, HasSubstr(out_.bucket()));
   EXPECT_THAT(result.err, HasSubstr("AWS_SECRET_ACCESS_KEY")) << "the message names where the credentials came from";
+  EXPECT_THAT(result.err, HasSubstr("-> 403")) << "RESHARD_LOG=debug logs each request";
   expect_no_secret(result, {wrong_secret, token, testing::s3_server().secret_key});
   EXPECT_TRUE(nothing_at(out_));
 }

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "reshard/layout/error.h"
+#include "storage/http/request_log.h"
 
 namespace reshard::storage_detail {
 namespace {
@@ -191,6 +192,7 @@ HttpResponse HttpClient::send(const HttpRequest& request) const {
     curl_easy_setopt(handle, CURLOPT_CUSTOMREQUEST, request.method.c_str());
   }
 
+  const auto started = std::chrono::steady_clock::now();
   const CURLcode code = curl_easy_perform(handle);
   if (code != CURLE_OK) {
     response.status = 0;
@@ -206,6 +208,7 @@ HttpResponse HttpClient::send(const HttpRequest& request) const {
   }
   curl_slist_free_all(headers);
   pool_->give_back(handle);
+  log_request(request, response, std::chrono::steady_clock::now() - started);
   return response;
 }
 
