@@ -106,8 +106,11 @@ Location Location::parse(std::string_view text) {
   const bool has_slashes = after_colon.starts_with("//");
   const bool known = scheme == "s3" || scheme == "gs" || scheme == "memory";
   if (known && !has_slashes) {
+    // "s3:/b/k" is what a path library makes of "s3://b/k": suggest the URL.
+    std::string_view rest = after_colon;
+    while (rest.starts_with('/')) rest.remove_prefix(1);
     refuse(text, fmt::format("not a URL and not taken as a local path; did you mean {}://{}?", scheme,
-                             std::string(after_colon)));
+                             std::string(rest)));
   }
   if (!has_slashes) return local(std::filesystem::path(std::string(text)));
   const std::string_view rest = after_colon.substr(2);

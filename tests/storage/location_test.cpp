@@ -60,7 +60,7 @@ TEST(Location, OtherSchemesAndMalformedUrlsAreRefusedByName) {
   EXPECT_THAT(refusal("file://otherhost/data"), HasSubstr("otherhost"));
   EXPECT_THAT(refusal("file:relative"), HasSubstr("absolute"));
   EXPECT_THAT(refusal("s3:bucket/key"), HasSubstr("s3://bucket/key"));
-  EXPECT_THAT(refusal("gs:/bucket"), HasSubstr("gs://"));
+  EXPECT_THAT(refusal("gs:/bucket/key"), HasSubstr("did you mean gs://bucket/key?"));
   EXPECT_THAT(refusal("s3://"), HasSubstr("bucket"));
   EXPECT_THAT(refusal("s3:///key"), HasSubstr("bucket"));
   EXPECT_THAT(refusal("gs://bad bucket/x"), HasSubstr("bucket"));
