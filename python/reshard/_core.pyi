@@ -12,7 +12,6 @@ from collections.abc import (
     Sequence
 )
 import os
-import pathlib
 from typing import Annotated, Any, overload
 
 import numpy
@@ -26,7 +25,14 @@ def _register_error_classes(classes: dict[str, type[Exception]]) -> None:
 
 def _error_code_names() -> list[str]:
     """
-    Every error name: the C++ codes' in their enum's order, then the file formats' rules.
+    Every error name: the C++ codes' in their enum's order, then the file formats' rules, then the storage layer's kinds.
+    """
+
+def _parse_location(text: str | os.PathLike, argument: str) -> tuple[str, str, str]:
+    """
+    (scheme, bucket, key) of a path or URL as the library parses it: ('local', '', path),
+    ('s3' or 'gs', BUCKET, KEY); InvalidArgumentError naming `argument` for a scheme reshard
+    does not read.
     """
 
 def _dtype_names() -> list[str]:
@@ -511,13 +517,15 @@ class SafetensorsFile:
     @staticmethod
     def open(path: str | os.PathLike, mode: str = 'mmap') -> SafetensorsFile:
         """
-        Opens and validates `path` ('mmap' maps it, 'pread' reads on demand). Raises the
-        typed format errors of spec/safetensors.md, ReshardIOError when it cannot be read.
+        Opens and validates `path`, a local file or an s3:// or gs:// object ('mmap' maps a local
+        file, 'pread' reads on demand; objects are read by byte ranges). Raises the typed format
+        errors of spec/safetensors.md, ReshardIOError (a StorageError subclass for an object)
+        when it cannot be read.
         """
 
     @property
-    def path(self) -> pathlib.Path:
-        """The file's path."""
+    def path(self) -> str:
+        """The file's path, or its URL (s3://BUCKET/KEY)."""
 
     @property
     def mode(self) -> str:
@@ -555,7 +563,8 @@ class HfFolder:
     @staticmethod
     def open(folder: str | os.PathLike, mode: str = 'mmap') -> HfFolder:
         """
-        Opens every file of `folder` and checks them against the index, if any.
+        Opens every file of `folder` (a local folder, or an s3:// or gs:// prefix) and checks them
+        against the index, if any.
         """
 
     @property
@@ -563,8 +572,8 @@ class HfFolder:
         """'single_file', 'indexed' or 'peft_adapter'."""
 
     @property
-    def folder(self) -> pathlib.Path:
-        """The folder's path."""
+    def folder(self) -> str:
+        """The folder's path, or its URL."""
 
     @property
     def files(self) -> list[SafetensorsFile]:
@@ -593,7 +602,8 @@ def _write_safetensors(path: str | os.PathLike, tensors: Sequence[tuple[str, str
 
 def _inspect(path: str | os.PathLike) -> dict[str, Any]:
     """
-    What a file, folder or checkpoint holds, as `reshard inspect --json` (without hashes).
+    What a file, folder or checkpoint (local, or s3:// and gs://) holds, as `reshard inspect --json`
+    (without hashes).
     """
 
 def _verify(path: str | os.PathLike) -> dict[str, Any]:
@@ -826,6 +836,11 @@ def _restore_checkpoint(path: str | os.PathLike, names: Sequence[str], shardings
     The named tensors laid out by their shardings, and what was read (collective).
     """
 
+def _check_save_path(path: str | os.PathLike, argument: str) -> None:
+    """
+    Raises the error a save to `path` would (a URL refused, a scheme reshard does not write), naming `argument`, before any work is done.
+    """
+
 def _restore_checkpoint_into(path: str | os.PathLike, names: Sequence[str], arrays: Sequence[_ShardedArray], verify_checksums: bool, transport: Transport | None = None) -> RestoreResult:
     """Fills the arrays' shards with the tensors of their names (collective)."""
 
@@ -875,12 +890,12 @@ class ImportResult:
         The configs saved as checkpoint metadata (config.json, adapter_config.json).
         """
 
-def _export_checkpoint(checkpoint: str | os.PathLike, out: str | os.PathLike, map: str, kind: str, dtype: str | None, max_shard_size: int, base: str | os.PathLike | None, gather_to: int | None, replace: bool, hf_config_json: str | None, lora_config_json: str | None, transport: Transport | None = None) -> ExportResult:
+def _export_checkpoint(checkpoint: str | os.PathLike, out: str | os.PathLike, map: str, kind: str, dtype: str | None, max_shard_size: int, base: str | os.PathLike | None, gather_to: int | None, replace: bool, hf_config_json: str | None, lora_config_json: str | None, part_bytes: int, parts_in_flight: int, transport: Transport | None = None) -> ExportResult:
     """
     Exports a framework-layout checkpoint through a tensor map (collective).
     """
 
-def _export_arrays(names: Sequence[str], arrays: Sequence[_ShardedArray], out: str | os.PathLike, map: str, kind: str, dtype: str | None, max_shard_size: int, base: str | os.PathLike | None, gather_to: int | None, replace: bool, hf_config_json: str | None, lora_config_json: str | None, transport: Transport | None = None) -> ExportResult:
+def _export_arrays(names: Sequence[str], arrays: Sequence[_ShardedArray], out: str | os.PathLike, map: str, kind: str, dtype: str | None, max_shard_size: int, base: str | os.PathLike | None, gather_to: int | None, replace: bool, hf_config_json: str | None, lora_config_json: str | None, part_bytes: int, parts_in_flight: int, transport: Transport | None = None) -> ExportResult:
     """Exports sharded arrays through a tensor map (collective)."""
 
 def _import_arrays(hf_dir: str | os.PathLike, map: str, mesh: Mesh, topology: Topology, rules: object | None, best_effort: str | None, strict: bool, dtype: str | None, sizes: Mapping[str, int], base: str | os.PathLike | None, transport: Transport | None = None) -> tuple[list[tuple[str, _ShardedArray]], ImportResult]:

@@ -13,7 +13,8 @@ __all__ = ["inspect", "verify"]
 
 
 def inspect(path: str | os.PathLike) -> dict[str, Any]:
-    """What a .safetensors file, a Hugging Face or PEFT folder, or a reshard checkpoint holds.
+    """What a .safetensors file, a Hugging Face or PEFT folder, or a reshard checkpoint holds: local, or
+    ``s3://BUCKET/KEY`` / ``gs://BUCKET/KEY`` (read by byte ranges: headers only).
 
     A dict as ``reshard inspect --json`` prints it: ``format`` ('safetensors',
     'hf', 'peft' or 'checkpoint'), ``metadata`` (str to str, or None) and
@@ -27,7 +28,7 @@ def inspect(path: str | os.PathLike) -> dict[str, Any]:
 
 def verify(path: str | os.PathLike) -> dict[str, Any]:
     """Checks `path` completely, as ``reshard verify``: every header rule, the index or
-    manifest, every checksum, every tensor's bytes read back.
+    manifest, every checksum, every tensor's bytes read back (from a store too: ``s3://``, ``gs://``).
 
     Returns a summary dict (``format``, ``files``, ``tensors``, ``bytes``); the
     first damage raises its typed error naming the file and tensor

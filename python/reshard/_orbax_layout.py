@@ -11,6 +11,11 @@ is ``manifest.ocdbt`` (the per-process databases ``ocdbt.process_N`` hold the
 data files it points into). A CheckpointManager's step folder holds one such
 folder per item (``default`` for a single item).
 
+A checkpoint may be in an object store (``s3://``, ``gs://``): its folder is
+then a ``_store_paths.StorePath``, which answers the same questions as a
+``pathlib.Path`` by asking the store, and its arrays' specs use TensorStore's
+``s3`` and ``gcs`` kvstore drivers.
+
 Nothing here reads array data: the specs built here are opened by
 reshard.orbax, which reads only the boxes each process needs.
 """
@@ -23,9 +28,12 @@ import os
 import pathlib
 from typing import Any
 
-from ._paths import fspath as _fspath
-from .errors import (IncompleteCheckpointError, InvalidArgumentError, NotOrbaxCheckpointError, ReshardIOError,
-                     UnsupportedDriverError)
+from ._store_paths import StorePath, path_of
+from .errors import (IncompleteCheckpointError, InvalidArgumentError, NotOrbaxCheckpointError, ObjectNotFoundError,
+                     ReshardError, ReshardIOError, UnsupportedDriverError)
+
+# A folder or file: local, or an object store's.
+Place = pathlib.Path | StorePath
 
 TMP_SUFFIX = ".orbax-checkpoint-tmp"
 COMMIT_FILE = "commit_success.txt"
@@ -51,7 +59,7 @@ class Leaf:
 class Item:
     """A committed PyTree item folder and what its _METADATA says."""
 
-    folder: pathlib.Path
+    folder: Place
     use_ocdbt: bool
     use_zarr3: bool
     leaves: tuple[Leaf, ...]
@@ -65,31 +73,39 @@ class Item:
 
     def spec(self, leaf: Leaf) -> dict[str, Any]:
         """The TensorStore spec that opens `leaf` for reading, as Orbax's own read spec builds it."""
-        base = str(self.folder.resolve())
-        if self.use_ocdbt:
-            kvstore: dict[str, Any] = {"driver": "ocdbt", "base": {"driver": "file", "path": base + "/"},
-                                       "path": leaf.name, "cache_pool": "cache_pool#ocdbt"}
+        if isinstance(self.folder, StorePath):
+            base = self.folder.kvstore(folder=True)
         else:
-            kvstore = {"driver": "file", "path": os.path.join(base, leaf.name)}
+            base = {"driver": "file", "path": str(self.folder.resolve()) + "/"}
+        if self.use_ocdbt:
+            kvstore: dict[str, Any] = {"driver": "ocdbt", "base": base, "path": leaf.name,
+                                       "cache_pool": "cache_pool#ocdbt"}
+        else:
+            kvstore = {**base, "path": base["path"] + leaf.name}
         # A missing chunk is damage (Orbax stores chunks equal to the fill value too), not zeros.
         return {"driver": self.driver, "kvstore": kvstore, "recheck_cached_data": False,
                 "recheck_cached_metadata": False, "fill_missing_data_reads": False}
 
 
-def _read_json(path: pathlib.Path, what: str) -> Any:
+def _read_json(path: Place, what: str) -> Any:
     try:
-        size = path.stat().st_size
-        if size > _METADATA_LIMIT:
-            raise NotOrbaxCheckpointError(f"{path}: {size} bytes is too large for Orbax's {what}")
-        text = path.read_bytes().decode("utf-8")
-        return json.loads(text)
+        if isinstance(path, pathlib.Path):
+            size = path.stat().st_size
+            if size > _METADATA_LIMIT:
+                raise NotOrbaxCheckpointError(f"{path}: {size} bytes is too large for Orbax's {what}")
+        data = path.read_bytes()
+        if len(data) > _METADATA_LIMIT:
+            raise NotOrbaxCheckpointError(f"{path}: {len(data)} bytes is too large for Orbax's {what}")
+        return json.loads(data.decode("utf-8"))
+    except ReshardError:
+        raise
     except OSError as e:
         raise ReshardIOError(f"{path}: cannot read Orbax's {what}: {e.strerror or e}") from e
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise NotOrbaxCheckpointError(f"{path}: Orbax's {what} is not JSON ({e})") from e
 
 
-def _check_committed(folder: pathlib.Path, step: pathlib.Path | None) -> None:
+def _check_committed(folder: Place, step: Place | None) -> None:
     for part in (folder, step):
         if part is not None and TMP_SUFFIX in part.name:
             raise IncompleteCheckpointError(
@@ -100,14 +116,16 @@ def _check_committed(folder: pathlib.Path, step: pathlib.Path | None) -> None:
             f"{folder}: no {COMMIT_FILE}, so Orbax never committed this checkpoint (a save that did not finish)")
 
 
-def _items_of(step: pathlib.Path) -> list[str]:
+def _items_of(step: Place) -> list[str]:
+    if isinstance(step, StorePath):  # one listing, not a request per folder
+        return step.folders_holding(METADATA_FILE)
     try:
         return sorted(p.name for p in step.iterdir() if p.is_dir() and (p / METADATA_FILE).is_file())
     except OSError as e:
         raise ReshardIOError(f"{step}: cannot list the folder: {e.strerror or e}") from e
 
 
-def _not_orbax(folder: pathlib.Path) -> NotOrbaxCheckpointError:
+def _not_orbax(folder: Place) -> NotOrbaxCheckpointError:
     try:
         names = sorted(p.name for p in folder.iterdir())
     except OSError:
@@ -124,12 +142,16 @@ def _not_orbax(folder: pathlib.Path) -> NotOrbaxCheckpointError:
     return NotOrbaxCheckpointError(f"{folder} is not an Orbax PyTree checkpoint: it has no {METADATA_FILE}")
 
 
-def locate(path: str | os.PathLike, item: str | None = None) -> pathlib.Path:
-    """The committed item folder of `path` (an item folder, or a step folder with `item`, or its only item)."""
-    folder = pathlib.Path(_fspath(path, "path"))
-    if not folder.is_dir():
+def locate(path: str | os.PathLike, item: str | None = None) -> Place:
+    """The committed item folder of `path` (an item folder, or a step folder with `item`, or its only item):
+    local, or in an object store (``s3://``, ``gs://``)."""
+    folder = path_of(path, "path")
+    has_metadata = item is None and (folder / METADATA_FILE).is_file()
+    if not has_metadata and not folder.is_dir():
+        if isinstance(folder, StorePath):
+            raise ObjectNotFoundError(f"{folder}: no such folder (path): no objects under it")
         raise ReshardIOError(f"{folder}: no such folder (path)")
-    if item is None and (folder / METADATA_FILE).is_file():
+    if has_metadata:
         step = folder.parent if (folder.parent / COMMIT_FILE).is_file() or TMP_SUFFIX in folder.parent.name else None
         _check_committed(folder, step)
         return folder
@@ -148,7 +170,7 @@ def locate(path: str | os.PathLike, item: str | None = None) -> pathlib.Path:
     return folder / chosen
 
 
-def _leaf_of(key: str, entry: Any, where: pathlib.Path) -> Leaf:
+def _leaf_of(key: str, entry: Any, where: Place) -> Leaf:
     if not isinstance(entry, dict) or not isinstance(entry.get("key_metadata"), list):
         raise NotOrbaxCheckpointError(f"{where}: tree entry {key} has no key_metadata list")
     keys = []
@@ -163,7 +185,7 @@ def _leaf_of(key: str, entry: Any, where: pathlib.Path) -> Leaf:
     return Leaf(".".join(keys) or "_", tuple(keys), value_type)
 
 
-def _flag(metadata: dict[str, Any], key: str, where: pathlib.Path) -> bool:
+def _flag(metadata: dict[str, Any], key: str, where: Place) -> bool:
     value = metadata.get(key, False)
     if not isinstance(value, bool):
         raise UnsupportedDriverError(f"{where}: {key} is {value!r}; reshard reads zarr or zarr3 arrays, "
@@ -171,7 +193,7 @@ def _flag(metadata: dict[str, Any], key: str, where: pathlib.Path) -> bool:
     return value
 
 
-def read_item(folder: pathlib.Path) -> Item:
+def read_item(folder: Place) -> Item:
     """The Item of a committed item folder, from its _METADATA."""
     where = folder / METADATA_FILE
     metadata = _read_json(where, "tree metadata")

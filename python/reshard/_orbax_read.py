@@ -13,17 +13,20 @@ import tensorstore as ts
 from . import _core
 from . import _orbax_layout as _layout
 from ._dtypes import dtype_name
+from ._store_paths import StorePath, store_error
 from .array import ShardedArray
 from .errors import (FormatError, InvalidArgumentError, MissingTensorError, ReshardError, ReshardIOError,
                      UnsupportedDriverError, UnsupportedDtypeError, UnsupportedError)
 
-_BYTES_READ = "/tensorstore/kvstore/file/bytes_read"
+# The bytes TensorStore's drivers read from files and objects (not OCDBT's, which reads through them).
+_BYTES_READ = tuple(f"/tensorstore/kvstore/{driver}/bytes_read" for driver in ("file", "s3", "gcs"))
 
 
 @dataclasses.dataclass(frozen=True)
 class RestoreResult:
-    """What one process's restore read: `bytes_read` from files (as TensorStore counts them, data and
-    metadata), `boxes` read and `bytes_needed` (the elements its devices hold, each distinct box once)."""
+    """What one process's restore read: `bytes_read` from files or objects (as TensorStore counts them,
+    data and metadata), `boxes` read and `bytes_needed` (the elements its devices hold, each distinct box
+    once)."""
 
     tensors: int
     boxes: int
@@ -32,10 +35,11 @@ class RestoreResult:
 
 
 def _file_bytes_read() -> int:
-    for metric in ts.experimental_collect_matching_metrics(_BYTES_READ):
-        if metric["name"] == _BYTES_READ:
-            return int(sum(v.get("value", 0) for v in metric["values"]))
-    return 0
+    total = 0
+    for metric in ts.experimental_collect_matching_metrics("/tensorstore/kvstore/"):
+        if metric["name"] in _BYTES_READ:
+            total += int(sum(v.get("value", 0) for v in metric["values"]))
+    return total
 
 
 def context() -> ts.Context:
@@ -45,8 +49,14 @@ def context() -> ts.Context:
                        "cache_pool#ocdbt": {"total_bytes_limit": 100_000_000}})
 
 
-def _error(name: str, e: Exception) -> Exception:
+_STORE_FAILURES = ("PERMISSION_DENIED", "UNAUTHENTICATED", "UNAVAILABLE", "DEADLINE_EXCEEDED")
+
+
+def _error(name: str, e: Exception, in_store: bool = False) -> Exception:
     text = str(e)
+    if in_store and (text.startswith(_STORE_FAILURES) or "NOT_FOUND" in text or "http_response_code" in text):
+        # Typed as the store failed (ObjectNotFoundError, AccessDeniedError, ...), its response body left out.
+        return store_error(f"tensor {name!r}", e)
     if "NOT_FOUND" in text:
         return ReshardIOError(f"tensor {name!r}: its array data is missing: {text}")
     return FormatError(f"tensor {name!r}: TensorStore cannot read it: {text}")
@@ -80,7 +90,8 @@ def open_arrays(item: _layout.Item, leaves: Sequence[_layout.Leaf], context: ts.
         try:
             stores.append(future.result())
         except ValueError as e:
-            raise _error(leaf.name, e) from e
+            in_store = isinstance(item.folder, StorePath)  # a store's text may echo signing details: not chained
+            raise _error(leaf.name, e, in_store) from (None if in_store else e)
     return stores
 
 
@@ -157,7 +168,8 @@ def read(item: _layout.Item, names: Sequence[str], shardings: Any, topology: _co
         except ValueError as e:
             failed = failed or (name, e)
     if failed:
-        raise _error(*failed) from failed[1]
+        in_store = isinstance(item.folder, StorePath)
+        raise _error(*failed, in_store) from (None if in_store else failed[1])
     for source, target in repeats:
         target[...] = source
     return arrays, RestoreResult(len(names), boxes, needed, _file_bytes_read() - before)

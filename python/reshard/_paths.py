@@ -1,4 +1,13 @@
-"""Paths given to reshard's functions: a str or os.PathLike, checked by argument name."""
+"""Paths given to reshard's functions: a str or os.PathLike, checked by argument name.
+
+A path reaches the C++ library as its text, which the library parses
+(storage::Location::parse): a local path, or an ``s3://BUCKET/KEY`` or
+``gs://BUCKET/KEY`` URL. Never through ``pathlib``, which folds "s3://b/k"
+into "s3:/b/k" (refused by the library, which names the argument and asks
+whether "s3://b/k" was meant). Another scheme (``hf://``, ``http://``) is an
+InvalidArgumentError naming the argument; a URL given to an operation that
+reads or writes local paths only so far is an UnsupportedError saying so.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +18,8 @@ from .errors import ArgumentTypeError
 
 
 def fspath(value: Any, argument: str) -> str:
-    """`value` as os.fspath gives it; anything that is not a path is an ArgumentTypeError naming `argument`."""
+    """`value` as os.fspath gives it (a URL's text unchanged); anything that is not a path is an
+    ArgumentTypeError naming `argument`."""
     if isinstance(value, (str, os.PathLike)):
         path = os.fspath(value)
         if isinstance(path, str):

@@ -115,6 +115,45 @@ class ReshardIOError(ReshardError, OSError):
     code = "io"
 
 
+class StorageError(ReshardIOError):
+    """An object store (``s3://``, ``gs://``) refused or failed a request; each subclass says how.
+
+    The message names the object or bucket and, for a refusal, where the
+    credentials came from, never a key, token or signature. No code of its own:
+    catch it for any store failure.
+    """
+
+
+class ObjectNotFoundError(StorageError, FileNotFoundError):
+    """No object at the key asked for (also a ``FileNotFoundError``, as a missing local file is)."""
+
+    code = "object_not_found"
+
+
+class BucketNotFoundError(StorageError, FileNotFoundError):
+    """The bucket does not exist (also a ``FileNotFoundError``)."""
+
+    code = "bucket_not_found"
+
+
+class AccessDeniedError(StorageError, PermissionError):
+    """The store refused the credentials (HTTP 401/403); also a ``PermissionError``."""
+
+    code = "access_denied"
+
+
+class StoreUnreachableError(StorageError, ConnectionError):
+    """The store's endpoint did not answer, or kept failing past the retries (also a ``ConnectionError``)."""
+
+    code = "store_unreachable"
+
+
+class StoreError(StorageError):
+    """Any other refusal of the store: the message has the HTTP status and the store's own error code."""
+
+    code = "store_error"
+
+
 class FormatError(ReshardError, ValueError):
     """A file's contents are not what reshard can take (each subclass says how)."""
 

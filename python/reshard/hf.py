@@ -1,4 +1,5 @@
-"""Hugging Face folders: a model's ``model.safetensors``, or its index and files, or a PEFT adapter.
+"""Hugging Face folders: a model's ``model.safetensors``, or its index and files, or a PEFT adapter;
+local, or a prefix in an object store (``s3://BUCKET/KEY``, ``gs://BUCKET/KEY``, read by byte ranges).
 
 Every file and the index are validated together when the folder is opened.
 Tensors are read as in reshard.safetensors: read-only views of the files' maps

@@ -448,7 +448,9 @@ def export(tree: Any, out: str | os.PathLike, tensor_map: str, *, kind: Literal[
     ``{"transformer": {"norm": {"weight": x}}}`` is ``transformer.norm.weight``
     for the map. `kind` is "model", "adapter" or "merged"; `options` are
     ``reshard.export``'s (max_shard_size, base, gather_to, replace, hf_config,
-    lora_config). Every process writes what its devices hold. Collective over `transport`.
+    lora_config, part_size, parts_in_flight). Every process writes what its devices hold,
+    to a local folder or to ``s3://`` / ``gs://`` (each process uploading the parts it
+    holds). Collective over `transport`.
     """
     return _pipelines.export(_sharded_leaves(tree, transport), out, tensor_map, kind=kind, dtype=dtype,
                              transport=transport, **options)

@@ -17,7 +17,12 @@ them (keys joined by dots: ``params.layers.0.w``), so the tensor maps of
 ``reshard.export`` (``levanter-llama``) apply.
 
 `path` is an item folder (the one holding ``_METADATA``), or a step folder
-with one item (``default``) or with `item` naming one. A folder that is not
+with one item (``default``) or with `item` naming one: local, or
+``s3://BUCKET/KEY`` or ``gs://BUCKET/KEY`` (read through TensorStore's s3
+and gcs drivers, with credentials and endpoints from the environment as the
+stores' tools read them: ``AWS_*``; Application Default Credentials and
+``STORAGE_EMULATOR_HOST``). A store's refusal is a ``StorageError``
+subclass (``AccessDeniedError``, ``ObjectNotFoundError``, ...). A folder that is not
 Orbax's is a NotOrbaxCheckpointError, a save that never committed an
 IncompleteCheckpointError, a dtype or array format reshard lacks an
 UnsupportedDtypeError / UnsupportedDriverError, a name the tree lacks a
@@ -37,7 +42,7 @@ except ImportError as e:  # pragma: no cover - exercised only without tensorstor
     raise ImportError("reshard.orbax needs tensorstore (pip install tensorstore); the rest of reshard works "
                       "without it") from e
 
-from . import _agree, _core
+from . import _agree, _core, _paths, _store_paths
 from . import _orbax_layout as _layout
 from . import _orbax_read as _read
 from . import _orbax_targets as _targets
@@ -213,13 +218,15 @@ def export(path: str | os.PathLike, out: str | os.PathLike, tensor_map: str, *, 
            **options: Any) -> _pipelines.ExportResult:
     """Exports the Orbax checkpoint at `path` to Hugging Face files through the tensor map `tensor_map`,
     as ``reshard.jax.export`` does a pytree: `kind` "model", "adapter" or "merged"; `options` are
-    ``reshard.export``'s (max_shard_size, base, gather_to, replace, hf_config, lora_config).
+    ``reshard.export``'s (max_shard_size, base, gather_to, replace, hf_config, lora_config, part_size,
+    parts_in_flight). `out` may be in a store too (``s3://``, ``gs://``).
 
     Collective over `transport`: every process reads its share of the
     checkpoint (by default each array split over the processes, see
     ``restore`` for `mesh`, `rules` and `best_effort`) and writes what it
     holds; nothing is gathered.
     """
+    _store_paths.parse(out, "out")  # a scheme reshard does not write, refused before anything is read
     # The reading is each process's own: agree on it, so that one process's failed read
     # fails every process at once instead of leaving them in the export until the timeout.
     arrays = _agree.agreed(transport, lambda: _spread(path, transport, mesh, rules, best_effort, topology, item))
@@ -232,6 +239,7 @@ def convert(path: str | os.PathLike, out: str | os.PathLike, *, transport: _core
             metadata: Mapping[str, str] | None = None, replace: bool = False) -> _checkpoint.SaveResult:
     """Saves the Orbax checkpoint at `path` as the reshard checkpoint `out` (``reshard.restore_checkpoint``
     then restores it onto any layout). Laid out as ``export`` lays it; collective over `transport`."""
+    _core._check_save_path(_paths.fspath(out, "out"), "out")  # before anything is read
     arrays = _agree.agreed(transport, lambda: _spread(path, transport, mesh, rules, best_effort, topology, item))
     return _checkpoint.save(arrays, out, metadata=metadata, replace=replace, transport=transport)
 

@@ -150,6 +150,8 @@ def export(
     hf_config: str | Mapping[str, Any] | None = None,
     lora_config: str | Mapping[str, Any] | None = None,
     transport: _core.Transport | None = None,
+    part_size: int | str | None = None,
+    parts_in_flight: int = 4,
 ) -> ExportResult:
     """Exports a model in a training framework's layout to Hugging Face files, as ``reshard export``.
 
@@ -167,13 +169,29 @@ def export(
     any config.json warns (MissingConfigWarning): transformers cannot load it
     without one. ``"adapter"`` and ``"merged"`` need `lora_config` (r, lora_alpha)
     or a checkpoint that holds it.
+
+    `out` may be ``s3://BUCKET/PREFIX`` or ``gs://BUCKET/PREFIX`` (credentials
+    and endpoints from the environment, as the stores' own tools read them:
+    ``AWS_*``, ``GOOGLE_APPLICATION_CREDENTIALS``, ``STORAGE_EMULATOR_HOST``).
+    Each weight file is then one multipart upload that every process fills
+    with the parts it produced, of `part_size` bytes (an int or a size such as
+    "64MiB"; None: the store's default, 64 MiB; S3 takes 5 MiB to 5 GiB), at
+    most `parts_in_flight` at once per process (its memory is about that many
+    parts). A failed export aborts its uploads; a store's refusal is a
+    ``reshard.errors.StorageError`` subclass (AccessDeniedError, ...).
     """
     from .array import ShardedArray
 
     hf_text, lora_text = _config_text(hf_config, "hf_config"), _config_text(lora_config, "lora_config")
+    part_bytes = 0 if part_size is None else _byte_size(part_size, "part_size")
+    if isinstance(parts_in_flight, bool) or not isinstance(parts_in_flight, int):
+        raise ArgumentTypeError(f"parts_in_flight: a count as an int, not {parts_in_flight!r}")
+    if not 1 <= parts_in_flight < 2**32:
+        raise InvalidArgumentError(f"parts_in_flight: {parts_in_flight} is not a count of parts (1 or more)")
     args = (_fspath(out, "out"), tensor_map, kind, None if dtype is None else dtype_name(dtype),
             _byte_size(max_shard_size, "max_shard_size"),
-            None if base is None else _fspath(base, "base"), gather_to, replace, hf_text, lora_text, transport)
+            None if base is None else _fspath(base, "base"), gather_to, replace, hf_text, lora_text, part_bytes,
+            parts_in_flight, transport)
     try:
         if isinstance(source, Mapping):
             for name, array in source.items():
@@ -188,17 +206,31 @@ def export(
             where = "" if isinstance(source, Mapping) else f" (and {_fspath(source, 'source')} holds none in its metadata)"
             raise InvalidArgumentError(f"kind={kind!r} needs the LoRA config (r, lora_alpha): pass lora_config=, "
                                        f"adapter_config.json as a dict or its text{where}") from None
+        # The store's limits on part sizes, said of the argument that chose one.
+        if part_size is not None and "a part size of" in str(e):
+            raise InvalidArgumentError(f"part_size={part_size!r}: {e}") from None
         raise
     if kind != "adapter" and hf_config is None:
-        _warn_without_config(_fspath(out, "out"))
+        _warn_without_config(_fspath(out, "out"), source)
     return result
 
 
-def _warn_without_config(out: str) -> None:
+def _warn_without_config(out: str, source: Any) -> None:
+    if _core._parse_location(out, "out")[0] != "local":
+        # A store's folder is not looked into: config.json came from the checkpoint's metadata, or from nowhere.
+        if isinstance(source, Mapping) or not (_core._inspect(_fspath(source, "source"))["metadata"] or {}).get(
+                _HF_CONFIG_METADATA_KEY):
+            warnings.warn(f"{out}: no config.json written (pass hf_config=, config.json as a dict or its text): "
+                          "transformers cannot load the folder without one", MissingConfigWarning, stacklevel=3)
+        return
     # Only where the folder is seen: with gather_to, the other processes have none to look at.
     if os.path.isdir(out) and not os.path.exists(os.path.join(out, "config.json")):
         warnings.warn(f"{out}: no config.json written (pass hf_config=, config.json as a dict or its text): "
                       "transformers cannot load the folder without one", MissingConfigWarning, stacklevel=3)
+
+
+# Where a checkpoint keeps the config.json an export writes (kHfConfigMetadataKey in export_model.h).
+_HF_CONFIG_METADATA_KEY = "reshard.hf_config"
 
 
 def _import_args(mesh: _core.Mesh, topology: _core.Topology | None, rules: Any, best_effort: str | None, strict: bool,

@@ -29,6 +29,8 @@ class SafeOpen:
     In ``mmap`` mode ``get_tensor`` returns a read-only numpy view of the
     mapping (no copy; the mapping lives while any view does). In ``pread``
     mode, or with ``copy=True``, it returns a fresh array read from the file.
+    `path` may be an object, ``s3://BUCKET/KEY`` or ``gs://BUCKET/KEY``: it is
+    read by byte ranges (``mode`` is then ``pread``, whatever was asked).
     """
 
     def __init__(self, path: str | os.PathLike, mode: str = "mmap") -> None:
@@ -49,7 +51,7 @@ class SafeOpen:
 
     @property
     def path(self) -> str:
-        """The file's path."""
+        """The file's path, or its URL."""
         return str(self._file.path)
 
     @property

@@ -19,6 +19,8 @@ namespace reshard::python {
 namespace nb = nanobind;
 
 void bind_errors(nb::module_& m);
+// _parse_location (places.cpp): paths and URLs as the library parses them.
+void bind_places(nb::module_& m);
 void bind_layout(nb::module_& m);
 // The layout layer's parts, which bind_layout calls in dependency order.
 void bind_dtypes(nb::module_& m);

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "places.h"
 #include "reshard/pipelines/checkpoint_restore.h"
 #include "reshard/pipelines/checkpoint_save.h"
 #include "transport_scope.h"
@@ -26,6 +28,9 @@ namespace reshard::python {
 namespace {
 
 using MetadataItems = std::vector<std::pair<std::string, std::string>>;
+
+constexpr const char* kSaveLocalOnly = "reshard checkpoints are saved to local folders only so far";
+constexpr const char* kRestoreLocalOnly = "reshard checkpoints are read from local folders only so far";
 
 std::vector<NamedArray> named_arrays(const std::vector<std::string>& names, const std::vector<ShardedArray>& arrays) {
   if (names.size() != arrays.size()) {
@@ -54,10 +59,11 @@ SaveOptions save_options(std::optional<MetadataItems> metadata, bool replace, ui
 SaveResult save(const std::filesystem::path& path, const std::vector<std::string>& names,
                const std::vector<ShardedArray>& arrays, std::optional<MetadataItems> metadata, bool replace,
                Transport* transport) {
+  const Place where(path, "path", kSaveLocalOnly);
   const std::vector<NamedArray> named = named_arrays(names, arrays);
   const SaveOptions options = save_options(std::move(metadata), replace, SaveOptions{}.staging_bytes);
   return with_transport(transport, topology_of(named),
-                        [&](Transport& t) { return save_checkpoint(named, path, t, options); });
+                        [&](Transport& t) { return save_checkpoint(named, where, t, options); });
 }
 
 // An asynchronous save as Python holds it: the handle, and the one-process
@@ -75,7 +81,7 @@ class PendingSave {
     handle_ = SaveHandle();
   }
 
-  static std::unique_ptr<PendingSave> start(const std::filesystem::path& path, const std::vector<NamedArray>& named,
+  static std::unique_ptr<PendingSave> start(const Place& where, const std::vector<NamedArray>& named,
                                             const SaveOptions& options, Transport* transport) {
     auto pending = std::make_unique<PendingSave>();
     const Topology topology = topology_of(named);
@@ -87,7 +93,7 @@ class PendingSave {
       check_transport_fits(*transport, topology);
     }
     nb::gil_scoped_release release;
-    pending->handle_ = save_checkpoint_async(named, path, *transport, options);
+    pending->handle_ = save_checkpoint_async(named, where, *transport, options);
     return pending;
   }
 
@@ -108,8 +114,9 @@ class PendingSave {
 std::unique_ptr<PendingSave> save_async(const std::filesystem::path& path, const std::vector<std::string>& names,
                                         const std::vector<ShardedArray>& arrays, std::optional<MetadataItems> metadata,
                                         bool replace, uint64_t staging_bytes, Transport* transport) {
+  const Place where(path, "path", kSaveLocalOnly);
   const std::vector<NamedArray> named = named_arrays(names, arrays);
-  return PendingSave::start(path, named, save_options(std::move(metadata), replace, staging_bytes), transport);
+  return PendingSave::start(where, named, save_options(std::move(metadata), replace, staging_bytes), transport);
 }
 
 std::pair<std::vector<ShardedArray>, RestoreResult> restore(const std::filesystem::path& path,
@@ -117,6 +124,7 @@ std::pair<std::vector<ShardedArray>, RestoreResult> restore(const std::filesyste
                                                            const std::vector<NamedSharding>& shardings,
                                                            const Topology& topology, bool verify_checksums,
                                                            Transport* transport) {
+  const Place where(path, "path", kRestoreLocalOnly);
   if (names.size() != shardings.size()) {
     throw Error(ErrorCode::kInvalidArgument, std::to_string(names.size()) + " names for " +
                                                  std::to_string(shardings.size()) + " shardings");
@@ -126,7 +134,7 @@ std::pair<std::vector<ShardedArray>, RestoreResult> restore(const std::filesyste
   for (size_t i = 0; i < names.size(); ++i) targets.push_back(RestoreTarget{names[i], shardings[i], topology});
   const RestoreOptions options{.verify_checksums = verify_checksums};
   RestoreResult result =
-      with_transport(transport, topology, [&](Transport& t) { return restore_checkpoint(path, targets, t, options); });
+      with_transport(transport, topology, [&](Transport& t) { return restore_checkpoint(where, targets, t, options); });
   std::vector<ShardedArray> arrays;
   arrays.reserve(result.arrays.size());
   for (NamedArray& named : result.arrays) arrays.push_back(std::move(named.array));
@@ -136,11 +144,24 @@ std::pair<std::vector<ShardedArray>, RestoreResult> restore(const std::filesyste
 
 RestoreResult restore_into(const std::filesystem::path& path, const std::vector<std::string>& names,
                           const std::vector<ShardedArray>& arrays, bool verify_checksums, Transport* transport) {
+  const Place where(path, "path", kRestoreLocalOnly);
   std::vector<NamedArray> named = named_arrays(names, arrays);  // copies share the arrays' buffers
   for (const NamedArray& array : named) array.array.check_writable();
   const RestoreOptions options{.verify_checksums = verify_checksums};
   return with_transport(transport, topology_of(named),
-                        [&](Transport& t) { return restore_checkpoint_into(path, named, t, options); });
+                        [&](Transport& t) { return restore_checkpoint_into(where, named, t, options); });
+}
+
+// The type save_checkpoint takes its folder as: storage::Location once checkpoints
+// are saved to stores, std::filesystem::path while only to local folders.
+template <typename R, typename Arrays, typename Path, typename... Rest>
+std::remove_cvref_t<Path> save_path_type(R (*)(Arrays, Path, Rest...));
+using SavePath = decltype(save_path_type(&save_checkpoint));
+
+// Refuses, before anything is read, a place save_checkpoint cannot write.
+void check_save_path(const std::filesystem::path& path, const std::string& argument) {
+  const Place where(path, argument.c_str(), kSaveLocalOnly);
+  [[maybe_unused]] const SavePath checked = where;
 }
 
 void bind_stats(nb::module_& m) {
@@ -181,6 +202,9 @@ void bind_checkpoint(nb::module_& m) {
   m.def("_restore_checkpoint", &restore, nb::arg("path"), nb::arg("names"), nb::arg("shardings"),
         nb::arg("topology"), nb::arg("verify_checksums"), nb::arg("transport").none() = nb::none(),
         "The named tensors laid out by their shardings, and what was read (collective).");
+  m.def("_check_save_path", &check_save_path, nb::arg("path"), nb::arg("argument"),
+        "Raises the error a save to `path` would (a URL refused, a scheme reshard does not write), naming "
+        "`argument`, before any work is done.");
   m.def("_restore_checkpoint_into", &restore_into, nb::arg("path"), nb::arg("names"), nb::arg("arrays"),
         nb::arg("verify_checksums"), nb::arg("transport").none() = nb::none(),
         "Fills the arrays' shards with the tensors of their names (collective).");

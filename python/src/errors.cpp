@@ -9,15 +9,18 @@
 #include "bindings.h"
 #include "reshard/formats/file_rules.h"
 #include "reshard/layout/error.h"
+#include "reshard/storage/storage_error.h"
 
 namespace reshard::python {
 namespace {
 
-// Every name an Error can carry: each generic code's, then each file rule's.
+// Every name an Error can carry: each generic code's, then each file rule's,
+// then each of the storage layer's kinds.
 std::vector<std::string_view> error_names() {
   std::vector<std::string_view> names;
   for (size_t i = 0; i < kErrorCodeCount; ++i) names.push_back(error_code_name(static_cast<ErrorCode>(i)));
   for (const ErrorKind& rule : file_rule::kAll) names.push_back(rule.name);
+  for (const ErrorKind& kind : storage::kAll) names.push_back(kind.name);
   return names;
 }
 
@@ -63,7 +66,8 @@ void bind_errors(nb::module_& m) {
         nb::sig("def _register_error_classes(classes: dict[str, type[Exception]]) -> None"),
         "Installs the Python class raised for each error name (done by reshard.errors).");
   m.def("_error_code_names", &error_code_names, nb::sig("def _error_code_names() -> list[str]"),
-        "Every error name: the C++ codes' in their enum's order, then the file formats' rules.");
+        "Every error name: the C++ codes' in their enum's order, then the file formats' rules, then the "
+        "storage layer's kinds.");
 }
 
 }  // namespace reshard::python

@@ -19,6 +19,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "places.h"
 #include "reshard/pipelines/export_model.h"
 #include "reshard/pipelines/import_model.h"
 #include "transport_scope.h"
@@ -33,63 +34,84 @@ ExportKind export_kind(const std::string& kind) {
   throw Error(ErrorCode::kInvalidArgument, "unknown export kind '" + kind + "' (expected 'model', 'adapter' or 'merged')");
 }
 
+constexpr const char* kCheckpointLocalOnly = "reshard checkpoints are read from local folders only so far";
+constexpr const char* kBaseLocalOnly = "the base model is read from a local folder only so far";
+constexpr const char* kImportLocalOnly = "import reads local folders only so far";
+constexpr const char* kImportSaveLocalOnly = "reshard checkpoints are saved to local folders only so far";
+
 // A map given by preset name, file path or JSON text ('{' first).
 TensorMap tensor_map_from(const std::string& map) {
   if (!map.empty() && map.front() == '{') return parse_tensor_map(map, "map");
   return load_tensor_map(map);
 }
 
+// How the output is uploaded when it is in an object store.
+struct PartOptions {
+  uint64_t part_bytes = 0;
+  uint32_t parts_in_flight = 4;
+};
+
 ExportOptions export_options(const std::string& kind, const std::optional<std::string>& dtype, uint64_t max_shard_size,
-                             std::optional<std::filesystem::path> base, std::optional<int> gather_to, bool replace,
-                             std::optional<std::string> hf_config_json, const std::optional<std::string>& lora_config_json) {
+                             const std::optional<Place>& base, std::optional<int> gather_to, bool replace,
+                             std::optional<std::string> hf_config_json, const std::optional<std::string>& lora_config_json,
+                             PartOptions parts) {
   ExportOptions options;
   options.kind = export_kind(kind);
   if (dtype) options.dtype = dtype_from_string(*dtype);
   options.max_shard_size = max_shard_size;
-  options.base = std::move(base);
+  options.base = place_field<decltype(options.base)::value_type>(base);
   options.gather_to = gather_to;
   options.replace = replace;
   options.hf_config_json = std::move(hf_config_json);
   if (lora_config_json) options.lora_config = parse_lora_config(*lora_config_json, "lora_config");
+  options.part_bytes = parts.part_bytes;
+  options.parts_in_flight = parts.parts_in_flight;
   return options;
 }
 
 ExportResult export_from_checkpoint(const std::filesystem::path& checkpoint, const std::filesystem::path& out,
                                     const std::string& map, const std::string& kind,
                                     const std::optional<std::string>& dtype, uint64_t max_shard_size,
-                                    std::optional<std::filesystem::path> base, std::optional<int> gather_to,
+                                    const std::optional<std::filesystem::path>& base, std::optional<int> gather_to,
                                     bool replace, std::optional<std::string> hf_config_json,
-                                    const std::optional<std::string>& lora_config_json, Transport* transport) {
+                                    const std::optional<std::string>& lora_config_json, uint64_t part_bytes,
+                                    uint32_t parts_in_flight, Transport* transport) {
+  const Place source(checkpoint, "source", kCheckpointLocalOnly);
+  const Place where(out, "out", "exports are written to local folders only so far");
   const TensorMap tensor_map = tensor_map_from(map);
-  const ExportOptions options = export_options(kind, dtype, max_shard_size, std::move(base), gather_to, replace,
-                                               std::move(hf_config_json), lora_config_json);
+  const ExportOptions options =
+      export_options(kind, dtype, max_shard_size, optional_place(base, "base", kBaseLocalOnly), gather_to, replace,
+                     std::move(hf_config_json), lora_config_json, {part_bytes, parts_in_flight});
   return run_collective(transport,
-                        [&](Transport& t) { return export_checkpoint(checkpoint, out, tensor_map, t, options); });
+                        [&](Transport& t) { return export_checkpoint(source, where, tensor_map, t, options); });
 }
 
 ExportResult export_from_arrays(const std::vector<std::string>& names, const std::vector<ShardedArray>& arrays,
                                 const std::filesystem::path& out, const std::string& map, const std::string& kind,
                                 const std::optional<std::string>& dtype, uint64_t max_shard_size,
-                                std::optional<std::filesystem::path> base, std::optional<int> gather_to, bool replace,
-                                std::optional<std::string> hf_config_json,
-                                const std::optional<std::string>& lora_config_json, Transport* transport) {
+                                const std::optional<std::filesystem::path>& base, std::optional<int> gather_to,
+                                bool replace, std::optional<std::string> hf_config_json,
+                                const std::optional<std::string>& lora_config_json, uint64_t part_bytes,
+                                uint32_t parts_in_flight, Transport* transport) {
+  const Place where(out, "out", "exports are written to local folders only so far");
   if (names.size() != arrays.size()) throw Error(ErrorCode::kInvalidArgument, "as many names as arrays");
   std::vector<NamedArray> named;
   for (size_t i = 0; i < arrays.size(); ++i) named.push_back(NamedArray{names[i], arrays[i]});
   const TensorMap tensor_map = tensor_map_from(map);
-  const ExportOptions options = export_options(kind, dtype, max_shard_size, std::move(base), gather_to, replace,
-                                               std::move(hf_config_json), lora_config_json);
+  const ExportOptions options =
+      export_options(kind, dtype, max_shard_size, optional_place(base, "base", kBaseLocalOnly), gather_to, replace,
+                     std::move(hf_config_json), lora_config_json, {part_bytes, parts_in_flight});
   const Topology topology = arrays.empty() ? Topology::uniform(1, 1) : arrays.front().topology();
   return with_transport(transport, topology,
-                        [&](Transport& t) { return export_arrays(named, out, tensor_map, t, options); });
+                        [&](Transport& t) { return export_arrays(named, where, tensor_map, t, options); });
 }
 
 ImportOptions import_options(const std::optional<std::string>& dtype, AxisSizes sizes,
-                             std::optional<std::filesystem::path> base, bool replace) {
+                             const std::optional<std::filesystem::path>& base, bool replace) {
   ImportOptions options;
   if (dtype) options.dtype = dtype_from_string(*dtype);
   options.sizes = std::move(sizes);
-  options.base = std::move(base);
+  options.base = place_field<decltype(options.base)::value_type>(optional_place(base, "base", kBaseLocalOnly));
   options.replace = replace;
   return options;
 }
@@ -119,22 +141,25 @@ void bind_export_import(nb::module_& m) {
   m.def("_export_checkpoint", &export_from_checkpoint, nb::arg("checkpoint"), nb::arg("out"), nb::arg("map"),
         nb::arg("kind"), nb::arg("dtype").none(), nb::arg("max_shard_size"), nb::arg("base").none(),
         nb::arg("gather_to").none(), nb::arg("replace"), nb::arg("hf_config_json").none(),
-        nb::arg("lora_config_json").none(), nb::arg("transport").none() = nb::none(),
+        nb::arg("lora_config_json").none(), nb::arg("part_bytes"), nb::arg("parts_in_flight"),
+        nb::arg("transport").none() = nb::none(),
         "Exports a framework-layout checkpoint through a tensor map (collective).");
   m.def("_export_arrays", &export_from_arrays, nb::arg("names"), nb::arg("arrays"), nb::arg("out"), nb::arg("map"),
         nb::arg("kind"), nb::arg("dtype").none(), nb::arg("max_shard_size"), nb::arg("base").none(),
         nb::arg("gather_to").none(), nb::arg("replace"), nb::arg("hf_config_json").none(),
-        nb::arg("lora_config_json").none(), nb::arg("transport").none() = nb::none(),
+        nb::arg("lora_config_json").none(), nb::arg("part_bytes"), nb::arg("parts_in_flight"),
+        nb::arg("transport").none() = nb::none(),
         "Exports sharded arrays through a tensor map (collective).");
   m.def("_import_arrays", [](const std::filesystem::path& hf_dir, const std::string& map, const Mesh& mesh,
                              const Topology& topology, nb::handle rules, std::optional<std::string> best_effort,
                              bool strict, const std::optional<std::string>& dtype, AxisSizes sizes,
-                             std::optional<std::filesystem::path> base, Transport* transport) {
+                             const std::optional<std::filesystem::path>& base, Transport* transport) {
+    const Place source(hf_dir, "hf_dir", kImportLocalOnly);
     const TensorMap tensor_map = tensor_map_from(map);
     const CheckpointLayout layout{mesh, topology, rules_from_python(rules), std::move(best_effort), strict};
-    const ImportOptions options = import_options(dtype, std::move(sizes), std::move(base), true);
+    const ImportOptions options = import_options(dtype, std::move(sizes), base, true);
     ImportResult result = with_transport(
-        transport, topology, [&](Transport& t) { return import_arrays(hf_dir, tensor_map, layout, t, options); });
+        transport, topology, [&](Transport& t) { return import_arrays(source, tensor_map, layout, t, options); });
     std::vector<std::pair<std::string, ShardedArray>> out;
     for (NamedArray& a : result.arrays) out.emplace_back(std::move(a.name), std::move(a.array));
     result.arrays.clear();  // Python gets them as pairs; the result keeps the counts
@@ -147,12 +172,14 @@ void bind_export_import(nb::module_& m) {
                                  const std::string& map, const Mesh& mesh, const Topology& topology, nb::handle rules,
                                  std::optional<std::string> best_effort, bool strict,
                                  const std::optional<std::string>& dtype, AxisSizes sizes,
-                                 std::optional<std::filesystem::path> base, bool replace, Transport* transport) {
+                                 const std::optional<std::filesystem::path>& base, bool replace, Transport* transport) {
+    const Place source(hf_dir, "hf_dir", kImportLocalOnly);
+    const Place where(checkpoint, "checkpoint", kImportSaveLocalOnly);
     const TensorMap tensor_map = tensor_map_from(map);
     const CheckpointLayout layout{mesh, topology, rules_from_python(rules), std::move(best_effort), strict};
-    const ImportOptions options = import_options(dtype, std::move(sizes), std::move(base), replace);
+    const ImportOptions options = import_options(dtype, std::move(sizes), base, replace);
     return with_transport(transport, topology, [&](Transport& t) {
-      return import_checkpoint(hf_dir, checkpoint, tensor_map, layout, t, options);
+      return import_checkpoint(source, where, tensor_map, layout, t, options);
     });
   }, nb::arg("hf_dir"), nb::arg("checkpoint"), nb::arg("map"), nb::arg("mesh"), nb::arg("topology"),
         nb::arg("rules").none(), nb::arg("best_effort").none(), nb::arg("strict"), nb::arg("dtype").none(),

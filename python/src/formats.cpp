@@ -16,6 +16,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "places.h"
 #include "reshard/formats/safetensors_reader.h"
 #include "reshard/formats/safetensors_writer.h"
 #include "reshard/layout/dtype.h"
@@ -71,6 +72,7 @@ using TensorEntry = std::tuple<std::string, std::string, nb::object, ReadOnlyByt
 
 void write_file(const std::filesystem::path& path, const std::vector<TensorEntry>& tensors,
                 std::optional<std::vector<std::pair<std::string, std::string>>> metadata) {
+  const Place where(path, "filename", "save_file writes local files only so far");
   std::vector<st::TensorData> data;
   data.reserve(tensors.size());
   for (const auto& [name, dtype, shape, bytes] : tensors) {
@@ -78,7 +80,7 @@ void write_file(const std::filesystem::path& path, const std::vector<TensorEntry
                     {reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()}});
   }
   nb::gil_scoped_release release;
-  st::write_file(path, data, std::move(metadata));
+  st::write_file(where, data, std::move(metadata));
 }
 
 void bind_tensor_info(nb::module_& m) {
@@ -106,13 +108,17 @@ void bind_formats(nb::module_& m) {
                        "An open safetensors file whose whole header was validated at open.\n"
                        "Use reshard.safetensors.safe_open; this is the compiled half.")
       .def_static("open", [](const std::filesystem::path& path, const std::string& mode) {
+        const Place where(path, "path", "safetensors files are read from local paths only so far");
         const st::ReadMode read = read_mode(mode);
         nb::gil_scoped_release release;
-        return st::File::open(path, read);
+        return st::File::open(where, read);
       }, nb::arg("path"), nb::arg("mode") = "mmap",
-         "Opens and validates `path` ('mmap' maps it, 'pread' reads on demand). Raises the\n"
-         "typed format errors of spec/safetensors.md, ReshardIOError when it cannot be read.")
-      .def_prop_ro("path", &st::File::path, "The file's path.")
+         "Opens and validates `path`, a local file or an s3:// or gs:// object ('mmap' maps a local\n"
+         "file, 'pread' reads on demand; objects are read by byte ranges). Raises the typed format\n"
+         "errors of spec/safetensors.md, ReshardIOError (a StorageError subclass for an object)\n"
+         "when it cannot be read.")
+      .def_prop_ro("path", [](const st::File& f) { return f.location().str(); },
+                   "The file's path, or its URL (s3://BUCKET/KEY).")
       .def_prop_ro("mode", [](const st::File& f) { return f.mode() == st::ReadMode::kMmap ? "mmap" : "pread"; },
                    "'mmap' or 'pread'.")
       .def_prop_ro("tensors", [](const st::File& f) {

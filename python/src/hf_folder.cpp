@@ -10,6 +10,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "places.h"
 #include "reshard/formats/hf_folder.h"
 #include "reshard/layout/error.h"
 
@@ -36,14 +37,16 @@ safetensors::ReadMode folder_read_mode(const std::string& mode) {
 void bind_hf_folder(nb::module_& m) {
   nb::class_<HfFolder>(m, "HfFolder", "An open, validated Hugging Face folder (use reshard.hf.open_folder).")
       .def_static("open", [](const std::filesystem::path& folder, const std::string& mode) {
+        const Place where(folder, "path", "Hugging Face folders are read from local paths only so far");
         const safetensors::ReadMode read = folder_read_mode(mode);
         nb::gil_scoped_release release;
-        return HfFolder::open(folder, read);
+        return HfFolder::open(where, read);
       }, nb::arg("folder"), nb::arg("mode") = "mmap",
-         "Opens every file of `folder` and checks them against the index, if any.")
+         "Opens every file of `folder` (a local folder, or an s3:// or gs:// prefix) and checks them\n"
+         "against the index, if any.")
       .def_prop_ro("kind", [](const HfFolder& f) { return kind_name(f.kind); },
                    "'single_file', 'indexed' or 'peft_adapter'.")
-      .def_prop_ro("folder", [](const HfFolder& f) { return f.folder; }, "The folder's path.")
+      .def_prop_ro("folder", [](const HfFolder& f) { return f.folder.str(); }, "The folder's path, or its URL.")
       .def_prop_ro("files", [](const HfFolder& f) {
         return std::vector<safetensors::File>(f.catalog.files().begin(), f.catalog.files().end());
       }, "The open safetensors files, in file order.")

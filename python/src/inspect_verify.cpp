@@ -3,6 +3,7 @@
 // the command line's `inspect --json` and `verify` (the same readers), given to
 // Python as dicts rather than printed.
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include <nanobind/stl/string.h>
 
 #include "bindings.h"
+#include "places.h"
 #include "reshard/formats/checkpoint_reader.h"
 #include "reshard/formats/model_files.h"
 #include "reshard/formats/tensor_stream.h"
@@ -79,17 +81,34 @@ nb::dict inspect_model(const ModelFiles& model) {
   return out;
 }
 
+// The checkpoint at `where`, if it is one. Checkpoints in a store are looked
+// for once the checkpoint reader takes a Location (before that, only local
+// folders are checkpoints, and a URL names a model).
+template <typename Where = storage::Location>
+std::optional<checkpoint::Reader> open_checkpoint(const Where& where) {
+  if constexpr (requires { checkpoint::is_checkpoint(where); checkpoint::Reader::open(where); }) {
+    if (checkpoint::is_checkpoint(where)) return checkpoint::Reader::open(where);
+  } else if (where.is_local() && checkpoint::is_checkpoint(where.local_path())) {
+    return checkpoint::Reader::open(where.local_path());
+  }
+  return std::nullopt;
+}
+
 nb::dict inspect(const fs::path& path) {
-  if (checkpoint::is_checkpoint(path)) return inspect_checkpoint(checkpoint::Reader::open(path));
-  return inspect_model(open_model_files(path, safetensors::ReadMode::kPread));
+  const Place where(path, "path", "");
+  if (const std::optional<checkpoint::Reader> reader = open_checkpoint(where.location())) {
+    return inspect_checkpoint(*reader);
+  }
+  return inspect_model(open_model_files(where, safetensors::ReadMode::kPread));
 }
 
 // Every chunk read back against its checksums, or every tensor's bytes read;
 // the first damage is the reader's typed error naming file, tensor and chunk.
 nb::dict verify(const fs::path& path) {
+  const Place where(path, "path", "");
   nb::dict out;
-  if (checkpoint::is_checkpoint(path)) {
-    const checkpoint::Reader reader = checkpoint::Reader::open(path);
+  if (const std::optional<checkpoint::Reader> found = open_checkpoint(where.location())) {
+    const checkpoint::Reader& reader = *found;
     const checkpoint::Manifest& manifest = reader.manifest();
     {
       nb::gil_scoped_release release;
@@ -107,7 +126,7 @@ nb::dict verify(const fs::path& path) {
     out["bytes"] = manifest.total_bytes();
     return out;
   }
-  const ModelFiles model = open_model_files(path, safetensors::ReadMode::kPread);
+  const ModelFiles model = open_model_files(where, safetensors::ReadMode::kPread);
   const TensorCatalog& catalog = model.catalog;
   {
     nb::gil_scoped_release release;
@@ -131,7 +150,8 @@ nb::dict verify(const fs::path& path) {
 void bind_inspect_verify(nb::module_& m) {
   m.def("_inspect", &inspect, nb::arg("path"),
         nb::sig("def _inspect(path: str | os.PathLike) -> dict[str, typing.Any]"),
-        "What a file, folder or checkpoint holds, as `reshard inspect --json` (without hashes).");
+        "What a file, folder or checkpoint (local, or s3:// and gs://) holds, as `reshard inspect --json`\n"
+        "(without hashes).");
   m.def("_verify", &verify, nb::arg("path"),
         nb::sig("def _verify(path: str | os.PathLike) -> dict[str, typing.Any]"),
         "Reads everything back as `reshard verify` does; the first damage raises its typed error.");

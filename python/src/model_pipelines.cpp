@@ -15,6 +15,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "places.h"
 #include "reshard/layout/parse.h"
 #include "reshard/pipelines/checkpoint_save.h"
 #include "reshard/pipelines/convert.h"
@@ -63,8 +64,10 @@ ConvertResult convert(const std::filesystem::path& src, const std::filesystem::p
                       const std::optional<std::string>& dtype, uint64_t max_shard_size, bool replace,
                       std::optional<Mesh> mesh, std::optional<Topology> topology, nb::handle rules,
                       std::optional<std::string> best_effort_axis, bool strict, Transport* transport) {
+  const Place from(src, "src", "convert reads local paths only so far");
+  const Place to(dst, "dst", "convert writes local paths only so far");
   ConvertOptions options;
-  options.output = output ? output_from_string(*output) : convert_output_for(dst, mesh.has_value());
+  options.output = output ? output_from_string(*output) : convert_output_for(to, mesh.has_value());
   options.dtype = optional_dtype(dtype);
   options.max_shard_size = max_shard_size;
   options.replace = replace;
@@ -80,14 +83,17 @@ ConvertResult convert(const std::filesystem::path& src, const std::filesystem::p
   }
   if (options.layout) {
     return with_transport(transport, options.layout->topology,
-                          [&](Transport& t) { return convert_model(src, dst, t, options); });
+                          [&](Transport& t) { return convert_model(from, to, t, options); });
   }
-  return run_collective(transport, [&](Transport& t) { return convert_model(src, dst, t, options); });
+  return run_collective(transport, [&](Transport& t) { return convert_model(from, to, t, options); });
 }
 
 MergeLoraResult merge_lora(const std::filesystem::path& base, const std::filesystem::path& adapter,
                             const std::filesystem::path& out, const std::optional<std::string>& dtype,
                             uint64_t max_shard_size, bool replace, size_t chunk_bytes, int threads) {
+  const Place base_place(base, "base", "merge_lora reads local paths only so far");
+  const Place adapter_place(adapter, "adapter", "merge_lora reads local folders only so far");
+  const Place out_place(out, "out", "merge_lora writes local folders only so far");
   MergeLoraOptions options;
   options.threads = threads;
   options.dtype = optional_dtype(dtype);
@@ -95,7 +101,7 @@ MergeLoraResult merge_lora(const std::filesystem::path& base, const std::filesys
   options.replace = replace;
   options.chunk_bytes = chunk_bytes;
   nb::gil_scoped_release release;
-  return merge_lora_folder(base, adapter, out, options);
+  return merge_lora_folder(base_place, adapter_place, out_place, options);
 }
 
 }  // namespace

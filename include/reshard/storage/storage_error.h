@@ -20,5 +20,7 @@ inline constexpr ErrorKind kStoreUnreachable{ErrorCode::kIo, "store_unreachable"
 // Any other refusal of the store: the message has the HTTP status and the
 // store's own error code.
 inline constexpr ErrorKind kStoreError{ErrorCode::kIo, "store_error"};
+// Every kind above, for front ends that map each name to an error of their own.
+inline constexpr ErrorKind kAll[] = {kObjectNotFound, kBucketNotFound, kAccessDenied, kStoreUnreachable, kStoreError};
 
 }  // namespace reshard::storage

@@ -1,0 +1,46 @@
+#include "places.h"
+
+#include <string>
+#include <tuple>
+
+#include <fmt/format.h>
+#include <nanobind/stl/filesystem.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+
+#include "bindings.h"
+#include "reshard/layout/error.h"
+
+namespace reshard::python {
+namespace {
+
+storage::Location parse_argument(const std::filesystem::path& given, const char* argument) {
+  try {
+    return storage::Location::parse(given.native());
+  } catch (const Error& e) {
+    throw e.with_context(argument);
+  }
+}
+
+}  // namespace
+
+Place::Place(const std::filesystem::path& given, const char* argument, const char* local_only)
+    : where_(parse_argument(given, argument)), argument_(argument), local_only_(local_only) {}
+
+std::filesystem::path Place::local_path() const {
+  if (where_.is_local()) return where_.local_path();
+  throw Error(ErrorCode::kUnsupported, fmt::format("{}: {}: {}", argument_, where_.str(), local_only_));
+}
+
+void bind_places(nb::module_& m) {
+  m.def("_parse_location", [](const std::filesystem::path& text, const std::string& argument) {
+    const storage::Location where = parse_argument(text, argument.c_str());
+    return std::make_tuple(std::string(storage::scheme_name(where.scheme())), where.bucket(), where.key());
+  }, nb::arg("text"), nb::arg("argument"),
+        nb::sig("def _parse_location(text: str | os.PathLike, argument: str) -> tuple[str, str, str]"),
+        "(scheme, bucket, key) of a path or URL as the library parses it: ('local', '', path),\n"
+        "('s3' or 'gs', BUCKET, KEY); InvalidArgumentError naming `argument` for a scheme reshard\n"
+        "does not read.");
+}
+
+}  // namespace reshard::python
