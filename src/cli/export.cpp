@@ -100,7 +100,8 @@ void run_export(const ExportFlags& flags) {
     options.progress = [&progress](uint64_t bytes) { progress->advance(bytes); };
   }
   const ExportResult result =
-      export_checkpoint(flags.checkpoint, storage::Location::parse(flags.out), map, transport, options);
+      export_checkpoint(storage::Location::parse(flags.checkpoint), storage::Location::parse(flags.out), map, transport,
+                        options);
   if (progress) progress->finish();
   // What each process wrote (for an object store: uploaded), for --json.
   const uint64_t mine = result.bytes_written;
@@ -152,14 +153,16 @@ std::string help_text() {
          "process 0 completes each file once every part is in, then writes the configs and the index last.\n"
          "Credentials and endpoints come from the environment as the stores' own tools take them\n"
          "(AWS_ACCESS_KEY_ID, AWS_PROFILE, AWS_ENDPOINT_URL, ...; GOOGLE_APPLICATION_CREDENTIALS,\n"
-         "STORAGE_EMULATOR_HOST). A failed export aborts its uploads: nothing appears, nothing stays billed.\n\n" +
+         "STORAGE_EMULATOR_HOST). A failed export aborts its uploads: nothing appears, nothing stays billed.\n"
+         "CKPT may be s3:// or gs:// too: each process reads only the byte ranges of its share.\n\n" +
          tensor_map_help() +
          "\n\nExamples:\n"
          "  reshard export ckpt/ llama-hf/ --map levanter-llama\n"
          "  mpirun -np 4 reshard export ckpt/ llama-hf/ --map levanter-llama --dtype bf16 --max-shard-size 2GB\n"
          "  reshard export ckpt/ my-adapter/ --map levanter-llama --adapter-only --base llama-hf/\n"
          "  mpirun -np 4 reshard export ckpt/ merged/ --map my-map.json --merge-lora --gather-to 0\n"
-         "  mpirun -np 4 reshard export ckpt/ s3://my-bucket/llama-hf --map levanter-llama --part-size 64MiB";
+         "  mpirun -np 4 reshard export ckpt/ s3://my-bucket/llama-hf --map levanter-llama --part-size 64MiB\n"
+         "  reshard export gs://my-bucket/ckpt llama-hf/ --map levanter-llama";
 }
 
 }  // namespace
@@ -167,9 +170,11 @@ std::string help_text() {
 void add_export_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("export", help_text());
   auto flags = std::make_shared<ExportFlags>();
-  cmd->add_option("CKPT", flags->checkpoint, "A reshard checkpoint folder, in the framework's layout")
+  cmd->add_option("CKPT", flags->checkpoint,
+                  "A reshard checkpoint folder, in the framework's layout: a local path, s3://BUCKET/PREFIX or "
+                  "gs://BUCKET/PREFIX")
       ->required()
-      ->check(local_path_only());
+      ->check(storage_location());
   cmd->add_option("OUT", flags->out,
                   "The Hugging Face or PEFT adapter folder to create: a local path, s3://BUCKET/PREFIX or "
                   "gs://BUCKET/PREFIX")

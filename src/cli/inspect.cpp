@@ -176,7 +176,7 @@ void print_checkpoint_text(const checkpoint::Reader& reader, const InspectOption
       manifest.block_bytes == 0 ? std::string() : fmt::format(", checksum blocks of {} bytes", manifest.block_bytes);
   out += fmt::format("{}: {} tensors, {} parameters, {} bytes ({}) in {} data file{}; format checkpoint (version {}{}); "
                      "metadata {}\n",
-                     reader.folder().string(), manifest.tensors.size(), elements, manifest.total_bytes(),
+                     reader.folder().str(), manifest.tensors.size(), elements, manifest.total_bytes(),
                      human_bytes(manifest.total_bytes()), manifest.files.size(), manifest.files.size() == 1 ? "" : "s",
                      manifest.version(), blocks, metadata_text(manifest.metadata));
   std::cout << out;
@@ -198,8 +198,8 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_flag("--hash", options->hash, "Add each tensor's sha256 (reads every byte)");
   cmd->callback([options] {
     const storage::Location where = storage::Location::parse(options->path);
-    if (where.is_local() && checkpoint::is_checkpoint(where.local_path())) {
-      const checkpoint::Reader reader = checkpoint::Reader::open(options->path);
+    if (checkpoint::is_checkpoint(where)) {
+      const checkpoint::Reader reader = checkpoint::Reader::open(where);
       if (options->json) {
         print_checkpoint_json(reader, *options);
       } else {

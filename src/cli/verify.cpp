@@ -60,8 +60,8 @@ void warn_on_repeated_names(const TensorCatalog& catalog) {
 // Every chunk read back and checked against its checksums (each block's and
 // the whole chunk's); the first damage found names the file, the tensor, the
 // chunk and, in version 2, the block.
-void verify_checkpoint(const std::string& path) {
-  const checkpoint::Reader reader = checkpoint::Reader::open(path);
+void verify_checkpoint(const storage::Location& where) {
+  const checkpoint::Reader reader = checkpoint::Reader::open(where);
   const checkpoint::Manifest& manifest = reader.manifest();
   Progress progress("verifying", manifest.total_bytes());
   std::vector<std::byte> bytes;
@@ -83,7 +83,7 @@ void verify_checkpoint(const std::string& path) {
                                   ? std::string("version 1, one checksum per chunk")
                                   : fmt::format("version 2, {} checksum blocks of {} bytes", blocks, manifest.block_bytes);
   std::cout << fmt::format(
-      "ok: {}: checkpoint ({} data file{}, {} tensors, {} parameters, {} bytes of tensor data; {})\n", path,
+      "ok: {}: checkpoint ({} data file{}, {} tensors, {} parameters, {} bytes of tensor data; {})\n", where.str(),
       manifest.files.size(), manifest.files.size() == 1 ? "" : "s", manifest.tensors.size(), elements,
       manifest.total_bytes(), checked);
 }
@@ -103,8 +103,8 @@ void add_verify_command(CLI::App& app) {
       ->check(storage_location());
   cmd->callback([path] {
     const storage::Location where = storage::Location::parse(*path);
-    if (where.is_local() && checkpoint::is_checkpoint(where.local_path())) {
-      verify_checkpoint(where.local_path());
+    if (checkpoint::is_checkpoint(where)) {
+      verify_checkpoint(where);
       return;
     }
     const ModelFiles model = open_model_files(where, safetensors::ReadMode::kPread);

@@ -1,22 +1,18 @@
 #include "reshard/formats/checkpoint_reader.h"
 
-#include <sys/stat.h>
-
-#include <cerrno>
 #include <algorithm>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 #include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "formats/checkpoint_folder.h"
 #include "formats/checksum.h"
 #include "formats/json_escape.h"
 #include "layout/box_copy.h"
 #include "reshard/formats/file_rules.h"
 #include "reshard/layout/error.h"
+#include "reshard/storage/open_store.h"
 
 namespace reshard::checkpoint {
 namespace {
@@ -25,15 +21,6 @@ namespace fs = std::filesystem;
 
 std::string chunk_label(const TensorEntry& tensor, size_t chunk) {
   return fmt::format("tensor {}: chunk {} {}", json_quoted(tensor.name), chunk, tensor.chunks[chunk].box.to_string());
-}
-
-std::string read_whole_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::kIo, fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw Error(ErrorCode::kIo, fmt::format("{}: cannot read", path.string()));
-  return std::move(text).str();
 }
 
 // The first chunk stored in `file`, to name what a damaged file loses.
@@ -48,13 +35,16 @@ std::string first_chunk_in(const Manifest& manifest, std::string_view file) {
 
 }  // namespace
 
-bool is_checkpoint(const fs::path& folder) {
-  std::error_code ec;
-  return fs::is_regular_file(folder / kManifestFileName, ec);
+bool is_checkpoint(const storage::Location& folder) {
+  if (folder.is_local()) {
+    std::error_code ec;
+    return fs::is_regular_file(folder.local_path() / kManifestFileName, ec);
+  }
+  return storage::open_store(folder)->stat(folder.child(kManifestFileName)).has_value();
 }
 
 struct Reader::State {
-  fs::path folder;
+  storage::Location folder;
   Manifest manifest;
   std::unordered_map<std::string, safetensors::File> files;
   std::unordered_map<std::string_view, const TensorEntry*> by_name;
@@ -64,32 +54,21 @@ struct Reader::State {
 
 Reader::Reader(std::shared_ptr<State> state) : state_(std::move(state)) {}
 
-Reader Reader::open(const fs::path& folder) {
+Reader Reader::open(const storage::Location& folder) {
   auto state = std::make_shared<State>();
   state->folder = folder;
-  const fs::path manifest_path = folder / kManifestFileName;
-  std::error_code ec;
-  if (!fs::is_directory(folder, ec)) {
-    throw Error(ErrorCode::kIo, fmt::format("{}: no such checkpoint folder", folder.string()));
-  }
-  if (!fs::is_regular_file(manifest_path, ec)) {
-    throw Error(ErrorCode::kIo, fmt::format("{}: no {}: not a checkpoint, or one whose save did not finish",
-                                            folder.string(), kManifestFileName));
-  }
-  const std::string text = read_whole_file(manifest_path);
+  const CheckpointFolder files(folder);
+  const std::string text = files.read_manifest();
   state->header_bytes += text.size();
-  state->manifest = parse_manifest(text, manifest_path.string());
+  state->manifest = parse_manifest(text, folder.child(kManifestFileName).str());
   for (const DataFile& data : state->manifest.files) {
-    const fs::path path = folder / data.name;
+    const storage::Location path = folder.child(data.name);
     const std::string lost = first_chunk_in(state->manifest, data.name);
-    struct stat info {};
-    if (::stat(path.c_str(), &info) != 0) {
-      throw Error(ErrorCode::kIo, fmt::format("{}: data file missing: {}{}", path.string(), std::strerror(errno), lost));
-    }
-    if (static_cast<uint64_t>(info.st_size) != data.size) {
+    const uint64_t size = files.data_file_size(data.name, lost);
+    if (size != data.size) {
       throw Error(file_rule::kIncompleteBuffer,
                   fmt::format("{}: data file has {} bytes, the manifest records {}: truncated or replaced{}",
-                              path.string(), info.st_size, data.size, lost));
+                              path.str(), size, data.size, lost));
     }
     try {
       safetensors::File file = safetensors::File::open(path, safetensors::ReadMode::kPread);
@@ -113,14 +92,14 @@ Reader Reader::open(const fs::path& folder) {
         throw Error(ErrorCode::kChecksumMismatch,
                     fmt::format("{}: data file damaged or replaced: {}: its header has no tensor {} of the dtype, "
                                 "shape and offset the manifest records",
-                                (folder / chunk.file).string(), chunk_label(tensor, i), json_quoted(chunk.key)));
+                                folder.child(chunk.file).str(), chunk_label(tensor, i), json_quoted(chunk.key)));
       }
     }
   }
   return Reader(std::move(state));
 }
 
-const fs::path& Reader::folder() const { return state_->folder; }
+const storage::Location& Reader::folder() const { return state_->folder; }
 
 const Manifest& Reader::manifest() const { return state_->manifest; }
 
@@ -128,7 +107,7 @@ const TensorEntry& Reader::tensor(std::string_view name) const {
   const auto it = state_->by_name.find(name);
   if (it == state_->by_name.end()) {
     throw Error(ErrorCode::kMissingTensor,
-                fmt::format("{}: the checkpoint has no tensor {}", state_->folder.string(), json_quoted(name)));
+                fmt::format("{}: the checkpoint has no tensor {}", state_->folder.str(), json_quoted(name)));
   }
   return *it->second;
 }
@@ -142,7 +121,7 @@ void Reader::read_chunk_range(const TensorEntry& tensor, size_t index, uint64_t 
   try {
     file.read(file.tensor(chunk.key), offset, out);
   } catch (const Error& e) {
-    throw e.with_context(fmt::format("{}: {}", (state_->folder / chunk.file).string(), chunk_label(tensor, index)));
+    throw e.with_context(fmt::format("{}: {}", state_->folder.child(chunk.file).str(), chunk_label(tensor, index)));
   }
   state_->data_bytes += out.size();
 }
@@ -159,7 +138,7 @@ void Reader::check_block(const TensorEntry& tensor, size_t index, size_t block, 
                                 static_cast<uint64_t>(block) * state_->manifest.block_bytes, bytes.size());
   throw Error(ErrorCode::kChecksumMismatch,
               fmt::format("{}: {}{}: checksum mismatch (xxh64 {} recorded, {} read): the data file is damaged",
-                          (state_->folder / chunk.file).string(), chunk_label(tensor, index), which,
+                          state_->folder.child(chunk.file).str(), chunk_label(tensor, index), which,
                           checksum_hex(recorded), checksum_hex(actual)));
 }
 
@@ -174,7 +153,7 @@ void Reader::read_chunk(const TensorEntry& tensor, size_t index, std::span<std::
   if (!chunk.blocks.empty() && xxh64(out) != chunk.xxh64) {
     throw Error(ErrorCode::kChecksumMismatch,
                 fmt::format("{}: {}: checksum mismatch (xxh64 {} recorded, {} read): the data file is damaged",
-                            (state_->folder / chunk.file).string(), chunk_label(tensor, index),
+                            state_->folder.child(chunk.file).str(), chunk_label(tensor, index),
                             checksum_hex(chunk.xxh64), checksum_hex(xxh64(out))));
   }
 }
@@ -234,7 +213,7 @@ void Reader::read_chunk_part(const TensorEntry& tensor, size_t index, const Box&
   try {
     file.read_box(file.tensor(chunk.key), box.relative_to(chunk.box), out);
   } catch (const Error& e) {
-    throw e.with_context(fmt::format("{}: {}", (state_->folder / chunk.file).string(), chunk_label(tensor, index)));
+    throw e.with_context(fmt::format("{}: {}", state_->folder.child(chunk.file).str(), chunk_label(tensor, index)));
   }
   state_->data_bytes += out.size();
 }

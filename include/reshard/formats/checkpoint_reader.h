@@ -1,24 +1,27 @@
-// Reading a reshard checkpoint folder: the manifest and every data file's
-// header validated at open; chunk bytes read by positional reads and checked
-// against their checksums (per block in version 2, per chunk in version 1)
-// before any of them is handed out.
+// Reading a reshard checkpoint folder, local or in an object store (s3://,
+// gs://, memory://): the manifest and every data file's header validated at
+// open; chunk bytes read by positional reads (objects: byte-range reads) and
+// checked against their checksums (per block in version 2, per chunk in
+// version 1) before any of them is handed out.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <filesystem>
 #include <memory>
 #include <span>
 #include <string_view>
 
 #include "reshard/formats/checkpoint_manifest.h"
 #include "reshard/formats/safetensors_reader.h"
+#include "reshard/storage/location.h"
 
 namespace reshard::checkpoint {
 
-// Whether `folder` looks like a checkpoint (it holds a manifest).
-bool is_checkpoint(const std::filesystem::path& folder);
+// Whether `folder` looks like a checkpoint (it holds a manifest): in a store,
+// whether the object FOLDER/manifest.json exists. A store that cannot be
+// reached or refuses the credentials is an error, not a "no".
+bool is_checkpoint(const storage::Location& folder);
 
 // Bytes this reader has read from the files, for tests and statistics.
 struct ReadCounters {
@@ -34,10 +37,11 @@ class Reader {
   // of the size the manifest gives, a valid safetensors file whose tensor
   // `key` of each chunk has the chunk's dtype, shape and offset. Missing or
   // truncated files are Error(kIo) / Error(kIncompleteBuffer) naming the file
-  // and the first chunk they hold.
-  static Reader open(const std::filesystem::path& folder);
+  // and the first chunk they hold. In a store the folder is listed once and
+  // each data file's header read by ranges; no chunk byte is read here.
+  static Reader open(const storage::Location& folder);
 
-  const std::filesystem::path& folder() const;
+  const storage::Location& folder() const;
   const Manifest& manifest() const;
   // The tensor called `name`; Error(kMissingTensor) naming it.
   const TensorEntry& tensor(std::string_view name) const;

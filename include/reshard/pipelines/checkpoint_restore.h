@@ -1,8 +1,8 @@
-// Restoring a reshard checkpoint onto any layout and number of processes.
+// Restoring a reshard checkpoint onto any layout and number of processes,
+// from a local folder or an object store's folder (s3://, gs://, memory://).
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
 #include <span>
 #include <string>
 #include <vector>
@@ -11,6 +11,7 @@
 #include "reshard/layout/sharding.h"
 #include "reshard/layout/topology.h"
 #include "reshard/pipelines/named_array.h"
+#include "reshard/storage/location.h"
 
 namespace reshard {
 
@@ -41,17 +42,18 @@ struct RestoreResult {
 // subset of the checkpoint's tensors, in any order) and gets its own part.
 // Each process reads only the byte ranges its devices need (rounded out to
 // checksum blocks when verifying), and a range that several of its devices
-// need once. A checksum
+// need once (from a store: by byte-range reads of the data file objects,
+// nothing else of them). A checksum
 // mismatch is Error(kChecksumMismatch) naming the tensor, the chunk and the
 // file; no byte that failed its check is ever copied into an array. A
 // failure on any process fails the restore on every process.
-RestoreResult restore_checkpoint(const std::filesystem::path& path, std::span<const RestoreTarget> targets,
+RestoreResult restore_checkpoint(const storage::Location& path, std::span<const RestoreTarget> targets,
                                  Transport& transport, const RestoreOptions& options = {});
 
 // The same into arrays allocated by the caller (names choose the tensors;
 // shape and dtype must match the saved ones, Error(kInvalidArgument)). The
 // result's `arrays` is empty: the bytes are in `arrays`.
-RestoreResult restore_checkpoint_into(const std::filesystem::path& path, std::span<NamedArray> arrays,
+RestoreResult restore_checkpoint_into(const storage::Location& path, std::span<NamedArray> arrays,
                                       Transport& transport, const RestoreOptions& options = {});
 
 }  // namespace reshard

@@ -1,8 +1,8 @@
-// Saving sharded arrays as a reshard checkpoint from every process at once.
+// Saving sharded arrays as a reshard checkpoint from every process at once,
+// into a local folder or an object store's folder (s3://, gs://, memory://).
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <span>
@@ -11,6 +11,7 @@
 #include "reshard/formats/checkpoint_manifest.h"
 #include "reshard/formats/safetensors_header.h"
 #include "reshard/pipelines/named_array.h"
+#include "reshard/storage/location.h"
 
 namespace reshard {
 
@@ -20,8 +21,9 @@ inline constexpr uint64_t kDefaultStagingBytes = uint64_t{1} << 30;
 struct SaveOptions {
   // The checkpoint's own metadata (string to string), kept in its manifest.
   std::optional<safetensors::Metadata> metadata;
-  // Replace a checkpoint already at the path (at the final rename only).
-  // Without it an existing path is Error(kInvalidArgument). A path that
+  // Replace a checkpoint already at the path (at the final rename only; in
+  // an object store, once every process's data file is uploaded).
+  // Without it an existing checkpoint is Error(kAlreadyExists). A path that
   // holds anything but a checkpoint or an empty folder is never replaced.
   bool replace = true;
   // save_checkpoint_async: host memory for staging copies of this
@@ -35,6 +37,11 @@ struct SaveOptions {
   // only the blocks it needs. 0 writes format version 1 (one checksum per
   // chunk), which older readers read.
   uint64_t checksum_block_bytes = checkpoint::kDefaultBlockBytes;
+  // In an object store: each data file is uploaded in parts of this many
+  // bytes (0: the store's default), at most parts_in_flight at once per
+  // process, which bounds the memory an upload holds.
+  uint64_t part_bytes = 0;
+  uint32_t parts_in_flight = 4;
 };
 
 // What one process did.
@@ -67,7 +74,7 @@ class SaveHandle {
   struct State;
   explicit SaveHandle(std::shared_ptr<State> state);
   // The one way to make a handle of a running save.
-  friend SaveHandle save_checkpoint_async(std::span<const NamedArray> arrays, const std::filesystem::path& path,
+  friend SaveHandle save_checkpoint_async(std::span<const NamedArray> arrays, const storage::Location& path,
                                           Transport& transport, const SaveOptions& options);
 
   std::shared_ptr<State> state_;
@@ -83,7 +90,15 @@ class SaveHandle {
 // one process writes the manifest last and renames the folder into place.
 // A failure on any process fails the save on every process and leaves what
 // was at `path` before.
-SaveResult save_checkpoint(std::span<const NamedArray> arrays, const std::filesystem::path& path, Transport& transport,
+// In an object store each process uploads its data file as one object (in
+// parts, as its bytes come), none completed until every process has all its
+// parts in; then the objects appear, and process 0 writes the manifest last:
+// the checkpoint appears when its manifest does. A failure on any process
+// aborts every upload and leaves no manifest and no pending upload; one in
+// the short last step (the objects appearing) also loses a checkpoint being
+// replaced. The steps, and what a reader sees during a replace, are in
+// docs/checkpoint-format.md.
+SaveResult save_checkpoint(std::span<const NamedArray> arrays, const storage::Location& path, Transport& transport,
                           const SaveOptions& options = {});
 
 // The same, returning once every byte of this process's chunks is copied
@@ -93,7 +108,7 @@ SaveResult save_checkpoint(std::span<const NamedArray> arrays, const std::filesy
 // The rest of the writing and the commit go on in the background. `arrays`
 // may change as soon as it returns; `transport` must not be used by
 // anything else until wait() returns.
-SaveHandle save_checkpoint_async(std::span<const NamedArray> arrays, const std::filesystem::path& path,
+SaveHandle save_checkpoint_async(std::span<const NamedArray> arrays, const storage::Location& path,
                                  Transport& transport, const SaveOptions& options = {});
 
 }  // namespace reshard

@@ -106,12 +106,13 @@ struct ExportResult {
 // tensors (all errors, naming tensor and rule, before anything is written),
 // plans the output folder identically on every process, and has each process
 // produce and write a share of the output (balanced by bytes), reading only
-// the checkpoint byte ranges its share needs. `out` is a local folder or a
+// the checkpoint byte ranges its share needs. `checkpoint` is a local folder
+// or a folder in an object store (read by byte ranges). `out` is a local folder or a
 // prefix in an object store, where each process uploads the parts of each
 // file it produced. The folder appears complete or not at all (in a store:
 // each file appears whole, and the index last); a failure on any process
 // fails the export on every one.
-ExportResult export_checkpoint(const std::filesystem::path& checkpoint, const storage::Location& out,
+ExportResult export_checkpoint(const storage::Location& checkpoint, const storage::Location& out,
                                const TensorMap& map, Transport& transport, const ExportOptions& options = {});
 
 // The same from sharded arrays in memory (one call per process, same names,

@@ -15,7 +15,6 @@
 namespace reshard {
 namespace {
 
-namespace fs = std::filesystem;
 namespace detail = pipelines_detail;
 
 // Where a shard's bytes go: its box, and its buffer's writable bytes.
@@ -115,7 +114,7 @@ void restore_arrays(const checkpoint::Reader& reader, std::span<NamedArray> arra
 
 // Runs `body` on the opened checkpoint, then agrees with the peers that every
 // process succeeded; returns what this process read.
-RestoreResult run_collectively(const fs::path& path, Transport& transport,
+RestoreResult run_collectively(const storage::Location& path, Transport& transport,
                                const std::function<void(const checkpoint::Reader&)>& body) {
   detail::Failure failure;
   std::optional<checkpoint::Reader> reader;
@@ -130,15 +129,15 @@ RestoreResult run_collectively(const fs::path& path, Transport& transport,
     result.data_bytes_read = counters.data_bytes;
   }
   const auto reports = detail::exchange_reports(transport, {failure.message, {}});
-  detail::require_all_succeeded(reports, transport.rank(), fmt::format("restoring checkpoint {}", path.string()),
+  detail::require_all_succeeded(reports, transport.rank(), fmt::format("restoring checkpoint {}", path.str()),
                                 failure.error);
   return result;
 }
 
 }  // namespace
 
-RestoreResult restore_checkpoint(const fs::path& path, std::span<const RestoreTarget> targets, Transport& transport,
-                                 const RestoreOptions& options) {
+RestoreResult restore_checkpoint(const storage::Location& path, std::span<const RestoreTarget> targets,
+                                 Transport& transport, const RestoreOptions& options) {
   std::vector<NamedArray> arrays;
   RestoreResult result = run_collectively(path, transport, [&](const checkpoint::Reader& reader) {
     for (const RestoreTarget& target : targets) {
@@ -157,8 +156,8 @@ RestoreResult restore_checkpoint(const fs::path& path, std::span<const RestoreTa
   return result;
 }
 
-RestoreResult restore_checkpoint_into(const fs::path& path, std::span<NamedArray> arrays, Transport& transport,
-                                      const RestoreOptions& options) {
+RestoreResult restore_checkpoint_into(const storage::Location& path, std::span<NamedArray> arrays,
+                                      Transport& transport, const RestoreOptions& options) {
   return run_collectively(path, transport,
                           [&](const checkpoint::Reader& reader) { restore_arrays(reader, arrays, options); });
 }

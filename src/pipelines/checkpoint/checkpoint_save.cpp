@@ -1,5 +1,6 @@
 #include "reshard/pipelines/checkpoint_save.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -11,9 +12,10 @@
 
 #include <fmt/format.h>
 
-#include "formats/atomic_file.h"
 #include "formats/checksum.h"
+#include "pipelines/checkpoint/checkpoint_objects.h"
 #include "pipelines/checkpoint/checkpoint_stream.h"
+#include "pipelines/checkpoint/data_file_writer.h"
 #include "pipelines/checkpoint/folder_commit.h"
 #include "pipelines/checkpoint/save_plan.h"
 #include "pipelines/checkpoint/staging_budget.h"
@@ -29,62 +31,30 @@ namespace detail = pipelines_detail;
 
 constexpr size_t kHashAsideBytes = size_t{4} << 20;
 
-// A data file written front to back: the header, then each chunk in file
-// order (as SavePlan orders them), with plain sequential writes.
-class DataFileWriter {
- public:
-  DataFileWriter(const fs::path& path, const safetensors::FileLayout& layout)
-      : layout_(layout), file_(AtomicFile::create(path)) {
-    file_.write(std::as_bytes(std::span(layout_.header_bytes())));
-    position_ = layout_.header_bytes().size();
-  }
+// "out/" and "out" name the same local folder; a Location already says one object folder one way.
+storage::Location normalized(const storage::Location& where) {
+  return where.is_local() ? storage::Location(detail::normalized_folder(where.local_path())) : where;
+}
 
-  // The next `bytes` of chunk `key`; `last` says they end it.
-  void write_part(const std::string& key, std::span<const std::byte> bytes, bool last) {
-    const safetensors::TensorInfo& info = layout_.header().at(key);
-    const uint64_t begin = layout_.header().file_offset(info);
-    const uint64_t written = position_ - begin;  // of this chunk, before these bytes
-    const bool in_order = position_ >= begin && written + bytes.size() <= info.byte_size() &&
-                          (!last || written + bytes.size() == info.byte_size()) && (written == 0 || key == current_);
-    if (!in_order) {
-      throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: chunk {} written out of order",
-                                                           file_.final_path().string(), key));
-    }
-    current_ = key;
-    file_.write(bytes);
-    position_ += bytes.size();
-  }
-
-  // Checks every byte is there, then fsyncs and renames into place.
-  void commit() {
-    if (position_ != layout_.file_size()) {
-      throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: {} of {} bytes written", file_.final_path().string(),
-                                                           position_, layout_.file_size()));
-    }
-    file_.commit();
-  }
-
- private:
-  const safetensors::FileLayout& layout_;
-  AtomicFile file_;
-  uint64_t position_ = 0;
-  std::string current_;  // the chunk being written
-};
-
-// One process's part of one save, from planning to the agreed commit.
+// One process's part of one save, from planning to the agreed commit: into a
+// local staging folder renamed into place (folder_commit.h), or into objects
+// that appear when the manifest does (checkpoint_objects.h).
 class SaveJob {
  public:
-  SaveJob(fs::path path, std::span<const NamedArray> arrays, Transport& transport, SaveOptions options)
-      : SaveJob(std::move(path), tensors_of(arrays), transport, std::move(options)) {
+  SaveJob(const storage::Location& where, std::span<const NamedArray> arrays, Transport& transport,
+          SaveOptions options)
+      : SaveJob(where, tensors_of(arrays), transport, std::move(options)) {
     arrays_.assign(arrays.begin(), arrays.end());
   }
 
-  SaveJob(fs::path path, std::vector<SaveTensor> tensors, Transport& transport, SaveOptions options)
-      : path_(detail::normalized_folder(path)),
+  SaveJob(const storage::Location& where, std::vector<SaveTensor> tensors, Transport& transport, SaveOptions options)
+      : where_(normalized(where)),
         tensors_(std::move(tensors)),
         transport_(transport),
         options_(std::move(options)),
-        what_(fmt::format("saving checkpoint {}", path_.string())) {}
+        what_(fmt::format("saving checkpoint {}", where_.str())) {
+    if (where_.is_local()) path_ = where_.local_path();
+  }
 
   // Collective: plans, has process 0 prepare the staging folder, and agrees
   // that every process can go on. Throws the same failure everywhere.
@@ -99,10 +69,11 @@ class SaveJob {
                                                                named.name, named.array.process(), rank));
         }
       }
-      if (rank == 0) detail::prepare_staging(path_, options_.replace);
+      if (rank == 0 && local()) detail::prepare_staging(path_, options_.replace);
+      if (rank == 0 && !local()) replacing_ = detail::check_object_destination(where_, options_.replace);
     });
     const auto reports = detail::exchange_reports(transport_, {failure.message, {}});
-    if (rank == 0 && failure.error == nullptr) {
+    if (rank == 0 && failure.error == nullptr && local()) {
       for (const auto& report : reports) {
         if (!report.error.empty()) detail::abandon_staging(path_);
       }
@@ -110,9 +81,7 @@ class SaveJob {
     detail::require_all_succeeded(reports, rank, what_, failure.error);
     checksums_.assign(my_chunks().size(), {});
     detail::run_step(failure_, [&] {
-      if (const auto& layout = plan_->file_of(rank)) {
-        writer_.emplace(detail::staging_folder_for(path_) / data_file_name(rank), *layout);
-      }
+      if (const auto& layout = plan_->file_of(rank)) open_data_file(*layout);
     });
   }
 
@@ -165,17 +134,18 @@ class SaveJob {
   // Collective: fsyncs this process's file, agrees with the others, and has
   // process 0 write the manifest and rename the folder into place.
   SaveResult finish() {
+    if (!local()) return finish_objects();
     const int rank = transport_.rank();
     detail::run_step(failure_, [&] {
       if (writer_) writer_->commit();
     });
     // A failed writer removes its temporary now, before process 0 may remove the folder.
-    if (failure_) writer_.reset();
+    if (failure_) drop_data_file();
     const auto reports = detail::exchange_reports(transport_, {failure_.message, flat_checksums()});
     bool all_wrote = true;
     for (const auto& report : reports) all_wrote = all_wrote && report.error.empty();
     if (!all_wrote) {
-      writer_.reset();
+      drop_data_file();
       if (rank == 0) detail::abandon_staging(path_);
       detail::require_all_succeeded(reports, rank, what_, failure_.error);
     }
@@ -190,6 +160,71 @@ class SaveJob {
   }
 
  private:
+  bool local() const { return where_.is_local(); }
+
+  // This process's data file: a temporary in the staging folder, or an upload.
+  void open_data_file(const safetensors::FileLayout& layout) {
+    const std::string name = data_file_name(transport_.rank());
+    if (local()) {
+      file_ = std::make_unique<detail::LocalDataFile>(detail::staging_folder_for(path_) / name);
+    } else {
+      object_ = std::make_unique<detail::DataObject>(where_.child(name), layout.file_size(), options_.part_bytes,
+                                                     options_.parts_in_flight);
+    }
+    writer_.emplace(local() ? static_cast<detail::DataFileSink&>(*file_) : *object_, layout);
+  }
+
+  // After a failure: the temporary file removed, the upload aborted or the
+  // completed object removed.
+  void drop_data_file() {
+    writer_.reset();
+    file_.reset();
+    if (object_) object_->discard();
+    object_.reset();
+  }
+
+  // Throws, everywhere, unless every process succeeded, after this one dropped its data file.
+  void agree_or_drop(const std::vector<detail::Report>& reports, std::exception_ptr own) {
+    const bool all = std::all_of(reports.begin(), reports.end(), [](const auto& report) { return report.error.empty(); });
+    if (all) return;
+    drop_data_file();
+    detail::require_all_succeeded(reports, transport_.rank(), what_, std::move(own));
+  }
+  void agree_or_drop(const detail::Failure& step) {
+    agree_or_drop(detail::exchange_reports(transport_, {step.message, {}}), step.error);
+  }
+
+  // The objects' commit (checkpoint_objects.h): every upload in, then the old
+  // manifest gone, then every data file completed, then the new manifest;
+  // each step agreed before the next, and a failure undoes what appeared.
+  SaveResult finish_objects() {
+    const int rank = transport_.rank();
+    detail::Failure step;
+    try {
+      detail::run_step(failure_, [&] {
+        if (writer_) writer_->commit();
+      });
+      const auto reports = detail::exchange_reports(transport_, {failure_.message, flat_checksums()});
+      agree_or_drop(reports, failure_.error);
+      if (rank == 0 && replacing_) detail::run_step(step, [&] { detail::retire_object_manifest(where_); });
+      agree_or_drop(step);
+      detail::run_step(step, [&] {
+        if (object_) object_->complete();
+      });
+      agree_or_drop(step);
+      if (rank == 0) detail::run_step(step, [&] { commit_manifest(reports); });
+    } catch (...) {
+      // A peer lost in an exchange: no later step happens, so nothing may stay.
+      drop_data_file();
+      throw;
+    }
+    // Process 0 removed the manifest again if writing it failed; a peer lost
+    // in this last exchange leaves the outcome unknown (the manifest may be
+    // there), so the data files then stay.
+    agree_or_drop(step);
+    return stats_;
+  }
+
   // Each chunk's whole checksum, then its block checksums, in chunk order.
   std::vector<uint64_t> flat_checksums() const {
     std::vector<uint64_t> flat;
@@ -227,7 +262,11 @@ class SaveJob {
     }
     const checkpoint::Manifest manifest = plan_->manifest(tensors_, checksums, block_bytes, options_.metadata);
     checkpoint::validate_manifest(manifest, what_);
-    detail::commit_staging(path_, checkpoint::serialize_manifest(manifest));
+    if (local()) {
+      detail::commit_staging(path_, checkpoint::serialize_manifest(manifest));
+    } else {
+      detail::write_object_manifest(where_, checkpoint::serialize_manifest(manifest), manifest.files);
+    }
   }
 
   static std::vector<SaveTensor> tensors_of(std::span<const NamedArray> arrays) {
@@ -236,14 +275,18 @@ class SaveJob {
     return tensors;
   }
 
-  fs::path path_;
+  storage::Location where_;
+  fs::path path_;  // where_, when local
+  bool replacing_ = false;  // process 0, objects: a checkpoint is there to replace
   std::vector<SaveTensor> tensors_;
   std::vector<NamedArray> arrays_;  // empty when the bytes come from elsewhere
   Transport& transport_;
   SaveOptions options_;
   std::string what_;
   std::optional<SavePlan> plan_;
-  std::optional<DataFileWriter> writer_;
+  std::unique_ptr<detail::LocalDataFile> file_;  // local: this process's data file, if it writes one
+  std::unique_ptr<detail::DataObject> object_;   // objects: the same
+  std::optional<detail::DataFileWriter> writer_;  // into one of them: after them, destroyed first
   std::vector<BlockChecksums> checksums_;
   std::optional<BlockHasher> hasher_;  // of the chunk being written
   detail::Failure failure_;
@@ -426,7 +469,7 @@ bool SaveHandle::ready() const {
          state_->result.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
 }
 
-SaveResult save_checkpoint(std::span<const NamedArray> arrays, const fs::path& path, Transport& transport,
+SaveResult save_checkpoint(std::span<const NamedArray> arrays, const storage::Location& path, Transport& transport,
                           const SaveOptions& options) {
   SaveJob job(path, arrays, transport, options);
   job.prepare();
@@ -434,8 +477,8 @@ SaveResult save_checkpoint(std::span<const NamedArray> arrays, const fs::path& p
   return job.finish();
 }
 
-SaveHandle save_checkpoint_async(std::span<const NamedArray> arrays, const fs::path& path, Transport& transport,
-                                 const SaveOptions& options) {
+SaveHandle save_checkpoint_async(std::span<const NamedArray> arrays, const storage::Location& path,
+                                 Transport& transport, const SaveOptions& options) {
   auto state = std::make_shared<SaveHandle::State>();
   auto job = std::make_shared<SaveJob>(path, arrays, transport, options);
   try {
@@ -454,8 +497,8 @@ SaveHandle save_checkpoint_async(std::span<const NamedArray> arrays, const fs::p
 
 namespace pipelines_detail {
 
-SaveResult save_checkpoint_streamed(const fs::path& path, std::span<const SaveTensor> tensors, Transport& transport,
-                                   const SaveOptions& options, const ChunkFill& fill) {
+SaveResult save_checkpoint_streamed(const storage::Location& path, std::span<const SaveTensor> tensors,
+                                   Transport& transport, const SaveOptions& options, const ChunkFill& fill) {
   auto job = std::make_shared<SaveJob>(path, std::vector<SaveTensor>(tensors.begin(), tensors.end()), transport, options);
   job->prepare();
   StagedSave pipeline(job);

@@ -3,13 +3,13 @@
 // background thread writes what is staged.
 #pragma once
 
-#include <filesystem>
 #include <functional>
 #include <span>
 
 #include "pipelines/checkpoint/save_plan.h"
 #include "reshard/execute/transport.h"
 #include "reshard/pipelines/checkpoint_save.h"
+#include "reshard/storage/location.h"
 
 namespace reshard::pipelines_detail {
 
@@ -22,7 +22,7 @@ using ChunkFill = std::function<void(const PlannedChunk& chunk, const Box& piece
 // (a single element larger than that is a piece of its own); a piece is
 // written while the next ones are filled. A failure of `fill` fails the save
 // on every process. Returns when the save is committed or failed.
-SaveResult save_checkpoint_streamed(const std::filesystem::path& path, std::span<const SaveTensor> tensors,
+SaveResult save_checkpoint_streamed(const storage::Location& path, std::span<const SaveTensor> tensors,
                                    Transport& transport, const SaveOptions& options, const ChunkFill& fill);
 
 }  // namespace reshard::pipelines_detail

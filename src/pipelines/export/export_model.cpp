@@ -78,18 +78,18 @@ std::vector<std::vector<std::pair<size_t, int>>> place_unplaced(const detail::Ex
 
 }  // namespace
 
-ExportResult export_checkpoint(const fs::path& checkpoint, const storage::Location& out, const TensorMap& map,
+ExportResult export_checkpoint(const storage::Location& checkpoint, const storage::Location& out, const TensorMap& map,
                                Transport& transport, const ExportOptions& options) {
   check_options(options, transport);
   std::optional<detail::CheckpointInput> input;
   detail::ExportPlan plan;
   std::vector<detail::ExportBlock> blocks;
-  agreed_step(transport, fmt::format("exporting {}", checkpoint.string()), [&] {
+  agreed_step(transport, fmt::format("exporting {}", checkpoint.str()), [&] {
     input.emplace(checkpoint::Reader::open(checkpoint));
     const auto& metadata = input->reader().manifest().metadata;
     const detail::ExportConfigs configs{metadata_value(metadata, kHfConfigMetadataKey),
                                         metadata_value(metadata, kLoraConfigMetadataKey),
-                                        fmt::format("checkpoint {}", checkpoint.string()),
+                                        fmt::format("checkpoint {}", checkpoint.str()),
                                         metadata_value(metadata, kGenerationConfigMetadataKey)};
     plan = detail::plan_export(input->specs(), map, options, configs);
     const auto anyone = [](int, const auto&) { return true; };

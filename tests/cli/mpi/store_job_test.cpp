@@ -1,12 +1,14 @@
 // The command line as one job of 4 processes writing into the object-store
 // test servers: a file of many parts gets parts from every process in one
 // upload (none uploads the whole file) and equals the single-process local
-// export; a rank killed mid-upload fails the job, naming it, and the survivors
-// abort the uploads, so that nothing appears and nothing stays pending.
+// export; a checkpoint read from the store exports as the local one does; a
+// rank killed mid-upload fails the job, naming it, and the survivors abort the
+// uploads, so that nothing appears and nothing stays pending.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -139,6 +141,25 @@ TEST_F(StoreJob, FourProcessesUploadThePartsOfOneFileTogether) {
     EXPECT_EQ(names, std::vector<std::string>{"model.safetensors"}) << scheme << ": components or staging left";
     EXPECT_EQ(store->abort_stale_uploads(file), 0u) << scheme << ": an upload was left pending";
   }
+}
+
+TEST_F(StoreJob, FourProcessesExportACheckpointThatIsInTheStore) {
+  const storage::Location root = prefix("s3");
+  const auto store = storage::open_store(root);
+  // Uploaded as a save leaves it: the data files, the manifest last.
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(dir() / "ckpt")) files.push_back(entry.path());
+  std::stable_partition(files.begin(), files.end(), [](const fs::path& file) { return file.filename() != "manifest.json"; });
+  for (const fs::path& file : files) {
+    store->write_all(root.child("ckpt").child(file.filename().string()), read_file(file), storage::IfExists::kFail);
+  }
+  const storage::Location out = root.child("hf");
+  const Job job = run(mpirun(4, fmt::format("export {} {} --map {} --part-size 5MiB --timeout 10",
+                                            root.child("ckpt").str(), out.str(), (dir() / "map.json").string())),
+                      dir());
+  ASSERT_EQ(job.exit_status, 0) << job.err;
+  EXPECT_EQ(store->read_all(out.child("model.safetensors"), uint64_t{1} << 30),
+            read_file(dir() / "local" / "model.safetensors"));
 }
 
 // The process of rank `rank` among the children of `mpirun` that run reshard.
