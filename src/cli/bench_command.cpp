@@ -45,7 +45,7 @@ void add_bench_command(CLI::App& app) {
       "Examples:\n  reshard bench reshard\n  reshard bench all --json");
   auto which = std::make_shared<std::string>("all");
   auto json = std::make_shared<bool>(false);
-  cmd->add_option("benchmark", *which, "reshard, plan, io, checkpoint, export or all")->capture_default_str();
+  cmd->add_option("benchmark", *which, "reshard, plan, io, checkpoint, export, storage or all")->capture_default_str();
   cmd->add_flag("--json", *json, "Print one JSON document on stdout");
   add_timeout_option(*cmd);
   cmd->callback([which, json] {

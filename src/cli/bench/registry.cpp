@@ -9,6 +9,7 @@ BenchReport run_io_benchmark();       // src/cli/bench/io.cpp
 BenchReport run_plan_benchmark();     // src/cli/bench/plan.cpp
 BenchReport run_checkpoint_benchmark();  // src/cli/bench/checkpoint.cpp
 BenchReport run_export_benchmark();      // src/cli/bench/export.cpp
+BenchReport run_storage_benchmark();     // src/cli/bench/storage.cpp
 #if RESHARD_WITH_MPI
 BenchReport run_reshard_mpi_benchmark();  // src/cli/bench/mpi/reshard_mpi.cpp
 #endif
@@ -26,6 +27,11 @@ std::vector<BenchmarkEntry> all_benchmarks() {
                      run_checkpoint_benchmark});
   entries.push_back({"export", "merge-lora: 256 MiB merged at rank 8, in memory and as files, beside memcpy",
                      run_export_benchmark});
+  entries.push_back({"storage",
+                     "export 1 GiB in 300 tensors to a local S3 server from 4 processes beside boto3's multipart "
+                     "upload, the Levanter way (gather, process 0 uploads) and a local export "
+                     "(python/bench/bench_storage.py, with the project's .venv)",
+                     run_storage_benchmark});
 #if RESHARD_WITH_MPI
   // Under mpirun with several ranks, `reshard` measures a reshard across them.
   for (BenchmarkEntry& entry : entries) {
