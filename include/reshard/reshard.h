@@ -30,6 +30,7 @@
 
 // Storage: local files and object stores.
 #include "reshard/storage/location.h"
+#include "reshard/storage/object_writer.h"
 #include "reshard/storage/open_store.h"
 #include "reshard/storage/part_writer.h"
 #include "reshard/storage/pending_uploads.h"

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "reshard/layout/error.h"
+#include "reshard/storage/open_store.h"
 
 namespace reshard {
 namespace {
@@ -177,10 +178,8 @@ void AtomicFile::abandon() noexcept {
   }
 }
 
-void write_file_atomically(const std::filesystem::path& path, std::string_view bytes) {
-  AtomicFile file = AtomicFile::create(path);
-  file.write(std::as_bytes(std::span(bytes.data(), bytes.size())));
-  file.commit();
+void write_file_atomically(const storage::Location& where, std::string_view bytes) {
+  storage::open_store(where)->write_all(where, bytes, storage::IfExists::kReplace);
 }
 
 }  // namespace reshard

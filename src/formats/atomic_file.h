@@ -1,5 +1,8 @@
-// Files that appear at their final path complete or not at all: written to a
-// temporary sibling, then fsynced and renamed into place by one committer.
+// Local files that appear at their final path complete or not at all, written
+// at any offsets by several writers (PositionalWriter, checkpoint data files):
+// a temporary sibling whose name every process derives alike, fsynced and
+// renamed into place by one committer. A file written front to back by one
+// writer goes through the storage layer instead (storage/object_writer.h).
 #pragma once
 
 #include <cstddef>
@@ -7,6 +10,8 @@
 #include <filesystem>
 #include <span>
 #include <string_view>
+
+#include "reshard/storage/location.h"
 
 namespace reshard {
 
@@ -67,7 +72,9 @@ class AtomicFile {
   uint64_t writeback_from_ = 0;  // where the appended bytes not yet sent to storage start
 };
 
-// Writes `bytes` as the whole of `path`, atomically (temporary, fsync, rename).
-void write_file_atomically(const std::filesystem::path& path, std::string_view bytes);
+// Writes `bytes` as the whole of `where`, a local file or an object, appearing
+// whole or not at all (the store's write_all: for a local file a temporary
+// sibling, fsync, rename). Missing folders on the way are created.
+void write_file_atomically(const storage::Location& where, std::string_view bytes);
 
 }  // namespace reshard

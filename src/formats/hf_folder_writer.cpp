@@ -1,18 +1,14 @@
 #include "formats/hf_folder_writer.h"
 
 #include <algorithm>
-#include <system_error>
 
 #include <fmt/format.h>
 
-#include "formats/atomic_file.h"
-#include "formats/staged_folder.h"
+#include "reshard/formats/hf_index.h"
 #include "reshard/formats/safetensors_writer.h"
 #include "reshard/layout/error.h"
 
 namespace reshard {
-
-namespace fs = std::filesystem;
 
 namespace {
 
@@ -33,55 +29,61 @@ bool is_shard_file_name(std::string_view name) {
 
 }  // namespace
 
-void write_produced_file(const fs::path& path, const safetensors::FileLayout& layout,
-                         const TensorProducer& produce) {
-  safetensors::StreamWriter writer(path, layout);
+void write_produced_file(const storage::Location& where, const safetensors::FileLayout& layout,
+                         const TensorProducer& produce, const storage::UploadOptions& upload) {
+  safetensors::StreamWriter writer(where, layout, safetensors::StreamWriter::kDefaultBufferBytes, upload);
   const ByteSink sink = [&writer](std::span<const std::byte> bytes) { writer.write(bytes); };
   for (const safetensors::TensorInfo& tensor : layout.header().tensors()) {
     try {
       produce(tensor, sink);
     } catch (const Error& e) {
-      throw e.with_context(fmt::format("writing {}: tensor '{}'", path.string(), tensor.name));
+      throw e.with_context(fmt::format("writing {}: tensor '{}'", where.str(), tensor.name));
     }
   }
   writer.commit();  // checks every byte arrived
 }
 
-void write_hf_folder_files(const fs::path& folder, const HfFolderPlan& plan,
-                           const TensorProducer& produce) {
-  for (const HfFolderPlan::File& file : plan.files()) {
-    write_produced_file(folder / file.name, file.layout, produce);
-  }
-  if (plan.index()) write_file_atomically(folder / kHfIndexFileName, hf_index_json(*plan.index()));
+void write_hf_weight_files(const OutputFolder& out, const HfFolderPlan& plan, const TensorProducer& produce,
+                           const storage::UploadOptions& upload) {
+  for (const HfFolderPlan::File& file : plan.files()) write_produced_file(out.file(file.name), file.layout, produce, upload);
 }
 
-std::vector<std::string> hf_weight_files_in(const fs::path& folder) {
+void write_hf_index(const OutputFolder& out, const HfFolderPlan& plan) {
+  if (plan.index()) out.write_small(kHfIndexFileName, hf_index_json(*plan.index()));
+}
+
+std::vector<std::string> hf_folder_file_names(const HfFolderPlan& plan) {
+  std::vector<std::string> names;
+  for (const HfFolderPlan::File& file : plan.files()) names.push_back(file.name);
+  if (plan.index()) names.emplace_back(kHfIndexFileName);  // last: it makes the folder look complete
+  return names;
+}
+
+std::vector<std::string> hf_weight_files_among(std::span<const std::string> names) {
   std::vector<std::string> found;
-  std::error_code ec;
   for (const std::string_view fixed : {kHfIndexFileName, kHfSingleFileName}) {
-    if (fs::exists(folder / fixed, ec)) found.emplace_back(fixed);
+    if (std::find(names.begin(), names.end(), fixed) != names.end()) found.emplace_back(fixed);
   }
   std::vector<std::string> shards;
-  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
+  for (const std::string& name : names) {
     if (is_shard_file_name(name)) shards.push_back(name);
   }
-  if (ec) throw Error(ErrorCode::kIo, fmt::format("{}: cannot list: {}", folder.string(), ec.message()));
   std::sort(shards.begin(), shards.end());
   found.insert(found.end(), shards.begin(), shards.end());
   return found;
 }
 
-void write_hf_folder(const fs::path& folder, const HfFolderPlan& plan, const TensorProducer& produce,
-                     bool replace) {
-  StagedFolder staged(folder, replace);
-  write_hf_folder_files(staged.staging_path(), plan, produce);
-  std::vector<std::string> order;
-  for (const HfFolderPlan::File& file : plan.files()) order.push_back(file.name);
-  if (plan.index()) order.emplace_back(kHfIndexFileName);  // last: it makes the folder look complete
-  std::vector<std::string> stale;
-  if (fs::is_directory(staged.final_path())) stale = hf_weight_files_in(staged.final_path());
-  staged.commit(stale, order);
+std::vector<std::string> hf_weight_files_in(const storage::Location& folder) {
+  return hf_weight_files_among(top_level_files(folder));
+}
+
+void write_hf_folder(const storage::Location& folder, const HfFolderPlan& plan, const TensorProducer& produce,
+                     bool replace, const storage::UploadOptions& upload) {
+  OutputFolder out(folder, replace);
+  const std::vector<std::string> stale = hf_weight_files_among(out.files_before());
+  write_hf_weight_files(out, plan, produce, upload);
+  write_hf_index(out, plan);
+  out.commit(stale, hf_folder_file_names(plan));
 }
 
 }  // namespace reshard

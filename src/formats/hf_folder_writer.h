@@ -1,41 +1,51 @@
-// Writing a planned Hugging Face folder: the files tensor by tensor, the index
-// last, the whole folder appearing at once.
+// Writing a planned Hugging Face folder, local or in an object store: the
+// files tensor by tensor, the index last, the whole folder appearing at once
+// (output_folder.h has each place's commit rules).
 #pragma once
 
-#include <filesystem>
-#include <functional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "formats/hf_folder_plan.h"
+#include "formats/output_folder.h"
 #include "reshard/formats/safetensors_header.h"
 #include "reshard/formats/tensor_stream.h"
+#include "reshard/storage/location.h"
+#include "reshard/storage/object_writer.h"
 
 namespace reshard {
 
 // Writes one planned safetensors file through a StreamWriter, its tensors
-// produced in layout order; it appears at `path` (replacing what is there)
-// only once complete.
-void write_produced_file(const std::filesystem::path& path, const safetensors::FileLayout& layout,
-                         const TensorProducer& produce);
+// produced in layout order; it appears at `where` (replacing what is there)
+// only once complete. An object is uploaded as `upload` says.
+void write_produced_file(const storage::Location& where, const safetensors::FileLayout& layout,
+                         const TensorProducer& produce, const storage::UploadOptions& upload = {});
 
-// Writes every file of `plan` into the existing folder `folder`, each through
-// a StreamWriter (memory bounded by its buffer), then the index if any.
-// Tensors are produced file by file, in each file's layout order.
-void write_hf_folder_files(const std::filesystem::path& folder, const HfFolderPlan& plan,
-                           const TensorProducer& produce);
+// Writes the weight files of `plan` into `out`, each through a StreamWriter
+// (memory bounded by its buffer and parts), tensors produced file by file in
+// each file's layout order. The index is not written: it goes last, after
+// the configs (write_hf_index).
+void write_hf_weight_files(const OutputFolder& out, const HfFolderPlan& plan, const TensorProducer& produce,
+                           const storage::UploadOptions& upload = {});
+// Writes the plan's index, if it has one.
+void write_hf_index(const OutputFolder& out, const HfFolderPlan& plan);
+// The files of `plan` in the order that completes the folder: the weight
+// files, then the index.
+std::vector<std::string> hf_folder_file_names(const HfFolderPlan& plan);
 
-// The weight files an earlier save may have left in `folder` that a new save
-// replaces: model.safetensors, the index and model-NNNNN-of-NNNNN.safetensors
-// files, the index first.
-std::vector<std::string> hf_weight_files_in(const std::filesystem::path& folder);
+// Of `names` (a folder's files), the weight files a new save replaces:
+// model.safetensors, the index and model-NNNNN-of-NNNNN.safetensors, the
+// index first.
+std::vector<std::string> hf_weight_files_among(std::span<const std::string> names);
+// The same among the files of `folder` (local or a prefix).
+std::vector<std::string> hf_weight_files_in(const storage::Location& folder);
 
-// Writes `plan` as the folder `folder` through a StagedFolder: nothing appears
-// there until every file is complete. An existing non-empty folder is refused
-// unless `replace`, which swaps its weight files and keeps the rest (config,
-// tokenizer), as transformers' save_pretrained does.
-void write_hf_folder(const std::filesystem::path& folder, const HfFolderPlan& plan,
-                     const TensorProducer& produce, bool replace);
+// Writes `plan` as the folder `folder` through an OutputFolder: nothing
+// appears there until every file is complete. An existing non-empty folder
+// is refused unless `replace`, which swaps its weight files and keeps the
+// rest (config, tokenizer), as transformers' save_pretrained does.
+void write_hf_folder(const storage::Location& folder, const HfFolderPlan& plan, const TensorProducer& produce,
+                     bool replace, const storage::UploadOptions& upload = {});
 
 }  // namespace reshard

@@ -32,9 +32,11 @@ const TensorInfo& tensor_named(const FileLayout& layout, std::string_view name,
 
 // ---- StreamWriter ----
 
-StreamWriter::StreamWriter(std::filesystem::path path, FileLayout layout, size_t buffer_bytes)
+StreamWriter::StreamWriter(const storage::Location& where, FileLayout layout, size_t buffer_bytes,
+                           const storage::UploadOptions& upload)
     : layout_(std::move(layout)),
-      file_(std::make_unique<AtomicFile>(AtomicFile::create(path))),
+      path_(where.str()),
+      file_(std::make_unique<storage::ObjectWriter>(where, layout_.file_size(), upload)),
       buffer_bytes_(std::max<size_t>(buffer_bytes, 4096)) {
   buffer_.reserve(buffer_bytes_);
   buffer_ = layout_.header_bytes();
@@ -44,7 +46,7 @@ StreamWriter::StreamWriter(StreamWriter&&) noexcept = default;
 StreamWriter& StreamWriter::operator=(StreamWriter&&) noexcept = default;
 StreamWriter::~StreamWriter() = default;
 
-const std::filesystem::path& StreamWriter::path() const { return file_->final_path(); }
+const storage::Location& StreamWriter::location() const { return file_->destination(); }
 
 void StreamWriter::write(std::span<const std::byte> bytes) {
   const uint64_t left = layout_.header().data_bytes() - data_written_;
@@ -179,12 +181,12 @@ void PositionalWriter::abandon() noexcept {
 
 // ---- write_file ----
 
-void write_file(const std::filesystem::path& path, std::span<const TensorData> tensors,
+void write_file(const storage::Location& where, std::span<const TensorData> tensors,
                 std::optional<Metadata> metadata) {
   std::vector<TensorSpec> specs;
   specs.reserve(tensors.size());
   for (const TensorData& tensor : tensors) specs.push_back(tensor.spec);
-  StreamWriter writer(path, FileLayout::plan(std::move(specs), std::move(metadata)));
+  StreamWriter writer(where, FileLayout::plan(std::move(specs), std::move(metadata)));
   // Data goes in layout order, whatever order the caller listed it in.
   std::unordered_map<std::string_view, std::span<const std::byte>> bytes_of;
   for (const TensorData& tensor : tensors) bytes_of.emplace(tensor.spec.name, tensor.bytes);

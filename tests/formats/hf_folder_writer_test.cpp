@@ -5,17 +5,22 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <map>
 #include <vector>
 
 #include "formats/hf_folder_plan.h"
-#include "formats/staged_folder.h"
 #include "formats/support/random_tensors.h"
 #include "formats/support/safetensors_files.h"
 #include "layout/support/expect_error.h"
 #include "reshard/formats/hf_folder.h"
+#include "reshard/formats/hf_split.h"
 #include "reshard/formats/safetensors_writer.h"
+#include "reshard/storage/open_store.h"
+#include "storage/support/store_servers.h"
 #include "support/seed.h"
 
 namespace reshard {
@@ -201,32 +206,117 @@ TEST(HfFolderWriter, FindsTheWeightFilesASaveReplaces) {
                                       "model-00002-of-00003.safetensors", "model-123456-of-123456.safetensors"}));
 }
 
-TEST(StagedFolder, AppearsOnlyOnCommit) {
-  ScratchDir dir;
-  const fs::path out = dir / "nested" / "out";
-  {
-    StagedFolder staged(out, false);
-    testing::write_file_text(staged.staging_path() / "a.txt", "a");
-    EXPECT_FALSE(fs::exists(out));
-    const std::vector<std::string> order = {"a.txt"};
-    staged.commit({}, order);
+// Every file of a local folder, by name.
+std::map<std::string, std::string> local_files(const fs::path& folder) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::directory_iterator(folder)) {
+    files[entry.path().filename().string()] = testing::read_file_text(entry.path());
   }
-  EXPECT_EQ(testing::read_file_text(out / "a.txt"), "a");
-  EXPECT_EQ(std::distance(fs::directory_iterator(dir / "nested"), fs::directory_iterator()), 1);
+  return files;
 }
 
-TEST(StagedFolder, AnEmptyFolderIsReplacedAndAFileRefused) {
-  ScratchDir dir;
-  fs::create_directory(dir / "empty");
-  {
-    StagedFolder staged(dir / "empty/", false);
-    testing::write_file_text(staged.staging_path() / "a.txt", "a");
-    staged.commit({}, std::vector<std::string>{"a.txt"});
+// Every object under `prefix`, by name.
+std::map<std::string, std::string> objects_under(const storage::Location& prefix) {
+  const auto store = storage::open_store(prefix);
+  std::map<std::string, std::string> objects;
+  for (const storage::ListEntry& entry : store->list(prefix)) {
+    objects[entry.name] = store->read_all(prefix.child(entry.name), entry.size);
   }
-  EXPECT_TRUE(fs::exists(dir / "empty" / "a.txt"));
-  testing::write_file_text(dir / "file", "x");
-  EXPECT_TRUE(throws_error([&] { StagedFolder(dir / "file", true); }, ErrorCode::kInvalidArgument,
-                           {"not a folder"}));
+  return objects;
+}
+
+std::vector<testing::RandomTensor> small_tensors(int count) {
+  std::vector<testing::RandomTensor> tensors;
+  for (int i = 0; i < count; ++i) {
+    tensors.push_back({{fmt::format("t{}", i), DType::kU8, {3000}},
+                       std::vector<std::byte>(3000, static_cast<std::byte>(i + 1))});
+  }
+  return tensors;
+}
+
+std::vector<TensorSpec> specs_of(const std::vector<testing::RandomTensor>& tensors) {
+  std::vector<TensorSpec> specs;
+  for (const auto& tensor : tensors) specs.push_back(tensor.spec);
+  return specs;
+}
+
+TEST(HfFolderWriter, AFolderInAStoreHasTheLocalFilesAndReplacingDropsStaleOnes) {
+  ScratchDir dir;
+  const std::vector<testing::RandomTensor> tensors = small_tensors(3);
+  const HfFolderPlan split = HfFolderPlan::plan(specs_of(tensors), 4000);  // three files and an index
+  const storage::Location out = storage::Location::parse("memory://hf-writer/" + testing::unique_prefix());
+  const storage::UploadOptions parts{1024, 2};  // several parts a file, the memory store's smallest
+  write_hf_folder(dir / "local", split, producer_of(tensors), false);
+  write_hf_folder(out, split, producer_of(tensors), false, parts);
+  EXPECT_EQ(objects_under(out), local_files(dir / "local"));
+
+  EXPECT_TRUE(throws_error([&] { write_hf_folder(out, split, producer_of(tensors), false, parts); },
+                           ErrorCode::kAlreadyExists, {out.str()}));
+  storage::open_store(out)->write_all(out.child("config.json"), "{}", storage::IfExists::kFail);
+  const HfFolderPlan one_file = HfFolderPlan::plan(specs_of(tensors), kDefaultMaxShardSize);
+  write_hf_folder(out, one_file, producer_of(tensors), true, parts);
+  write_hf_folder(dir / "one", one_file, producer_of(tensors), false);
+  std::map<std::string, std::string> expected = local_files(dir / "one");
+  expected["config.json"] = "{}";  // not a weight file: it stays
+  EXPECT_EQ(objects_under(out), expected);
+}
+
+TEST(HfFolderWriter, AFailureInAStoreLeavesNothingAndNoUpload) {
+  const std::vector<testing::RandomTensor> tensors = small_tensors(3);
+  const HfFolderPlan split = HfFolderPlan::plan(specs_of(tensors), 4000);
+  const storage::Location out = storage::Location::parse("memory://hf-writer/" + testing::unique_prefix());
+  int produced = 0;
+  const TensorProducer failing = [&](const safetensors::TensorInfo& info, const ByteSink& sink) {
+    if (++produced == 3) throw Error(ErrorCode::kIo, "network on fire");
+    sink(std::vector<std::byte>(info.byte_size()));
+  };
+  EXPECT_TRUE(throws_error([&] { write_hf_folder(out, split, failing, false, {1024, 2}); }, ErrorCode::kIo,
+                           {"network on fire", "'t2'"}));
+  EXPECT_TRUE(objects_under(out).empty());  // the two files that had appeared were taken back
+  for (const HfFolderPlan::File& file : split.files()) {
+    EXPECT_EQ(storage::open_store(out)->abort_stale_uploads(out.child(file.name)), 0u) << file.name;
+  }
+}
+
+// A file-size limit makes writes fail partway, as a full disk does.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    ::getrlimit(RLIMIT_FSIZE, &saved_);
+    old_handler_ = ::signal(SIGXFSZ, SIG_IGN);
+    rlimit limit = saved_;
+    limit.rlim_cur = bytes;
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &saved_);
+    ::signal(SIGXFSZ, old_handler_);
+  }
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+
+ private:
+  rlimit saved_{};
+  sighandler_t old_handler_;
+};
+
+TEST(HfFolderWriter, AReplaceThatFailsWritingLeavesTheOldFolderWhole) {
+  ScratchDir dir;
+  const fs::path out = dir / "out";
+  const std::vector<testing::RandomTensor> tensors = small_tensors(3);
+  write_hf_folder(out, HfFolderPlan::plan(specs_of(tensors), 4000), producer_of(tensors), false);
+  testing::write_file_text(out / "config.json", "{}");
+  const std::map<std::string, std::string> before = local_files(out);
+  std::vector<testing::RandomTensor> big = small_tensors(3);
+  big[2].spec.shape = {1 << 20};
+  big[2].bytes.resize(1 << 20);
+  {
+    FileSizeLimit limit(64 << 10);  // the third file cannot be written
+    EXPECT_TRUE(throws_error([&] { write_hf_folder(out, HfFolderPlan::plan(specs_of(big), 4000), producer_of(big), true); },
+                             ErrorCode::kIo, {}));
+  }
+  EXPECT_EQ(local_files(out), before);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 1);  // no staging left
 }
 
 }  // namespace

@@ -9,12 +9,16 @@
 #include <algorithm>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "formats/atomic_file.h"
 #include "formats/support/random_tensors.h"
 #include "formats/support/safetensors_files.h"
 #include "reshard/formats/safetensors_reader.h"
 #include "reshard/formats/safetensors_writer.h"
 #include "reshard/layout/error.h"
+#include "reshard/storage/open_store.h"
+#include "storage/support/store_servers.h"
 #include "support/seed.h"
 
 namespace reshard::safetensors {
@@ -150,6 +154,37 @@ TEST(SafetensorsWriter, ShardsWrittenAsBoxesGiveTheStreamedFile) {
   EXPECT_EQ(testing::read_file_text(path), expected);
 }
 
+TEST(SafetensorsWriter, StreamsToAnObjectInPartsAsItDoesToAFile) {
+  std::mt19937_64 rng = testing::seeded_rng();
+  const std::vector<RandomTensor> tensors = sample_tensors(rng);
+  ScratchDir dir;
+  const std::string expected = streamed_file(dir / "local.safetensors", tensors);
+  const storage::Location prefix = storage::Location::parse("memory://writer/" + testing::unique_prefix());
+  const std::shared_ptr<storage::Store> store = storage::open_store(prefix);
+  for (const uint64_t part : {uint64_t{1024}, uint64_t{0}}) {  // many parts, and one
+    const storage::Location object = prefix.child(fmt::format("parts-{}.safetensors", part));
+    StreamWriter writer(object, FileLayout::plan(specs_of(tensors)), 4096, storage::UploadOptions{part, 2});
+    while (const TensorInfo* next = writer.next_tensor()) {
+      const std::vector<std::byte>& bytes = find(tensors, next->name).bytes;
+      for (size_t at = 0; at < bytes.size();) {
+        const size_t piece = std::min<size_t>(bytes.size() - at, 1 + rng() % 3000);
+        writer.write(std::span(bytes).subspan(at, piece));
+        at += piece;
+      }
+    }
+    EXPECT_FALSE(store->stat(object).has_value());  // nothing appears before commit
+    writer.commit();
+    EXPECT_EQ(store->read_all(object, expected.size()), expected);
+  }
+  {
+    const storage::Location object = prefix.child("abandoned.safetensors");
+    StreamWriter writer(object, FileLayout::plan(specs_of(tensors)), 4096, storage::UploadOptions{1024, 2});
+    writer.write(std::span(tensors[0].bytes).first(3000));  // some parts uploaded
+  }
+  EXPECT_FALSE(store->stat(prefix.child("abandoned.safetensors")).has_value());
+  EXPECT_EQ(store->abort_stale_uploads(prefix.child("abandoned.safetensors")), 0u);  // the upload was aborted
+}
+
 TEST(SafetensorsWriter, AbandonedWritersLeaveNothingBehind) {
   ScratchDir dir;
   const auto path = dir / "abandoned.safetensors";
@@ -157,7 +192,10 @@ TEST(SafetensorsWriter, AbandonedWritersLeaveNothingBehind) {
   {
     StreamWriter writer(path, FileLayout::plan({{"t", DType::kF32, {4}}}));
     writer.write(std::span(bytes).first(8));
-    EXPECT_TRUE(std::filesystem::exists(temporary_sibling(path)));
+    // The bytes go to a hidden sibling of the file until commit.
+    const auto staging = std::filesystem::directory_iterator(dir.path())->path().filename().string();
+    EXPECT_TRUE(staging.starts_with(".abandoned.safetensors.tmp-reshard-")) << staging;
+    EXPECT_FALSE(std::filesystem::exists(path));
     const std::optional<Error> early = error_of([&] { writer.commit(); });
     ASSERT_TRUE(early.has_value());
     EXPECT_EQ(early->code(), ErrorCode::kInvalidArgument);
@@ -219,8 +257,7 @@ TEST(SafetensorsWriter, MissingOrUnwritableFoldersAreIoErrorsNamingTheFile) {
   ScratchDir dir;
   const std::vector<std::byte> bytes(4);
   testing::write_file_text(dir / "plain-file", "x");
-  std::vector<std::filesystem::path> targets = {dir / "no" / "such" / "folder" / "m.safetensors",
-                                                dir / "plain-file" / "m.safetensors"};
+  std::vector<std::filesystem::path> targets = {dir / "plain-file" / "m.safetensors"};
   if (::geteuid() != 0) {  // root writes anywhere: permissions cannot be tested as root
     std::filesystem::create_directory(dir / "read-only");
     std::filesystem::permissions(dir / "read-only", std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
@@ -237,6 +274,14 @@ TEST(SafetensorsWriter, MissingOrUnwritableFoldersAreIoErrorsNamingTheFile) {
     }
     EXPECT_FALSE(std::filesystem::exists(path));
   }
+  // Missing folders: the positional writer's temporary has none to go in; the
+  // stream writer, as the storage layer does for every file, creates them.
+  const auto missing = dir / "no" / "such" / "folder" / "m.safetensors";
+  const auto positional = error_of([&] { PositionalWriter::create(missing, FileLayout::plan({{"t", DType::kU8, {4}}})); });
+  ASSERT_TRUE(positional.has_value());
+  EXPECT_EQ(positional->code(), ErrorCode::kIo);
+  write_file(missing, std::vector<TensorData>{{{"t", DType::kU8, {4}}, bytes}});
+  EXPECT_EQ(File::open(missing).tensor("t").byte_size(), 4u);
 }
 
 // A file-size limit makes writes fail partway, as a full disk does.

@@ -1,5 +1,6 @@
-// Writing safetensors files from a FileLayout: one tensor after another
-// (StreamWriter) or any byte range from any thread or process (PositionalWriter).
+// Writing safetensors files from a FileLayout: one tensor after another, to
+// a local file or an object (StreamWriter), or any byte range of a local file
+// from any thread or process (PositionalWriter).
 #pragma once
 
 #include <cstddef>
@@ -13,6 +14,8 @@
 
 #include "reshard/formats/safetensors_layout.h"
 #include "reshard/layout/box.h"
+#include "reshard/storage/location.h"
+#include "reshard/storage/object_writer.h"
 
 namespace reshard {
 class AtomicFile;  // the temporary sibling each writer fills (internal)
@@ -21,15 +24,17 @@ class AtomicFile;  // the temporary sibling each writer fills (internal)
 namespace reshard::safetensors {
 
 // Writes a file front to back: the header, then each tensor's bytes in layout
-// order, in pieces of any size. Memory is bounded by the buffer, not the file.
-// Nothing appears at the final path until commit(); destroying the writer
-// before commit removes the temporary.
+// order, in pieces of any size, to a local file or an object in a store
+// (storage::ObjectWriter: an object is uploaded in parts, one uploading while
+// the next is filled). Memory is bounded by the buffer (and, for an object,
+// the parts in flight), not the file. Nothing appears at the destination
+// until commit(); destroying the writer before commit leaves nothing behind.
 class StreamWriter {
  public:
   static constexpr size_t kDefaultBufferBytes = size_t{4} << 20;
 
-  StreamWriter(std::filesystem::path path, FileLayout layout,
-               size_t buffer_bytes = kDefaultBufferBytes);
+  StreamWriter(const storage::Location& where, FileLayout layout, size_t buffer_bytes = kDefaultBufferBytes,
+               const storage::UploadOptions& upload = {});
   StreamWriter(StreamWriter&&) noexcept;
   StreamWriter& operator=(StreamWriter&&) noexcept;
   ~StreamWriter();
@@ -44,17 +49,21 @@ class StreamWriter {
   void write_tensor(std::string_view name, std::span<const std::byte> bytes);
   // The tensor the next byte belongs to, or nullptr when every byte is written.
   const TensorInfo* next_tensor() const;
-  // Checks every byte arrived, then fsyncs and renames into place.
+  // Checks every byte arrived, then makes the file appear whole (a local
+  // file: fsync and rename; an object: the upload completed).
   void commit();
 
   const FileLayout& layout() const { return layout_; }
-  const std::filesystem::path& path() const;
+  const storage::Location& location() const;
+  // The destination's text ("model.safetensors", "s3://b/model.safetensors").
+  const std::filesystem::path& path() const { return path_; }
 
  private:
   void flush();
 
   FileLayout layout_;
-  std::unique_ptr<AtomicFile> file_;
+  std::filesystem::path path_;
+  std::unique_ptr<storage::ObjectWriter> file_;
   std::string buffer_;
   size_t buffer_bytes_;
   uint64_t data_written_ = 0;  // data-buffer bytes accepted so far
@@ -105,13 +114,14 @@ class PositionalWriter {
   std::unique_ptr<AtomicFile> file_;
 };
 
-// Writes a whole file in one call from (spec, bytes) pairs given in any order;
-// a convenience over StreamWriter for small files and tests.
+// Writes a whole file (local or an object) in one call from (spec, bytes)
+// pairs given in any order; a convenience over StreamWriter for small files
+// and tests.
 struct TensorData {
   TensorSpec spec;
   std::span<const std::byte> bytes;
 };
-void write_file(const std::filesystem::path& path, std::span<const TensorData> tensors,
+void write_file(const storage::Location& where, std::span<const TensorData> tensors,
                 std::optional<Metadata> metadata = default_metadata());
 
 }  // namespace reshard::safetensors

@@ -124,19 +124,7 @@ class LocalStore final : public storage::Store {
   }
 
   size_t abort_stale_uploads(const Location& object) override {
-    const fs::path final_path = object.local_path();
-    fs::path folder = final_path.parent_path();
-    if (folder.empty()) folder = ".";
-    const std::string name = final_path.filename().string();
-    size_t removed = 0;
-    std::error_code ec;
-    for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
-      const auto owner = staging_owner(it->path().filename().string(), name);
-      if (!owner || !owner_is_dead(*owner)) continue;
-      std::error_code ignored;
-      if (fs::remove_all(it->path(), ignored) > 0) ++removed;
-    }
-    return removed;
+    return remove_dead_stagings(object.local_path());
   }
 };
 

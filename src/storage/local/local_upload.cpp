@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <system_error>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -20,10 +21,12 @@ namespace fs = std::filesystem;
 void reserve(int fd, uint64_t size, const fs::path& path) {
   if (size > static_cast<uint64_t>(INT64_MAX)) fail_io("sizing", path, EFBIG);
   const auto length = static_cast<off_t>(size);
-  if (size > 0) {
-    const int error = ::posix_fallocate(fd, 0, length);
-    // Where the file system cannot reserve space, a sparse file does.
-    if (error != 0 && error != EOPNOTSUPP && error != EINVAL) fail_io("reserving space for", path, error);
+  // fallocate(2), not posix_fallocate: where the file system cannot reserve
+  // space, glibc's emulation would write every block once before the data
+  // does; a sparse file is better there.
+  if (size > 0 && ::fallocate(fd, 0, 0, length) != 0) {
+    const int error = errno;
+    if (error != EOPNOTSUPP && error != ENOSYS && error != EINVAL) fail_io("reserving space for", path, error);
   }
   if (::ftruncate(fd, length) != 0) fail_io("sizing", path, errno);
 }
@@ -49,7 +52,7 @@ std::unique_ptr<LocalUpload> LocalUpload::start(const storage::Location& destina
   if (const fs::path parent = final_path.parent_path(); !parent.empty()) {
     std::error_code ec;
     fs::create_directories(parent, ec);
-    if (ec) fail_io("creating folder", parent, ec.value());
+    if (ec) fail_io("creating the folders of", final_path, ec.value());
   }
   const fs::path staging = final_path.parent_path() / new_staging_name(final_path.filename().string());
   UniqueFd fd = open_file(staging, O_RDWR | O_CREAT | O_EXCL, "creating");
@@ -92,6 +95,20 @@ void LocalUpload::write_at(uint64_t offset, std::span<const std::byte> bytes) {
                             bytes.size(), offset, layout_.object_bytes()));
   }
   pwrite_exactly(fd_.get(), offset, bytes, staging_);
+  note_written(offset, bytes.size());
+}
+
+void LocalUpload::note_written(uint64_t offset, uint64_t length) {
+  uint64_t from = 0, end = 0;
+  {
+    const std::lock_guard lock(writeback_mutex_);
+    if (offset != sequential_end_) return;
+    sequential_end_ += length;
+    if (sequential_end_ - writeback_from_ < kWritebackBytes) return;
+    from = std::exchange(writeback_from_, sequential_end_);
+    end = sequential_end_;
+  }
+  start_writeback(fd_.get(), from, end - from);
 }
 
 void LocalUpload::finish_writes() { fsync_file(fd_.get(), staging_); }

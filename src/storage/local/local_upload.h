@@ -1,10 +1,13 @@
 // A parallel upload into a local file: every process writes into one staging
 // sibling at the bytes' final offsets; the starter fsyncs and renames it into
-// place.
+// place. A writer going front to back has the kernel start writing each
+// kWritebackBytes behind it, so that the disk works while the rest is
+// produced and the fsync at commit has only the tail left to wait for.
 #pragma once
 
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "reshard/storage/parallel_upload.h"
@@ -34,9 +37,14 @@ class LocalUpload final : public storage::ParallelUpload {
   void complete(std::vector<storage::PartReceipt> receipts) override;
   void abort() noexcept override;
 
+  static constexpr uint64_t kWritebackBytes = uint64_t{16} << 20;
+
  private:
   LocalUpload(storage::Location destination, storage::PartLayout layout, std::filesystem::path staging, UniqueFd fd,
               bool starter, storage::IfExists if_exists);
+  // Follows the bytes written front to back from offset 0 and starts the
+  // writeback of each kWritebackBytes of them (writes elsewhere: no hint).
+  void note_written(uint64_t offset, uint64_t length);
 
   storage::Location destination_;
   storage::PartLayout layout_;
@@ -45,6 +53,9 @@ class LocalUpload final : public storage::ParallelUpload {
   bool starter_ = false;
   bool done_ = false;  // completed or aborted
   storage::IfExists if_exists_;
+  std::mutex writeback_mutex_;
+  uint64_t sequential_end_ = 0;  // bytes [0, this) were written in order
+  uint64_t writeback_from_ = 0;  // where the bytes not yet sent to storage start
 };
 
 }  // namespace reshard::storage_detail

@@ -100,4 +100,16 @@ void rename_file(const std::filesystem::path& from, const std::filesystem::path&
   fail_io("renaming into place", to, error);
 }
 
+bool exchange_paths(const std::filesystem::path& a, const std::filesystem::path& b) {
+  if (::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) == 0) return true;
+  const int error = errno;
+  if (error == EINVAL || error == ENOSYS || error == EOPNOTSUPP) return false;
+  fail_io("swapping into place", b, error);
+}
+
+void start_writeback(int fd, uint64_t offset, uint64_t length) noexcept {
+  if (offset > static_cast<uint64_t>(INT64_MAX) || length > static_cast<uint64_t>(INT64_MAX) - offset) return;
+  (void)::sync_file_range(fd, static_cast<off_t>(offset), static_cast<off_t>(length), SYNC_FILE_RANGE_WRITE);
+}
+
 }  // namespace reshard::storage_detail

@@ -40,5 +40,13 @@ void fsync_folder(const std::filesystem::path& folder);
 // Renames `from` over `to`; with `no_replace`, Error(kAlreadyExists) when `to`
 // exists (checked by the kernel, atomically, where the file system can).
 void rename_file(const std::filesystem::path& from, const std::filesystem::path& to, bool no_replace);
+// Swaps `a` and `b` (files or folders, both existing) in one step
+// (renameat2 RENAME_EXCHANGE): a reader sees one or the other, never neither.
+// False when the file system (or kernel) cannot; Error(kIo) for other failures.
+bool exchange_paths(const std::filesystem::path& a, const std::filesystem::path& b);
+// Asks the kernel to start writing [offset, offset + length) of the file to
+// storage, without waiting (sync_file_range). A file system that cannot is no
+// error: the fsync at commit writes everything anyway.
+void start_writeback(int fd, uint64_t offset, uint64_t length) noexcept;
 
 }  // namespace reshard::storage_detail

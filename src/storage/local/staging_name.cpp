@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <charconv>
 #include <random>
+#include <system_error>
 
 #include <fmt/format.h>
 
@@ -51,6 +52,21 @@ std::optional<StagingOwner> staging_owner(std::string_view entry, std::string_vi
 bool owner_is_dead(const StagingOwner& owner) {
   if (owner.host != this_host()) return false;
   return ::kill(static_cast<pid_t>(owner.pid), 0) != 0 && errno == ESRCH;
+}
+
+size_t remove_dead_stagings(const std::filesystem::path& final_path) {
+  std::filesystem::path folder = final_path.parent_path();
+  if (folder.empty()) folder = ".";
+  const std::string name = final_path.filename().string();
+  size_t removed = 0;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    const auto owner = staging_owner(it->path().filename().string(), name);
+    if (!owner || !owner_is_dead(*owner)) continue;
+    std::error_code ignored;
+    if (std::filesystem::remove_all(it->path(), ignored) > 0) ++removed;
+  }
+  return removed;
 }
 
 }  // namespace reshard::storage_detail

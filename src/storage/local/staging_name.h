@@ -28,4 +28,9 @@ std::optional<StagingOwner> staging_owner(std::string_view entry, std::string_vi
 // longer runs. Another host's staging is never taken for dead.
 bool owner_is_dead(const StagingOwner& owner);
 
+// Removes the staging siblings of `final_path` (files or folders) whose owner
+// is dead: what killed writers of the same file or folder left. Returns how
+// many. Best effort: what cannot be removed stays, for the next writer.
+size_t remove_dead_stagings(const std::filesystem::path& final_path);
+
 }  // namespace reshard::storage_detail
