@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
 #include <functional>
 #include <optional>
 #include <vector>
@@ -15,8 +14,9 @@
 #include "reshard/pipelines/export_model.h"
 #include "reshard/pipelines/layout_rules.h"
 #include "reshard/pipelines/named_array.h"
-#include "reshard/pipelines/named_array.h"
 #include "reshard/pipelines/tensor_map.h"
+#include "reshard/storage/location.h"
+#include "reshard/storage/object_writer.h"
 
 namespace reshard {
 
@@ -27,12 +27,16 @@ struct ImportOptions {
   // folder's config.json gives llama_axis_sizes_from_config's, these win.
   AxisSizes sizes;
   // For a PEFT adapter folder alone: its base model (a folder, or its
-  // config.json), whose config.json gives the sizes. Without it, the
-  // adapter_config.json's base_model_name_or_path when that is a local folder.
-  std::optional<std::filesystem::path> base;
+  // config.json; local or in a store), whose config.json gives the sizes.
+  // Without it, the adapter_config.json's base_model_name_or_path when that
+  // is a local folder.
+  std::optional<storage::Location> base;
   // Replace a checkpoint already at the output path (at the final rename).
   bool replace = true;
   std::function<void(uint64_t bytes)> progress;
+  // A checkpoint saved to an object store: its data files' part size (0: the
+  // store's default) and parts in flight per process (SaveOptions').
+  storage::UploadOptions upload;
 };
 
 struct ImportResult {
@@ -54,16 +58,18 @@ struct ImportResult {
 // take it); import runs inverse_tensor_map of it. `hf_dir` is a model folder
 // (model.safetensors or an index; an adapter_model.safetensors beside them is
 // imported too), a PEFT adapter folder (the map's model rules may then match
-// nothing) or a .safetensors file. Every error (a tensor no rule matches, a
+// nothing) or a .safetensors file, local (its files memory-mapped) or in an
+// object store (s3://, gs://: each slice's source byte ranges fetched, one
+// piece of a slice held at a time). Every error (a tensor no rule matches, a
 // shape that does not factor, a layout that does not fit, naming the tensor
 // and the rule) is raised on every process before a byte is read.
-ImportResult import_arrays(const std::filesystem::path& hf_dir, const TensorMap& map, const CheckpointLayout& layout,
-                          Transport& transport, const ImportOptions& options = {});
+ImportResult import_arrays(const storage::Location& hf_dir, const TensorMap& map, const CheckpointLayout& layout,
+                           Transport& transport, const ImportOptions& options = {});
 
-// The same, saved as the checkpoint `checkpoint` (save_checkpoint's atomic
-// commit; a failure anywhere leaves what was there). The result's `arrays` is
-// empty: they are in the checkpoint.
-ImportResult import_checkpoint(const std::filesystem::path& hf_dir, const std::filesystem::path& checkpoint,
+// The same, saved as the checkpoint `checkpoint`, local or in a store
+// (save_checkpoint's commit; a failure anywhere leaves what was there). The
+// result's `arrays` is empty: they are in the checkpoint.
+ImportResult import_checkpoint(const storage::Location& hf_dir, const storage::Location& checkpoint,
                                const TensorMap& map, const CheckpointLayout& layout, Transport& transport,
                                const ImportOptions& options = {});
 

@@ -35,7 +35,11 @@ ShardedArray fill_import_tensor(const ImportPlan& plan, size_t output, const Imp
   const ResolvedTensor& tensor = plan.map.outputs[output];
   const Shape shape = safetensors::layout_shape(tensor.out);
   ShardedArray array = ShardedArray::allocate(shape, tensor.out.dtype, plan.shardings[output], topology, process);
+  // Mapped files are copied from in place; objects are read piece by piece.
   const SourceBytes bytes = [&source](size_t s) { return source.bytes(s); };
+  const SourceBoxReader read = [&source](size_t s, const Box& box, std::span<std::byte> out) {
+    source.read_box(s, box, out);
+  };
   // Slices already built, by box: a replica on another device is a copy of it.
   std::map<std::pair<std::vector<int64_t>, Shape>, size_t> built;
   for (size_t i = 0; i < array.shards().size(); ++i) {
@@ -47,7 +51,11 @@ ShardedArray fill_import_tensor(const ImportPlan& plan, size_t output, const Imp
       continue;
     }
     try {
-      copy_output_box(plan.map, tensor, shard.box, bytes, array.writable_bytes(i));
+      if (source.has_views()) {
+        copy_output_box(plan.map, tensor, shard.box, bytes, array.writable_bytes(i));
+      } else {
+        copy_output_box_from_reads(plan.map, tensor, shard.box, read, array.writable_bytes(i));
+      }
       stats.bytes_read = checked_add(stats.bytes_read, source_bytes_read(plan, tensor, shard.box), "bytes read");
     } catch (const Error& e) {
       throw e.with_context(fmt::format("tensor '{}' slice {}", tensor.out.name, shard.box.to_string()));

@@ -1,6 +1,7 @@
 // Building one process's slices of an imported tensor straight from the
-// mapped Hugging Face bytes: each distinct slice once, by strided copies
-// that apply the map's transforms (and the cast) as they read.
+// mapped Hugging Face bytes (objects: each piece's byte ranges, read into a
+// buffer of its own): each distinct slice once, by strided copies that apply
+// the map's transforms (and the cast) as they read.
 #pragma once
 
 #include <cstddef>

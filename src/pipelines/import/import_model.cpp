@@ -11,6 +11,7 @@
 #include "pipelines/import/import_source.h"
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/checkpoint_save.h"
+#include "reshard/storage/open_store.h"
 
 namespace reshard {
 namespace {
@@ -57,19 +58,21 @@ uint64_t output_bytes(const ResolvedMap& map) {
   return total;
 }
 
-// An existing path that save_checkpoint would refuse, refused before reading.
-void refuse_existing(const fs::path& checkpoint, bool replace) {
+// An existing path that save_checkpoint would refuse, refused before reading
+// (in a store: a prefix with objects under it).
+void refuse_existing(const storage::Location& checkpoint, bool replace) {
+  if (replace) return;
   std::error_code ec;
-  if (!replace && fs::exists(checkpoint, ec)) {
-    throw Error(ErrorCode::kAlreadyExists, fmt::format("{}: already exists", checkpoint.string()));
-  }
+  const bool exists = checkpoint.is_local() ? fs::exists(checkpoint.local_path(), ec)
+                                            : !storage::open_store(checkpoint)->list(checkpoint).empty();
+  if (exists) throw Error(ErrorCode::kAlreadyExists, fmt::format("{}: already exists", checkpoint.str()));
 }
 
 }  // namespace
 
-ImportResult import_arrays(const fs::path& hf_dir, const TensorMap& map, const CheckpointLayout& layout,
-                          Transport& transport, const ImportOptions& options) {
-  const std::string what = fmt::format("importing {}", hf_dir.string());
+ImportResult import_arrays(const storage::Location& hf_dir, const TensorMap& map, const CheckpointLayout& layout,
+                           Transport& transport, const ImportOptions& options) {
+  const std::string what = fmt::format("importing {}", hf_dir.str());
   std::optional<detail::ImportSource> source;
   std::optional<detail::ImportPlan> plan;
   detail::Failure failure;
@@ -97,15 +100,18 @@ ImportResult import_arrays(const fs::path& hf_dir, const TensorMap& map, const C
   return result;
 }
 
-ImportResult import_checkpoint(const fs::path& hf_dir, const fs::path& checkpoint, const TensorMap& map,
-                               const CheckpointLayout& layout, Transport& transport, const ImportOptions& options) {
+ImportResult import_checkpoint(const storage::Location& hf_dir, const storage::Location& checkpoint,
+                               const TensorMap& map, const CheckpointLayout& layout, Transport& transport,
+                               const ImportOptions& options) {
   detail::Failure failure;
   detail::run_step(failure, [&] { refuse_existing(checkpoint, options.replace); });
-  agree(transport, failure, fmt::format("importing into {}", checkpoint.string()));
+  agree(transport, failure, fmt::format("importing into {}", checkpoint.str()));
   ImportResult result = import_arrays(hf_dir, map, layout, transport, options);
   SaveOptions save;
   if (!result.metadata.empty()) save.metadata = result.metadata;
   save.replace = options.replace;
+  save.part_bytes = options.upload.part_bytes;
+  save.parts_in_flight = options.upload.parts_in_flight;
   save_checkpoint(result.arrays, checkpoint, transport, save);
   result.arrays.clear();  // saved: this process's memory is given back now
   return result;

@@ -31,7 +31,7 @@ void add_layer_count(std::string_view config_json, AxisSizes& sizes) {
 
 // adapter_config.json's base_model_name_or_path when it names a local folder
 // (a hub id names none here, and is not looked up).
-std::optional<std::filesystem::path> adapter_base(const std::string& adapter_config_json) {
+std::optional<storage::Location> adapter_base(const std::string& adapter_config_json) {
   const auto json = nlohmann::json::parse(adapter_config_json, nullptr, false);
   if (!json.is_object() || !json.contains("base_model_name_or_path") || !json["base_model_name_or_path"].is_string()) {
     return std::nullopt;
@@ -39,7 +39,7 @@ std::optional<std::filesystem::path> adapter_base(const std::string& adapter_con
   const std::filesystem::path base(json["base_model_name_or_path"].get<std::string>());
   std::error_code ec;
   if (!std::filesystem::is_regular_file(base / kConfigFileName, ec)) return std::nullopt;
-  return base;
+  return storage::Location(base);
 }
 
 // The config.json the sizes come from, with its label for errors: the
@@ -47,12 +47,12 @@ std::optional<std::filesystem::path> adapter_base(const std::string& adapter_con
 std::optional<std::pair<std::string, std::string>> sizing_config(const ImportSource& source,
                                                                  const ImportOptions& options) {
   if (source.config_json()) return std::make_pair(*source.config_json(), std::string(kConfigFileName));
-  std::optional<std::filesystem::path> base = options.base;
+  std::optional<storage::Location> base = options.base;
   if (!base && source.adapter_config_json()) base = adapter_base(*source.adapter_config_json());
   if (!base) return std::nullopt;
-  std::error_code ec;
-  const std::filesystem::path file = std::filesystem::is_directory(*base, ec) ? *base / kConfigFileName : *base;
-  return std::make_pair(read_small_file(file), file.string());
+  // The base model's folder, or its config.json itself.
+  const storage::Location file = file_exists(*base) ? *base : base->child(kConfigFileName);
+  return std::make_pair(read_small_file(file), file.str());
 }
 
 }  // namespace

@@ -2,11 +2,12 @@
 
 #include <fmt/format.h>
 
+#include "layout/float_convert.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::pipelines_detail {
 
-TensorSource TensorSource::open(const std::filesystem::path& path) {
+TensorSource TensorSource::open(const storage::Location& path) {
   TensorSource source;
   if (checkpoint::is_checkpoint(path)) {
     source.checkpoint_.emplace(checkpoint::Reader::open(path));
@@ -17,7 +18,7 @@ TensorSource TensorSource::open(const std::filesystem::path& path) {
   }
   source.model_.emplace(open_model_files(path));
   if (source.model_->format == ModelFormat::kPeft) {
-    throw Error(ErrorCode::kUnsupported, fmt::format("{}: converting PEFT adapter folders is not supported", path.string()));
+    throw Error(ErrorCode::kUnsupported, fmt::format("{}: converting PEFT adapter folders is not supported", path.str()));
   }
   for (const TensorCatalog::Entry& entry : source.model_->catalog.tensors()) {
     source.tensors_.push_back({entry.info->name, entry.info->dtype, entry.info->shape});
@@ -61,6 +62,16 @@ void TensorSource::read_box(size_t tensor, const Box& box, std::span<std::byte> 
   }
   const TensorCatalog::Entry& entry = model_->catalog.tensors()[tensor];
   model_->catalog.file_of(entry).read_box(*entry.info, box, out);
+}
+
+std::vector<std::byte> read_cast(const TensorSource& source, size_t tensor, const Box& box, DType out_dtype) {
+  const DType in_dtype = source.tensors()[tensor].dtype;
+  std::vector<std::byte> raw(static_cast<size_t>(safetensors::File::box_bytes(in_dtype, box)));
+  source.read_box(tensor, box, raw);
+  if (in_dtype == out_dtype) return raw;
+  std::vector<std::byte> cast(static_cast<size_t>(safetensors::File::box_bytes(out_dtype, box)));
+  convert_floats(in_dtype, raw, out_dtype, cast, static_cast<uint64_t>(box.volume()));
+  return cast;
 }
 
 }  // namespace reshard::pipelines_detail

@@ -2,7 +2,6 @@
 // Hugging Face folder, or of a checkpoint, read box by box.
 #pragma once
 
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <span>
@@ -13,6 +12,7 @@
 #include "reshard/formats/model_files.h"
 #include "reshard/formats/safetensors_header.h"
 #include "reshard/layout/box.h"
+#include "reshard/storage/location.h"
 
 namespace reshard::pipelines_detail {
 
@@ -25,8 +25,8 @@ struct SourceTensor {
 class TensorSource {
  public:
   // Opens a checkpoint folder, or else a file or Hugging Face folder
-  // (Error(kUnsupported) for a PEFT adapter).
-  static TensorSource open(const std::filesystem::path& path);
+  // (Error(kUnsupported) for a PEFT adapter), local or in an object store.
+  static TensorSource open(const storage::Location& path);
 
   bool is_checkpoint() const { return checkpoint_.has_value(); }
   bool is_single_safetensors_file() const { return model_ && model_->format == ModelFormat::kSafetensors; }
@@ -46,5 +46,8 @@ class TensorSource {
   std::optional<checkpoint::Reader> checkpoint_;
   std::vector<SourceTensor> tensors_;
 };
+
+// Reads `box` of tensor `tensor` of `source`, cast to `out_dtype` (dense, row-major).
+std::vector<std::byte> read_cast(const TensorSource& source, size_t tensor, const Box& box, DType out_dtype);
 
 }  // namespace reshard::pipelines_detail
