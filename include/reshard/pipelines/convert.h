@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
 #include <functional>
 #include <optional>
 
@@ -14,6 +13,8 @@
 #include "reshard/layout/dtype.h"
 #include "reshard/pipelines/checkpoint_save.h"
 #include "reshard/pipelines/layout_rules.h"
+#include "reshard/storage/location.h"
+#include "reshard/storage/object_writer.h"
 
 namespace reshard {
 
@@ -37,6 +38,9 @@ struct ConvertOptions {
   // most this many bytes are held at once, plus, when casting, one piece in
   // the source's dtype.
   uint64_t staging_bytes = kDefaultStagingBytes;
+  // A destination in an object store: each file is uploaded in parts of this
+  // size (0: the store's default), at most parts_in_flight at once per process.
+  storage::UploadOptions upload;
 };
 
 struct ConvertResult {
@@ -66,13 +70,22 @@ struct ConvertResult {
 // chunks of the new layout it writes, streamed through
 // `options.staging_bytes` of memory); the output appears only when complete, and a
 // failure on any process fails the conversion on every one.
-ConvertResult convert_model(const std::filesystem::path& src, const std::filesystem::path& dst, Transport& transport,
+// `src` and `dst` may each be local or in an object store (s3://, gs://):
+// a source there is read by byte ranges; a file or folder written there has
+// each file uploaded as one parallel upload whose parts are dealt to the
+// processes (each reads what its parts hold), completed by process 0, then
+// the configs and last the index; an existing destination is refused before
+// anything is uploaded unless `replace` (which then removes the old weight
+// files the new folder lacks, last), and a failure leaves no upload pending
+// and nothing in a destination that was empty.
+ConvertResult convert_model(const storage::Location& src, const storage::Location& dst, Transport& transport,
                             const ConvertOptions& options = {});
 
 // What a conversion to `dst` writes when the caller does not say (the CLI's
 // rule, which the Python API shares): a checkpoint when a layout is given;
 // else one .safetensors file for a `dst` named *.safetensors that is not an
-// existing folder; else a Hugging Face folder.
-ConvertOutput convert_output_for(const std::filesystem::path& dst, bool with_layout);
+// existing folder (in a store: a prefix with objects under it); else a
+// Hugging Face folder.
+ConvertOutput convert_output_for(const storage::Location& dst, bool with_layout);
 
 }  // namespace reshard

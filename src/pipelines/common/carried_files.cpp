@@ -1,19 +1,16 @@
 #include "pipelines/common/carried_files.h"
 
 #include <algorithm>
-#include <system_error>
+#include <memory>
 
 #include <fmt/format.h>
 
-#include "formats/atomic_file.h"
 #include "pipelines/common/hf_config_dtype.h"
-#include "pipelines/common/small_file.h"
 #include "reshard/layout/error.h"
+#include "reshard/storage/open_store.h"
 
 namespace reshard::pipelines_detail {
 namespace {
-
-namespace fs = std::filesystem;
 
 constexpr std::string_view kWeightSuffixes[] = {".safetensors", ".bin",  ".pt",   ".pth",       ".ckpt",
                                                 ".h5",          ".msgpack", ".gguf", ".onnx", ".index.json"};
@@ -29,28 +26,26 @@ bool is_carried_file_name(const std::string& name) {
                       [&](std::string_view suffix) { return name.ends_with(suffix); });
 }
 
-std::vector<std::string> carry_model_files(const fs::path& folder, const fs::path& staging, std::optional<DType> dtype) {
+std::vector<std::string> carry_model_files(const storage::Location& folder, const storage::Location& into,
+                                           std::optional<DType> dtype) {
+  const std::shared_ptr<storage::Store> from_store = storage::open_store(folder);
+  const std::shared_ptr<storage::Store> into_store = storage::open_store(into);
   std::vector<std::string> carried;
-  std::error_code ec;
-  if (!fs::is_directory(folder, ec)) return carried;
-  for (const fs::directory_entry& entry : fs::directory_iterator(folder, ec)) {
-    const std::string name = entry.path().filename().string();
-    std::error_code entry_ec;
-    if (!entry.is_regular_file(entry_ec) || !is_carried_file_name(name)) continue;
-    const uintmax_t size = entry.file_size(entry_ec);
-    if (entry_ec || size > kMaxCarriedFileBytes) continue;
-    if (name == kConfigFileName && dtype) {
-      write_file_atomically(staging / name, with_config_dtype(read_small_file(entry.path()), *dtype, entry.path().string()));
-    } else if (!fs::copy_file(entry.path(), staging / name, fs::copy_options::overwrite_existing, entry_ec) ||
-               entry_ec) {
-      throw Error(ErrorCode::kIo,
-                  fmt::format("copying {} into the output: {}", entry.path().string(), entry_ec.message()));
+  for (const storage::ListEntry& entry : from_store->list(folder)) {
+    // Files at the top only (list() gives the whole subtree), and small ones.
+    if (entry.name.find('/') != std::string::npos || !is_carried_file_name(entry.name)) continue;
+    if (entry.size > kMaxCarriedFileBytes) continue;
+    const storage::Location source = folder.child(entry.name);
+    std::string text = from_store->read_all(source, kMaxCarriedFileBytes);
+    if (entry.name == kConfigFileName && dtype) text = with_config_dtype(text, *dtype, source.str());
+    try {
+      into_store->write_all(into.child(entry.name), text, storage::IfExists::kReplace);
+    } catch (const Error& e) {
+      throw e.with_context(fmt::format("copying {} into the output", source.str()));
     }
-    carried.push_back(name);
+    carried.push_back(entry.name);
   }
-  if (ec) throw Error(ErrorCode::kIo, fmt::format("listing {}: {}", folder.string(), ec.message()));
-  std::sort(carried.begin(), carried.end());
-  return carried;
+  return carried;  // list() sorts
 }
 
 }  // namespace reshard::pipelines_detail

@@ -4,13 +4,13 @@
 // folder saved with save_pretrained beside its tokenizer holds them.
 #pragma once
 
-#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "reshard/layout/dtype.h"
+#include "reshard/storage/location.h"
 
 namespace reshard::pipelines_detail {
 
@@ -26,12 +26,13 @@ inline constexpr uint64_t kMaxCarriedFileBytes = uint64_t{64} << 20;
 // *.msgpack, *.gguf, *.onnx, *.index.json), not a PEFT adapter's file.
 bool is_carried_file_name(const std::string& name);
 
-// Copies the carried regular files at the top of `folder` (none when it is
-// not a folder) into `staging`, config.json with its dtype keys set to
+// Copies the carried files at the top of `folder` (a local folder or a
+// prefix of objects; none when it is neither) into the folder `into` (local
+// or objects), each appearing whole, config.json with its dtype keys set to
 // `dtype` when given; returns their names, sorted. Error(kIo) naming a file
-// that cannot be copied, Error(kInvalidConfig) for a config.json that is not
-// JSON when a cast must rewrite it.
-std::vector<std::string> carry_model_files(const std::filesystem::path& folder,
-                                           const std::filesystem::path& staging, std::optional<DType> dtype);
+// that cannot be read or written, Error(kInvalidConfig) for a config.json
+// that is not JSON when a cast must rewrite it.
+std::vector<std::string> carry_model_files(const storage::Location& folder, const storage::Location& into,
+                                           std::optional<DType> dtype);
 
 }  // namespace reshard::pipelines_detail

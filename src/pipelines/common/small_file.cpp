@@ -24,4 +24,6 @@ std::string read_small_file(const storage::Location& where) {
   return store->read_all(where, kMaxConfigBytes);
 }
 
+bool file_exists(const storage::Location& where) { return storage::open_store(where)->stat(where).has_value(); }
+
 }  // namespace reshard::pipelines_detail

@@ -22,12 +22,13 @@ std::vector<std::string> lines_of(std::string_view text) {
 }  // namespace
 
 ExportObjects::ExportObjects(storage::Location out, const OutputFiles& files, uint64_t part_bytes, bool replace,
-                             uint32_t parts_in_flight)
+                             uint32_t parts_in_flight, bool whole_folder)
     : out_(std::move(out)),
       store_(storage::open_store(out_)),
       files_(files),
       replace_(replace),
       parts_in_flight_(parts_in_flight),
+      whole_folder_(whole_folder),
       layouts_(plan_parts(out_, files, part_bytes)) {}
 
 std::vector<storage::PartLayout> ExportObjects::plan_parts(const storage::Location& out, const OutputFiles& files,
@@ -53,8 +54,13 @@ ExportObjects::~ExportObjects() {
 }
 
 std::string ExportObjects::create() {
-  if (!replace_ && !store_->list(out_).empty()) {
+  if (!replace_ && whole_folder_ && !store_->list(out_).empty()) {
     throw Error(ErrorCode::kAlreadyExists, fmt::format("{}: already exists and is not empty", out_.str()));
+  }
+  for (const auto& file : files_) {
+    if (!replace_ && !whole_folder_ && store_->stat(out_.child(file.first))) {
+      throw Error(ErrorCode::kAlreadyExists, fmt::format("{}: already exists", out_.child(file.first).str()));
+    }
   }
   std::string handles;
   for (size_t f = 0; f < files_.size(); ++f) {

@@ -25,8 +25,11 @@ using OutputFiles = std::vector<std::pair<std::string, safetensors::FileLayout>>
 class ExportObjects {
  public:
   // Plans each file's parts (of `part_bytes`, or the store's default size).
+  // `whole_folder`: the files make up the folder `out`, which must then be
+  // empty unless replacing; else they are files in a folder that may hold
+  // others (a lone .safetensors output), each refused when there.
   ExportObjects(storage::Location out, const OutputFiles& files, uint64_t part_bytes, bool replace,
-                uint32_t parts_in_flight);
+                uint32_t parts_in_flight, bool whole_folder = true);
   ExportObjects(const ExportObjects&) = delete;
   ExportObjects& operator=(const ExportObjects&) = delete;
   // Writers first, then the uploads they write to. Unless committed() was
@@ -39,7 +42,8 @@ class ExportObjects {
   static std::vector<storage::PartLayout> plan_parts(const storage::Location& out, const OutputFiles& files,
                                                      uint64_t part_bytes);
 
-  // The creator: refuses a folder with objects in it (unless replacing),
+  // The creator: refuses a folder with objects in it, or (not a whole
+  // folder) a file already there (unless replacing),
   // removes uploads a killed writer left for these files, starts every upload.
   // Returns the handles, for the others.
   std::string create();
@@ -72,6 +76,7 @@ class ExportObjects {
   const OutputFiles& files_;
   bool replace_ = false;
   uint32_t parts_in_flight_ = 4;
+  bool whole_folder_ = true;
   std::vector<storage::PartLayout> layouts_;
   std::vector<std::unique_ptr<storage::ParallelUpload>> uploads_;
   std::vector<uint64_t> pending_;  // the uploads' entries in storage's pending uploads

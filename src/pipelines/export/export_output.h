@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "formats/hf_folder_plan.h"
-#include "formats/staged_folder.h"
 #include "pipelines/export/export_objects.h"
 #include "pipelines/export/export_plan.h"
 #include "reshard/formats/safetensors_writer.h"
 #include "reshard/storage/location.h"
+#include "storage/local/staged_folder.h"
 
 namespace reshard::pipelines_detail {
 
@@ -65,7 +65,7 @@ class ExportOutput {
   std::optional<HfFolderPlan> folder_plan_;
   OutputFiles files_;
   std::unordered_map<std::string, size_t> file_of_tensor_;
-  std::optional<StagedFolder> staged_;
+  std::optional<storage_detail::StagedFolder> staged_;
   std::vector<safetensors::PositionalWriter> writers_;
   std::unique_ptr<ExportObjects> objects_;
 

@@ -1,5 +1,7 @@
 #include "pipelines/tensor_map/tensor_map_copy.h"
 
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "layout/checked.h"
@@ -100,6 +102,14 @@ void add_region_pieces(const SourceRegion& region, const Box& out_box, size_t so
   });
 }
 
+void check_out_size(const ResolvedTensor& tensor, const Box& out_box, std::span<const std::byte> out) {
+  const uint64_t expected = dtype_byte_size(tensor.out.dtype, static_cast<uint64_t>(out_box.volume()));
+  if (out.size() != expected) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("tensor '{}': box {} needs {} bytes, got {}",
+                                                         tensor.out.name, out_box.to_string(), expected, out.size()));
+  }
+}
+
 }  // namespace
 
 StridedCopy OutputPiece::copy_from(const Box& held, DType src_dtype, DType dst_dtype) const {
@@ -136,11 +146,7 @@ std::vector<OutputPiece> output_box_pieces(const ResolvedTensor& tensor, const B
 
 void copy_output_box(const ResolvedMap& map, const ResolvedTensor& tensor, const Box& out_box,
                      const SourceBytes& sources, std::span<std::byte> out) {
-  const uint64_t expected = dtype_byte_size(tensor.out.dtype, static_cast<uint64_t>(out_box.volume()));
-  if (out.size() != expected) {
-    throw Error(ErrorCode::kInvalidArgument, fmt::format("tensor '{}': box {} needs {} bytes, got {}",
-                                                         tensor.out.name, out_box.to_string(), expected, out.size()));
-  }
+  check_out_size(tensor, out_box, out);
   for (const OutputPiece& piece : output_box_pieces(tensor, out_box)) {
     const safetensors::TensorSpec& source = map.sources.at(piece.source);
     const std::span<const std::byte> bytes = sources(piece.source);
@@ -152,6 +158,18 @@ void copy_output_box(const ResolvedMap& map, const ResolvedTensor& tensor, const
     }
     run_strided_copy(piece.copy_from(Box::whole(safetensors::layout_shape(source)), source.dtype, tensor.out.dtype), bytes.data(),
                      out.data());
+  }
+}
+
+void copy_output_box_from_reads(const ResolvedMap& map, const ResolvedTensor& tensor, const Box& out_box,
+                                const SourceBoxReader& read, std::span<std::byte> out) {
+  check_out_size(tensor, out_box, out);
+  std::vector<std::byte> held;
+  for (const OutputPiece& piece : output_box_pieces(tensor, out_box)) {
+    const safetensors::TensorSpec& source = map.sources.at(piece.source);
+    held.resize(static_cast<size_t>(dtype_byte_size(source.dtype, static_cast<uint64_t>(piece.source_box.volume()))));
+    read(piece.source, piece.source_box, held);
+    run_strided_copy(piece.copy_from(piece.source_box, source.dtype, tensor.out.dtype), held.data(), out.data());
   }
 }
 

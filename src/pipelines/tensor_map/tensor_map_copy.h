@@ -46,4 +46,14 @@ using SourceBytes = std::function<std::span<const std::byte>(size_t source)>;
 void copy_output_box(const ResolvedMap& map, const ResolvedTensor& tensor, const Box& out_box,
                      const SourceBytes& sources, std::span<std::byte> out);
 
+// Reads `box` (source coordinates) of source `source` into `out`, dense and
+// row-major in the box, in the source's dtype (e.g. byte-range reads of an object).
+using SourceBoxReader = std::function<void(size_t source, const Box& box, std::span<std::byte> out)>;
+
+// The same as copy_output_box for sources without views: each piece's source
+// box is read into a buffer of its own, then copied from there. Memory: one
+// piece's source box at a time, never a whole model.
+void copy_output_box_from_reads(const ResolvedMap& map, const ResolvedTensor& tensor, const Box& out_box,
+                                const SourceBoxReader& read, std::span<std::byte> out);
+
 }  // namespace reshard
