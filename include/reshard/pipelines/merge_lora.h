@@ -4,7 +4,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
@@ -13,6 +12,8 @@
 #include "reshard/formats/hf_split.h"
 #include "reshard/layout/dtype.h"
 #include "reshard/pipelines/lora_config.h"
+#include "reshard/storage/location.h"
+#include "reshard/storage/object_writer.h"
 
 namespace reshard {
 
@@ -23,6 +24,7 @@ struct MergeLoraOptions {
   size_t chunk_bytes = size_t{8} << 20;           // at most this much of a weight is read and merged at a time
   int threads = 0;                                // merging threads per block; 0: the host's cores
   std::function<void(uint64_t bytes)> progress;   // output bytes produced, as they are
+  storage::UploadOptions upload;                  // an `out` in an object store: part size, parts in flight
 };
 
 struct MergeLoraResult {
@@ -54,7 +56,13 @@ struct MergeLoraResult {
 // whatever the model's size; a weight's next block is read and its last one
 // written while the current one is merged over options.threads threads.
 // Error(kInvalidArgument) for negative threads.
-MergeLoraResult merge_lora_folder(const std::filesystem::path& base, const std::filesystem::path& adapter,
-                                   const std::filesystem::path& out, const MergeLoraOptions& options = {});
+// Each of `base`, `adapter` and `out` may be local or in an object store
+// (s3://, gs://): the inputs are read by byte ranges; an `out` in a store
+// gets its weight files uploaded in parts (options.upload), then the carried
+// files, then the index, and is refused before anything is uploaded when it
+// holds objects (unless replacing, which removes the old weight files the new
+// folder lacks, last); a failure leaves nothing in a folder that was empty.
+MergeLoraResult merge_lora_folder(const storage::Location& base, const storage::Location& adapter,
+                                  const storage::Location& out, const MergeLoraOptions& options = {});
 
 }  // namespace reshard

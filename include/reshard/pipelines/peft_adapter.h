@@ -3,7 +3,6 @@
 // adapter_config.json, as PEFT names and writes them.
 #pragma once
 
-#include <filesystem>
 #include <functional>
 #include <optional>
 #include <span>
@@ -14,6 +13,8 @@
 #include "reshard/formats/safetensors_layout.h"
 #include "reshard/formats/tensor_stream.h"
 #include "reshard/pipelines/lora_config.h"
+#include "reshard/storage/location.h"
+#include "reshard/storage/object_writer.h"
 
 namespace reshard {
 
@@ -53,13 +54,16 @@ void check_adapter_module(std::string_view key, std::string_view module,
 // target_modules ("embed_tokens", "q_proj"). Other keys are skipped.
 std::vector<std::string> target_modules_of(std::span<const std::string> keys);
 
-// Writes a PEFT adapter folder: adapter_model.safetensors (metadata
-// {"format": "pt"}) with `tensors`, produced by `produce`, and
-// adapter_config.json as lora_config_json writes it. The folder appears
-// complete or not at all; an existing non-empty one is refused unless
+// Writes a PEFT adapter folder, local or in an object store:
+// adapter_model.safetensors (metadata {"format": "pt"}) with `tensors`,
+// produced by `produce`, and adapter_config.json as lora_config_json writes
+// it. A local folder appears complete or not at all (replacing one is a
+// single swap); in a store the weights are uploaded first (in parts, as
+// `upload` says) and the config last, and a failure leaves nothing in a
+// folder that was empty. An existing non-empty folder is refused unless
 // `replace`, which replaces those two files and keeps the others.
-void write_peft_adapter(const std::filesystem::path& folder, const LoraConfig& config,
+void write_peft_adapter(const storage::Location& folder, const LoraConfig& config,
                         const std::vector<safetensors::TensorSpec>& tensors, const TensorProducer& produce,
-                        bool replace);
+                        bool replace, const storage::UploadOptions& upload = {});
 
 }  // namespace reshard

@@ -7,7 +7,7 @@
 
 #include "formats/hf_folder_plan.h"
 #include "formats/hf_folder_writer.h"
-#include "formats/staged_folder.h"
+#include "formats/output_folder.h"
 #include "layout/checked.h"
 #include "pipelines/common/carried_files.h"
 #include "pipelines/common/small_file.h"
@@ -22,18 +22,17 @@
 namespace reshard {
 namespace {
 
-namespace fs = std::filesystem;
 namespace detail = pipelines_detail;
 using safetensors::TensorInfo;
 
 using detail::MergePlan;
 
 // What transformers needs beside the weights, which a base without it cannot give.
-std::vector<std::string> missing_config_warnings(const fs::path& base, const std::vector<std::string>& carried) {
+std::vector<std::string> missing_config_warnings(const storage::Location& base, const std::vector<std::string>& carried) {
   if (std::find(carried.begin(), carried.end(), detail::kConfigFileName) != carried.end()) return {};
   return {fmt::format("{} has no config.json, so the merged folder has none either: transformers' from_pretrained "
                       "cannot load it until one is put beside the weights",
-                      base.string())};
+                      base.str())};
 }
 
 std::vector<safetensors::TensorSpec> specs_of(const TensorCatalog& catalog) {
@@ -51,28 +50,28 @@ int merge_threads(int requested) {
   return requested > 0 ? requested : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
-HfFolder open_adapter(const fs::path& adapter) {
+HfFolder open_adapter(const storage::Location& adapter) {
   if (HfFolder::detect(adapter) != HfFolderKind::kPeftAdapter) {
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("{}: not a PEFT adapter folder (no {})", adapter.string(), kPeftAdapterFileName));
+                fmt::format("{}: not a PEFT adapter folder (no {})", adapter.str(), kPeftAdapterFileName));
   }
   return HfFolder::open(adapter, safetensors::ReadMode::kPread);
 }
 
 }  // namespace
 
-MergeLoraResult merge_lora_folder(const fs::path& base_path, const fs::path& adapter_path, const fs::path& out,
-                                   const MergeLoraOptions& options) {
+MergeLoraResult merge_lora_folder(const storage::Location& base_path, const storage::Location& adapter_path,
+                                  const storage::Location& out, const MergeLoraOptions& options) {
   const ModelFiles base = open_model_files(base_path, safetensors::ReadMode::kPread);
   if (base.format == ModelFormat::kPeft) {
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("{}: is a PEFT adapter; the base must be a model", base_path.string()));
+                fmt::format("{}: is a PEFT adapter; the base must be a model", base_path.str()));
   }
   const HfFolder adapter = open_adapter(adapter_path);
-  const fs::path config_path = adapter_path / kPeftConfigFileName;
-  const LoraConfig config = parse_lora_config(pipelines_detail::read_small_file(config_path), config_path.string());
+  const storage::Location config_path = adapter_path.child(kPeftConfigFileName);
+  const LoraConfig config = parse_lora_config(pipelines_detail::read_small_file(config_path), config_path.str());
   const MergePlan plan_of_merge = detail::plan_merge(specs_of(adapter.catalog), detail::catalog_tensors(base.catalog), config,
-                                                     fmt::format("the base model {}", base_path.string()));
+                                                     fmt::format("the base model {}", base_path.str()));
 
   std::vector<safetensors::TensorSpec> specs;
   MergeLoraResult summary;
@@ -110,17 +109,19 @@ MergeLoraResult merge_lora_folder(const fs::path& base_path, const fs::path& ada
     }
   };
 
-  StagedFolder staged(out, options.replace);
-  summary.copied = detail::carry_model_files(base_path, staged.staging_path(), options.dtype);
+  // Weights, then the carried configs, then the index: in a store, where each
+  // file appears as it is written, the folder looks complete only once it is.
+  OutputFolder folder(out, options.replace);
+  const std::vector<std::string> stale = hf_weight_files_among(folder.files_before());
+  write_hf_weight_files(folder, plan, produce, options.upload);
+  summary.copied = detail::carry_model_files(base_path, folder.files_at(), options.dtype);
   summary.warnings = missing_config_warnings(base_path, summary.copied);
-  write_hf_folder_files(staged.staging_path(), plan, produce);
-  std::vector<std::string> order = summary.copied;
+  write_hf_index(folder, plan);
+  std::vector<std::string> order;
   for (const HfFolderPlan::File& file : plan.files()) order.push_back(file.name);
+  order.insert(order.end(), summary.copied.begin(), summary.copied.end());
   if (plan.index()) order.emplace_back(kHfIndexFileName);  // last: it makes the folder look complete
-  std::vector<std::string> stale;
-  std::error_code ec;
-  if (fs::is_directory(out, ec)) stale = hf_weight_files_in(out);
-  staged.commit(stale, order);
+  folder.commit(stale, order);
 
   summary.tensors = specs.size();
   summary.merged = plan_of_merge.modules.size();

@@ -5,17 +5,14 @@
 
 #include <fmt/format.h>
 
-#include "formats/atomic_file.h"
 #include "formats/hf_folder_writer.h"
-#include "formats/staged_folder.h"
+#include "formats/output_folder.h"
 #include "pipelines/lora/peft_keys.h"
 #include "reshard/formats/hf_folder.h"
 #include "reshard/layout/error.h"
 
 namespace reshard {
 namespace {
-
-namespace fs = std::filesystem;
 
 constexpr std::string_view kASuffix = ".lora_A.weight";
 constexpr std::string_view kBSuffix = ".lora_B.weight";
@@ -88,20 +85,22 @@ std::vector<std::string> target_modules_of(std::span<const std::string> keys) {
   return {names.begin(), names.end()};
 }
 
-void write_peft_adapter(const fs::path& folder, const LoraConfig& config,
+void write_peft_adapter(const storage::Location& folder, const LoraConfig& config,
                         const std::vector<safetensors::TensorSpec>& tensors, const TensorProducer& produce,
-                        bool replace) {
+                        bool replace, const storage::UploadOptions& upload) {
   const safetensors::FileLayout layout = safetensors::FileLayout::plan(tensors);
-  StagedFolder staged(folder, replace);
-  write_produced_file(staged.staging_path() / kPeftAdapterFileName, layout, produce);
-  write_file_atomically(staged.staging_path() / kPeftConfigFileName, lora_config_json(config));
+  OutputFolder out(folder, replace);
+  // Weights first, the config last: an adapter with a config is complete.
   const std::vector<std::string> files = {std::string(kPeftAdapterFileName), std::string(kPeftConfigFileName)};
   std::vector<std::string> stale;
-  std::error_code ec;
   for (const std::string& name : files) {
-    if (fs::exists(folder / name, ec)) stale.push_back(name);
+    if (std::find(out.files_before().begin(), out.files_before().end(), name) != out.files_before().end()) {
+      stale.push_back(name);
+    }
   }
-  staged.commit(stale, files);
+  write_produced_file(out.file(kPeftAdapterFileName), layout, produce, upload);
+  out.write_small(kPeftConfigFileName, lora_config_json(config));
+  out.commit(stale, files);
 }
 
 }  // namespace reshard
