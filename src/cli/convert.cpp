@@ -19,15 +19,15 @@
 #include "cli/layout_options.h"
 #include "cli/path_checks.h"
 #include "cli/progress.h"
+#include "cli/upload_flags.h"
 #include "reshard/execute/transport.h"
 #include "reshard/layout/error.h"
 #include "reshard/layout/parse.h"
 #include "reshard/pipelines/convert.h"
+#include "reshard/storage/location.h"
 
 namespace reshard::cli {
 namespace {
-
-namespace fs = std::filesystem;
 
 struct ConvertFlags {
   std::string src;
@@ -35,6 +35,7 @@ struct ConvertFlags {
   std::string max_shard_size = "5GB";
   std::string dtype;
   CheckpointLayoutFlags layout;
+  UploadFlags upload;
   bool force = false;
   bool max_shard_size_given = false;
 };
@@ -44,7 +45,7 @@ struct ConvertFlags {
 // --mesh makes a checkpoint; else a DST named *.safetensors (and not an
 // existing folder) is one file; anything else is a Hugging Face folder.
 ConvertOutput output_kind(const ConvertFlags& flags) {
-  return convert_output_for(flags.dst, !flags.layout.mesh.empty());
+  return convert_output_for(storage::Location::parse(flags.dst), !flags.layout.mesh.empty());
 }
 
 std::string_view output_name(ConvertOutput output) {
@@ -62,6 +63,7 @@ void convert(const ConvertFlags& flags) {
   options.dtype = float_cast_from_flag(flags.dtype);
   options.max_shard_size = parse_byte_size(flags.max_shard_size);
   options.replace = flags.force;
+  options.upload = upload_options(flags.upload);
   if (options.output != ConvertOutput::kHfFolder && flags.max_shard_size_given) {
     usage(fmt::format("--max-shard-size: the destination is a {}", output_name(options.output)));
   }
@@ -79,7 +81,8 @@ void convert(const ConvertFlags& flags) {
     progress.emplace("converting", 0);
     options.progress = [&progress](uint64_t bytes) { progress->advance(bytes); };
   }
-  const ConvertResult result = convert_model(flags.src, flags.dst, transport, options);
+  const ConvertResult result =
+      convert_model(storage::Location::parse(flags.src), storage::Location::parse(flags.dst), transport, options);
   if (progress) progress->finish();
   if (world.rank != 0) return;
   for (const std::string& warning : result.warnings) {
@@ -104,6 +107,10 @@ constexpr const char* kHelp =
     "--dtype, generation_config.json, the tokenizer's files, ...); one written from a checkpoint gets\n"
     "config.json and generation_config.json from the checkpoint (kept there when it was made from a\n"
     "folder). Without a config.json to carry (a single .safetensors SRC), a warning says so on stderr.\n"
+    "SRC and DST may be s3://BUCKET/KEY or gs://BUCKET/KEY: a source there is read by byte ranges; a file or\n"
+    "folder written there has each file uploaded in parts (--part-size) that the processes share, completed\n"
+    "by process 0, then the configs and the index last; a checkpoint there appears when its manifest does.\n"
+    "A failure aborts every upload: nothing is left in a destination that was empty.\n"
     "A rules file maps tensor names to specs, one rule per line, the first match winning and tensors that\n"
     "match none replicated:\n"
     "    # PATTERN (shell glob)    SPEC (as --spec; _ for replicated)\n"
@@ -115,19 +122,24 @@ constexpr const char* kHelp =
     "  reshard convert llama-hf/ llama-bf16.safetensors --dtype bf16\n"
     "  mpirun -np 4 reshard convert llama-hf/ ckpt/ --mesh data=2,model=4 --rules rules.txt\n"
     "  reshard convert ckpt/ ckpt-8/ --mesh model=8 --best-effort model\n"
-    "  reshard convert ckpt/ model.safetensors";
+    "  reshard convert ckpt/ model.safetensors\n"
+    "  mpirun -np 4 reshard convert s3://my-bucket/llama-hf gs://my-bucket/llama-bf16 --dtype bf16 --part-size 64MiB";
 
 }  // namespace
 
 void add_convert_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("convert", kHelp);
   auto flags = std::make_shared<ConvertFlags>();
-  cmd->add_option("SRC", flags->src, "A .safetensors file, a Hugging Face model folder or a checkpoint")
+  cmd->add_option("SRC", flags->src,
+                  "A .safetensors file, a Hugging Face model folder or a checkpoint: a local path, s3://BUCKET/KEY "
+                  "or gs://BUCKET/KEY")
       ->required()
-      ->check(local_path_only());
-  cmd->add_option("DST", flags->dst, "A .safetensors file, a folder, or (with --mesh) a checkpoint to create")
+      ->check(storage_location());
+  cmd->add_option("DST", flags->dst,
+                  "A .safetensors file, a folder, or (with --mesh) a checkpoint to create: a local path, "
+                  "s3://BUCKET/KEY or gs://BUCKET/KEY")
       ->required()
-      ->check(local_path_only());
+      ->check(storage_location());
   auto* max_shard = cmd->add_option("--max-shard-size", flags->max_shard_size,
                                     "Largest file of a folder (5GB, 500MB, 1.5GiB or bytes); a larger tensor "
                                     "gets a file of its own")
@@ -139,6 +151,7 @@ void add_convert_command(CLI::App& app) {
                 "Replace an existing DST: a file whole; in a folder only the weight files (model*.safetensors and "
                 "the index); a checkpoint at the final rename");
   add_checkpoint_layout_flags(*cmd, flags->layout, "Write a checkpoint laid out on this mesh, e.g. data=2,model=4");
+  add_upload_flags(*cmd, flags->upload, "DST");
   add_timeout_option(*cmd);
   cmd->callback([flags, max_shard] {
     flags->max_shard_size_given = max_shard->count() > 0;

@@ -15,10 +15,12 @@
 #include "cli/job.h"
 #include "cli/path_checks.h"
 #include "cli/progress.h"
+#include "cli/upload_flags.h"
 #include "reshard/execute/transport.h"
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/import_model.h"
 #include "reshard/pipelines/tensor_map.h"
+#include "reshard/storage/location.h"
 
 namespace reshard::cli {
 namespace {
@@ -29,6 +31,7 @@ struct ImportFlags {
   std::string map;
   std::string dtype;
   CheckpointLayoutFlags layout;
+  UploadFlags upload;
   bool force = false;
 };
 
@@ -40,13 +43,16 @@ void import_model(const ImportFlags& flags) {
   ImportOptions options;
   options.dtype = float_cast_from_flag(flags.dtype);
   options.replace = flags.force;
+  options.upload = upload_options(flags.upload);
   Transport& transport = job_transport();
   std::optional<Progress> progress;
   if (world.rank == 0 && world.size == 1) {
     progress.emplace("importing", 0);
     options.progress = [&progress](uint64_t bytes) { progress->advance(bytes); };
   }
-  const ImportResult result = import_checkpoint(flags.hf_dir, flags.checkpoint, map, layout, transport, options);
+  const ImportResult result = import_checkpoint(storage::Location::parse(flags.hf_dir),
+                                                storage::Location::parse(flags.checkpoint), map, layout, transport,
+                                                options);
   if (progress) progress->finish();
   if (world.rank != 0) return;
   std::cout << fmt::format("wrote {}: checkpoint ({} tensors, {} bytes of tensor data; process 0 of {} read {} bytes "
@@ -65,6 +71,9 @@ constexpr const char* kHelp =
     "one commits. A tensor no rule matches, a shape that does not factor, a missing layer or a layout\n"
     "rule that does not fit is an error naming the tensor and the rule, before anything is written;\n"
     "an existing CKPT is refused unless --force, and a failed import leaves it as it was.\n"
+    "HF_DIR and CKPT may be s3://BUCKET/KEY or gs://BUCKET/KEY: each process reads only the byte ranges of its\n"
+    "slices; a checkpoint there has each process upload its data file in parts (--part-size) and appears when\n"
+    "its manifest does.\n"
     "--rules takes a rules file on the framework's tensor names, as convert does:\n"
     "    # PATTERN (shell glob)                  SPEC (as --spec; _ for replicated)\n"
     "    embeddings.token_embeddings.weight      model,None\n"
@@ -81,16 +90,21 @@ constexpr const char* kHelp =
 void add_import_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("import", kHelp + tensor_map_help());
   auto flags = std::make_shared<ImportFlags>();
-  cmd->add_option("HF_DIR", flags->hf_dir, "A Hugging Face model folder, a PEFT adapter folder or a .safetensors file")
+  cmd->add_option("HF_DIR", flags->hf_dir,
+                  "A Hugging Face model folder, a PEFT adapter folder or a .safetensors file (a local path, s3:// "
+                  "or gs://)")
       ->required()
-      ->check(local_path_only());
-  cmd->add_option("CKPT", flags->checkpoint, "The checkpoint folder to create")->required()->check(local_path_only());
+      ->check(storage_location());
+  cmd->add_option("CKPT", flags->checkpoint, "The checkpoint folder to create (a local path, s3:// or gs://)")
+      ->required()
+      ->check(storage_location());
   cmd->add_option("--map", flags->map, "A map file, or a preset's name (levanter-llama): framework to Hugging Face")
       ->required();
   add_checkpoint_layout_flags(*cmd, flags->layout, "The checkpoint's mesh, e.g. data=2,model=4 (required)");
   cmd->add_option("--dtype", flags->dtype,
                   "Cast F32/F16/BF16 tensors to f32, f16 or bf16 (round to nearest even); others are copied unchanged");
   cmd->add_flag("--force", flags->force, "Replace an existing CKPT (at the final rename)");
+  add_upload_flags(*cmd, flags->upload, "CKPT");
   add_timeout_option(*cmd);
   cmd->callback([flags] { import_model(*flags); });
 }

@@ -10,8 +10,10 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.h"
+#include "cli/job.h"
 #include "cli/path_checks.h"
 #include "cli/progress.h"
+#include "cli/upload_flags.h"
 #include "reshard/formats/model_files.h"
 #include "reshard/storage/location.h"
 #include "reshard/formats/tensor_stream.h"
@@ -30,6 +32,7 @@ struct MergeLoraCliOptions {
   std::string dtype;
   bool force = false;
   int threads = 0;
+  UploadFlags upload;
 };
 
 std::optional<DType> parse_cast(const std::string& text) {
@@ -47,6 +50,7 @@ void merge_lora(const MergeLoraCliOptions& cli) {
   options.max_shard_size = parse_byte_size(cli.max_shard_size);
   options.replace = cli.force;
   options.threads = cli.threads;
+  options.upload = upload_options(cli.upload);
   // The total is only known once the base is open; the progress line counts output bytes.
   const ModelFiles base = open_model_files(storage::Location::parse(cli.base), safetensors::ReadMode::kPread);
   uint64_t total = 0;
@@ -55,7 +59,9 @@ void merge_lora(const MergeLoraCliOptions& cli) {
   }
   Progress progress("merging", total);
   options.progress = [&progress](uint64_t bytes) { progress.advance(bytes); };
-  const MergeLoraResult summary = merge_lora_folder(cli.base, cli.adapter, cli.out, options);
+  const MergeLoraResult summary = merge_lora_folder(storage::Location::parse(cli.base),
+                                                    storage::Location::parse(cli.adapter),
+                                                    storage::Location::parse(cli.out), options);
   progress.finish();
   for (const std::string& warning : summary.warnings) {
     const std::string line = "warning: " + warning + "\n";
@@ -89,19 +95,25 @@ void add_merge_lora_command(CLI::App& app) {
       "with BASE's other small files carried (config.json, generation_config.json, the tokenizer's files),\n"
       "and appears only when complete. A BASE without config.json merges with a warning: transformers\n"
       "cannot load the result until one is added.\n"
+      "BASE, ADAPTER and OUT may be s3://BUCKET/KEY or gs://BUCKET/KEY: the inputs are read by byte ranges; an\n"
+      "OUT there gets its weight files uploaded in parts (--part-size), then the carried files, the index last.\n"
       "Examples:\n"
       "  reshard merge-lora llama-7b/ my-adapter/ llama-7b-merged/\n"
       "  reshard merge-lora llama-7b/ my-adapter/ merged/ --dtype bf16 --max-shard-size 2GB --force\n"
-      "  reshard merge-lora llama-7b/ my-adapter/ merged/ --threads 4");
+      "  reshard merge-lora llama-7b/ my-adapter/ merged/ --threads 4\n"
+      "  reshard merge-lora s3://my-bucket/llama-7b s3://my-bucket/my-adapter gs://my-bucket/merged");
   auto options = std::make_shared<MergeLoraCliOptions>();
-  cmd->add_option("BASE", options->base, "The base model: a Hugging Face folder or a .safetensors file")
+  cmd->add_option("BASE", options->base,
+                  "The base model: a Hugging Face folder or a .safetensors file (a local path, s3:// or gs://)")
       ->required()
-      ->check(local_path_only());
+      ->check(storage_location());
   cmd->add_option("ADAPTER", options->adapter, "A PEFT LoRA adapter folder (adapter_model.safetensors, "
-                                               "adapter_config.json)")
+                                               "adapter_config.json; a local path, s3:// or gs://)")
       ->required()
-      ->check(local_path_only());
-  cmd->add_option("OUT", options->out, "The merged model folder to create")->required()->check(local_path_only());
+      ->check(storage_location());
+  cmd->add_option("OUT", options->out, "The merged model folder to create (a local path, s3:// or gs://)")
+      ->required()
+      ->check(storage_location());
   cmd->add_option("--max-shard-size", options->max_shard_size,
                   "Largest file of the folder (5GB, 500MB, 1.5GiB or bytes); a larger tensor gets a file of its own")
       ->capture_default_str();
@@ -115,6 +127,8 @@ void add_merge_lora_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--force", options->force,
                 "Replace an existing OUT's weight files (model*.safetensors and the index); other files stay");
+  add_upload_flags(*cmd, options->upload, "OUT");
+  add_timeout_option(*cmd);
   cmd->callback([options] { merge_lora(*options); });
 }
 
