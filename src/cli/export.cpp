@@ -75,7 +75,7 @@ ExportOptions options_from_flags(const ExportFlags& flags) {
   }
   options.dtype = parse_target_dtype(flags.dtype);
   options.max_shard_size = parse_byte_size(flags.max_shard_size);
-  if (!flags.base.empty()) options.base = flags.base;
+  if (!flags.base.empty()) options.base = storage::Location::parse(flags.base);
   options.gather_to = flags.gather_to;
   options.replace = flags.force;
   if (!flags.part_size.empty()) options.part_bytes = parse_byte_size(flags.part_size);
@@ -188,8 +188,8 @@ void add_export_command(CLI::App& app) {
   adapter->excludes(merge);
   cmd->add_option("--base", flags->base,
                   "With --adapter-only: a Hugging Face model folder whose modules the adapter keys must name "
-                  "(default: the checkpoint's own model)")
-      ->check(local_path_only());
+                  "(default: the checkpoint's own model); local or s3://, gs://")
+      ->check(storage_location());
   cmd->add_option("--gather-to", flags->gather_to,
                   "Stream every block to this process, which alone writes (for an OUT the processes do not share)");
   cmd->add_option("--dtype", flags->dtype,

@@ -1,6 +1,6 @@
 #include "cli/path_checks.h"
 
-#include <fmt/format.h>
+#include <string>
 
 #include "reshard/layout/error.h"
 #include "reshard/storage/location.h"
@@ -22,20 +22,6 @@ std::string parse_problem(const std::string& text) {
 
 CLI::Validator storage_location() {
   return CLI::Validator([](std::string& text) { return parse_problem(text); }, "PATH|URL", "storage location");
-}
-
-CLI::Validator local_path_only() {
-  return CLI::Validator(
-      [](std::string& text) {
-        std::string problem = parse_problem(text);
-        if (!problem.empty()) return problem;
-        const storage::Location where = storage::Location::parse(text);
-        if (where.is_local()) return std::string();
-        return fmt::format("{}: this command reads and writes local files only so far "
-                           "(inspect and verify read {}:// objects)",
-                           text, storage::scheme_name(where.scheme()));
-      },
-      "PATH", "local path");
 }
 
 }  // namespace reshard::cli

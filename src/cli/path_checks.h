@@ -10,8 +10,4 @@ namespace reshard::cli {
 // A local path or an object in a store reshard reads (s3://, gs://).
 CLI::Validator storage_location();
 
-// A local path. Object-store URLs are refused too, saying that this command
-// reads or writes local files only so far.
-CLI::Validator local_path_only();
-
 }  // namespace reshard::cli

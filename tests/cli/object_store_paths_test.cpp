@@ -1,8 +1,12 @@
 // Object-store URLs on the command line: inspect and verify read s3:// and
-// gs:// objects (the test servers) as they read local files; every other
-// scheme, and URLs where a command takes local paths only, are usage errors
-// that name the URL and create nothing (never a local folder named "s3:").
+// gs:// objects (the test servers) as they read local files; convert and
+// merge-lora read and write them, each object equal to the file the same
+// command writes locally, as does export for its --base; every other scheme
+// is a usage error that names the URL and creates nothing (never a local
+// folder named "s3:").
 #include <filesystem>
+#include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -11,10 +15,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/support/levanter_file.h"
 #include "cli/support/run_reshard.h"
+#include "pipelines/support/hf_llama_folder.h"
 #include "reshard/formats/safetensors_writer.h"
 #include "reshard/storage/open_store.h"
 #include "storage/support/store_servers.h"
+#include "support/seed.h"
 
 namespace reshard {
 namespace {
@@ -39,6 +46,31 @@ class ObjectStorePaths : public ::testing::TestWithParam<std::string> {
     const std::shared_ptr<storage::Store> store = storage::open_store(remote_);
     store->write_all(remote_.child("model/model.safetensors"), testing::read_bytes(local_ / "model" / "model.safetensors"),
                      storage::IfExists::kFail);
+  }
+
+  // Every object under `prefix`, by name, read back with the store's client.
+  std::map<std::string, std::string> objects_under(const storage::Location& prefix) const {
+    const std::shared_ptr<storage::Store> store = storage::open_store(prefix);
+    std::map<std::string, std::string> objects;
+    for (const storage::ListEntry& entry : store->list(prefix)) {
+      objects[entry.name] = store->read_all(prefix.child(entry.name), entry.size);
+    }
+    return objects;
+  }
+
+  // Every file of a local folder, by name.
+  static std::map<std::string, std::string> files_in(const fs::path& folder) {
+    std::map<std::string, std::string> files;
+    for (const auto& entry : fs::recursive_directory_iterator(folder)) {
+      if (entry.is_regular_file()) files[fs::relative(entry.path(), folder).string()] = testing::read_bytes(entry.path());
+    }
+    return files;
+  }
+
+  void upload(const fs::path& folder, const storage::Location& prefix) const {
+    for (const auto& [name, bytes] : files_in(folder)) {
+      storage::open_store(prefix)->write_all(prefix.child(name), bytes, storage::IfExists::kFail);
+    }
   }
 
   TempFolder local_;
@@ -69,17 +101,81 @@ TEST_P(ObjectStorePaths, AMissingObjectIsAFailureNamingIt) {
   EXPECT_THAT(result.err, HasSubstr(remote_.child("absent").str()));
 }
 
-TEST_P(ObjectStorePaths, CommandsThatWriteLocallyRefuseAUrlAndCreateNothing) {
+TEST_P(ObjectStorePaths, ConvertWritesAndReadsObjectsAsItDoesLocalFiles) {
+  testing::write_bytes(local_ / "model" / "config.json", R"({"torch_dtype": "float32"})");
+  storage::open_store(remote_)->write_all(remote_.child("model/config.json"), R"({"torch_dtype": "float32"})",
+                                          storage::IfExists::kFail);
+  const auto local = run_reshard({"convert", (local_ / "model").string(), (local_ / "hf").string(), "--dtype", "bf16"});
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  const auto remote = run_reshard({"convert", remote_.child("model").str(), remote_.child("hf").str(), "--dtype",
+                                   "bf16", "--part-size", "5MiB", "--parts-in-flight", "2"});
+  ASSERT_EQ(remote.exit_code, 0) << remote.err;
+  EXPECT_THAT(remote.out, HasSubstr("wrote " + remote_.child("hf").str()));
+  EXPECT_EQ(objects_under(remote_.child("hf")), files_in(local_ / "hf"));
+  // A lone file, from objects to local and back.
+  const auto file = run_reshard({"convert", remote_.child("hf").str(), (local_ / "one.safetensors").string()});
+  ASSERT_EQ(file.exit_code, 0) << file.err;
+  const auto up = run_reshard({"convert", (local_ / "one.safetensors").string(), remote_.child("one.safetensors").str()});
+  ASSERT_EQ(up.exit_code, 0) << up.err;
+  EXPECT_EQ(storage::open_store(remote_)->read_all(remote_.child("one.safetensors"), 1 << 20),
+            testing::read_bytes(local_ / "one.safetensors"));
+  // An existing destination is refused, and nothing is uploaded.
+  const auto again = run_reshard({"convert", remote_.child("model").str(), remote_.child("hf").str()});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_THAT(again.err, HasSubstr("already exists"));
+  EXPECT_EQ(objects_under(remote_.child("hf")), files_in(local_ / "hf"));
+}
+
+TEST_P(ObjectStorePaths, MergeLoraReadsAndWritesObjectsAsItDoesLocalFiles) {
+  std::mt19937_64 rng(7);
+  const testing::LlamaDims dims;
+  testing::TensorBytes bytes;
+  const auto model = testing::hf_llama_specs(dims), lora = testing::hf_lora_specs(dims);
+  for (const auto& spec : model) bytes[spec.name] = testing::random_values(spec, rng);
+  for (const auto& spec : lora) bytes[spec.name] = testing::random_values(spec, rng);
+  testing::write_hf_model_folder(local_ / "base", model, bytes, 6000, testing::hf_llama_config_json(dims));
+  testing::write_peft_files(local_ / "adapter", lora, bytes, testing::hf_adapter_config_json(dims));
+  upload(local_ / "base", remote_.child("base"));
+  upload(local_ / "adapter", remote_.child("adapter"));
+  const auto local = run_reshard({"merge-lora", (local_ / "base").string(), (local_ / "adapter").string(),
+                                  (local_ / "merged").string(), "--max-shard-size", "10000"});
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  const auto remote = run_reshard({"merge-lora", remote_.child("base").str(), remote_.child("adapter").str(),
+                                   remote_.child("merged").str(), "--max-shard-size", "10000", "--part-size", "5MiB"});
+  ASSERT_EQ(remote.exit_code, 0) << remote.err;
+  const auto merged = files_in(local_ / "merged");
+  ASSERT_TRUE(merged.contains("model.safetensors.index.json"));
+  EXPECT_EQ(objects_under(remote_.child("merged")), merged);
+}
+
+TEST_P(ObjectStorePaths, ExportChecksAnAdapterAgainstABaseInAStore) {
+  std::mt19937_64 rng = testing::seeded_rng();
+  testing::write_levanter_file(local_ / "src.safetensors", rng, true);
+  const std::string ckpt = (local_ / "ckpt").string();
+  const auto converted = run_reshard({"convert", (local_ / "src.safetensors").string(), ckpt, "--mesh", "x=2",
+                                      "--best-effort", "x"});
+  ASSERT_EQ(converted.exit_code, 0) << converted.err;
+  const auto base = run_reshard({"export", ckpt, (local_ / "base").string(), "--map", "levanter-llama"});
+  ASSERT_EQ(base.exit_code, 0) << base.err;
+  upload(local_ / "base", remote_.child("base"));
+  const auto local = run_reshard({"export", ckpt, (local_ / "adapter").string(), "--map", "levanter-llama",
+                                  "--adapter-only", "--base", (local_ / "base").string()});
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  const auto remote = run_reshard({"export", ckpt, (local_ / "adapter2").string(), "--map", "levanter-llama",
+                                   "--adapter-only", "--base", remote_.child("base").str()});
+  ASSERT_EQ(remote.exit_code, 0) << remote.err;
+  EXPECT_EQ(files_in(local_ / "adapter2"), files_in(local_ / "adapter"));
+  // A base that is not there is named, and nothing is written (no local folder named "s3:" either).
   const fs::path cwd = fs::current_path();
   fs::current_path(local_.path());
-  const auto result = run_reshard({"convert", "model/model.safetensors", remote_.child("out").str()});
+  const auto missing = run_reshard({"export", ckpt, "out", "--map", "levanter-llama", "--adapter-only", "--base",
+                                    remote_.child("no-base").str()});
   const bool made_a_local_folder = fs::exists(local_.path() / (GetParam() + ":"));
   fs::current_path(cwd);
-  EXPECT_EQ(result.exit_code, 2);
-  EXPECT_THAT(result.err, HasSubstr(remote_.child("out").str()));
-  EXPECT_THAT(result.err, HasSubstr("local files only"));
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, HasSubstr(remote_.child("no-base").str()));
   EXPECT_FALSE(made_a_local_folder);
-  EXPECT_TRUE(storage::open_store(remote_)->list(remote_.child("out")).empty());
+  EXPECT_FALSE(fs::exists(local_ / "out"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Stores, ObjectStorePaths, ::testing::Values("s3", "gs"),

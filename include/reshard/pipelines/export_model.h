@@ -49,10 +49,11 @@ struct ExportOptions {
   // Cast F32/F16/BF16 outputs to this (a map rule's own dtype wins).
   std::optional<DType> dtype;
   uint64_t max_shard_size = kDefaultMaxShardSize;
-  // A Hugging Face base model folder: adapter keys must each name one of its
-  // modules (Error kMissingTensor naming the key). Without it, an adapter's
-  // keys are checked against the exported model's own outputs.
-  std::optional<std::filesystem::path> base;
+  // A Hugging Face base model folder, local or in an object store: adapter
+  // keys must each name one of its modules (Error kMissingTensor naming the
+  // key). Without it, an adapter's keys are checked against the exported
+  // model's own outputs.
+  std::optional<storage::Location> base;
   // Stream every piece to this rank, which alone writes (for an output folder
   // the processes do not share); memory bounded per tensor block. Without it
   // every process writes its pieces at their final offsets and rank 0 commits.

@@ -120,7 +120,7 @@ void plan_adapter(ExportPlan& plan, const ExportOptions& options, const ExportCo
   if (options.base) {
     const ModelFiles base = open_model_files(*options.base, safetensors::ReadMode::kPread);
     plan_merge(adapter.specs, catalog_tensors(base.catalog), config,
-               fmt::format("the base model {}", options.base->string()));
+               fmt::format("the base model {}", options.base->str()));
   } else {
     const Side model = side_of(plan.resolved, false);
     plan_merge(adapter.specs, lookup(model), config, own_outputs_label(fallback));
