@@ -5,8 +5,7 @@ A path reaches the C++ library as its text, which the library parses
 ``gs://BUCKET/KEY`` URL. Never through ``pathlib``, which folds "s3://b/k"
 into "s3:/b/k" (refused by the library, which names the argument and asks
 whether "s3://b/k" was meant). Another scheme (``hf://``, ``http://``) is an
-InvalidArgumentError naming the argument; a URL given to an operation that
-reads or writes local paths only so far is an UnsupportedError saying so.
+InvalidArgumentError naming the argument.
 """
 
 from __future__ import annotations

@@ -34,10 +34,6 @@ ExportKind export_kind(const std::string& kind) {
   throw Error(ErrorCode::kInvalidArgument, "unknown export kind '" + kind + "' (expected 'model', 'adapter' or 'merged')");
 }
 
-constexpr const char* kCheckpointLocalOnly = "reshard checkpoints are read from local folders only so far";
-constexpr const char* kBaseLocalOnly = "the base model is read from a local folder only so far";
-constexpr const char* kImportLocalOnly = "import reads local folders only so far";
-constexpr const char* kImportSaveLocalOnly = "reshard checkpoints are saved to local folders only so far";
 
 // A map given by preset name, file path or JSON text ('{' first).
 TensorMap tensor_map_from(const std::string& map) {
@@ -52,14 +48,14 @@ struct PartOptions {
 };
 
 ExportOptions export_options(const std::string& kind, const std::optional<std::string>& dtype, uint64_t max_shard_size,
-                             const std::optional<Place>& base, std::optional<int> gather_to, bool replace,
+                             std::optional<storage::Location> base, std::optional<int> gather_to, bool replace,
                              std::optional<std::string> hf_config_json, const std::optional<std::string>& lora_config_json,
                              PartOptions parts) {
   ExportOptions options;
   options.kind = export_kind(kind);
   if (dtype) options.dtype = dtype_from_string(*dtype);
   options.max_shard_size = max_shard_size;
-  options.base = place_field<decltype(options.base)::value_type>(base);
+  options.base = std::move(base);
   options.gather_to = gather_to;
   options.replace = replace;
   options.hf_config_json = std::move(hf_config_json);
@@ -76,11 +72,11 @@ ExportResult export_from_checkpoint(const std::filesystem::path& checkpoint, con
                                     bool replace, std::optional<std::string> hf_config_json,
                                     const std::optional<std::string>& lora_config_json, uint64_t part_bytes,
                                     uint32_t parts_in_flight, Transport* transport) {
-  const Place source(checkpoint, "source", kCheckpointLocalOnly);
-  const Place where(out, "out", "exports are written to local folders only so far");
+  const Place source(checkpoint, "source");
+  const Place where(out, "out");
   const TensorMap tensor_map = tensor_map_from(map);
   const ExportOptions options =
-      export_options(kind, dtype, max_shard_size, optional_place(base, "base", kBaseLocalOnly), gather_to, replace,
+      export_options(kind, dtype, max_shard_size, optional_place(base, "base"), gather_to, replace,
                      std::move(hf_config_json), lora_config_json, {part_bytes, parts_in_flight});
   return run_collective(transport,
                         [&](Transport& t) { return export_checkpoint(source, where, tensor_map, t, options); });
@@ -93,13 +89,13 @@ ExportResult export_from_arrays(const std::vector<std::string>& names, const std
                                 bool replace, std::optional<std::string> hf_config_json,
                                 const std::optional<std::string>& lora_config_json, uint64_t part_bytes,
                                 uint32_t parts_in_flight, Transport* transport) {
-  const Place where(out, "out", "exports are written to local folders only so far");
+  const Place where(out, "out");
   if (names.size() != arrays.size()) throw Error(ErrorCode::kInvalidArgument, "as many names as arrays");
   std::vector<NamedArray> named;
   for (size_t i = 0; i < arrays.size(); ++i) named.push_back(NamedArray{names[i], arrays[i]});
   const TensorMap tensor_map = tensor_map_from(map);
   const ExportOptions options =
-      export_options(kind, dtype, max_shard_size, optional_place(base, "base", kBaseLocalOnly), gather_to, replace,
+      export_options(kind, dtype, max_shard_size, optional_place(base, "base"), gather_to, replace,
                      std::move(hf_config_json), lora_config_json, {part_bytes, parts_in_flight});
   const Topology topology = arrays.empty() ? Topology::uniform(1, 1) : arrays.front().topology();
   return with_transport(transport, topology,
@@ -111,7 +107,7 @@ ImportOptions import_options(const std::optional<std::string>& dtype, AxisSizes 
   ImportOptions options;
   if (dtype) options.dtype = dtype_from_string(*dtype);
   options.sizes = std::move(sizes);
-  options.base = place_field<decltype(options.base)::value_type>(optional_place(base, "base", kBaseLocalOnly));
+  options.base = optional_place(base, "base");
   options.replace = replace;
   return options;
 }
@@ -154,7 +150,7 @@ void bind_export_import(nb::module_& m) {
                              const Topology& topology, nb::handle rules, std::optional<std::string> best_effort,
                              bool strict, const std::optional<std::string>& dtype, AxisSizes sizes,
                              const std::optional<std::filesystem::path>& base, Transport* transport) {
-    const Place source(hf_dir, "hf_dir", kImportLocalOnly);
+    const Place source(hf_dir, "hf_dir");
     const TensorMap tensor_map = tensor_map_from(map);
     const CheckpointLayout layout{mesh, topology, rules_from_python(rules), std::move(best_effort), strict};
     const ImportOptions options = import_options(dtype, std::move(sizes), base, true);
@@ -173,8 +169,8 @@ void bind_export_import(nb::module_& m) {
                                  std::optional<std::string> best_effort, bool strict,
                                  const std::optional<std::string>& dtype, AxisSizes sizes,
                                  const std::optional<std::filesystem::path>& base, bool replace, Transport* transport) {
-    const Place source(hf_dir, "hf_dir", kImportLocalOnly);
-    const Place where(checkpoint, "checkpoint", kImportSaveLocalOnly);
+    const Place source(hf_dir, "hf_dir");
+    const Place where(checkpoint, "checkpoint");
     const TensorMap tensor_map = tensor_map_from(map);
     const CheckpointLayout layout{mesh, topology, rules_from_python(rules), std::move(best_effort), strict};
     const ImportOptions options = import_options(dtype, std::move(sizes), base, replace);

@@ -81,21 +81,14 @@ nb::dict inspect_model(const ModelFiles& model) {
   return out;
 }
 
-// The checkpoint at `where`, if it is one. Checkpoints in a store are looked
-// for once the checkpoint reader takes a Location (before that, only local
-// folders are checkpoints, and a URL names a model).
-template <typename Where = storage::Location>
-std::optional<checkpoint::Reader> open_checkpoint(const Where& where) {
-  if constexpr (requires { checkpoint::is_checkpoint(where); checkpoint::Reader::open(where); }) {
-    if (checkpoint::is_checkpoint(where)) return checkpoint::Reader::open(where);
-  } else if (where.is_local() && checkpoint::is_checkpoint(where.local_path())) {
-    return checkpoint::Reader::open(where.local_path());
-  }
+// The checkpoint at `where` (a local folder or a prefix in a store), if it is one.
+std::optional<checkpoint::Reader> open_checkpoint(const storage::Location& where) {
+  if (checkpoint::is_checkpoint(where)) return checkpoint::Reader::open(where);
   return std::nullopt;
 }
 
 nb::dict inspect(const fs::path& path) {
-  const Place where(path, "path", "");
+  const Place where(path, "path");
   if (const std::optional<checkpoint::Reader> reader = open_checkpoint(where.location())) {
     return inspect_checkpoint(*reader);
   }
@@ -105,7 +98,7 @@ nb::dict inspect(const fs::path& path) {
 // Every chunk read back against its checksums, or every tensor's bytes read;
 // the first damage is the reader's typed error naming file, tensor and chunk.
 nb::dict verify(const fs::path& path) {
-  const Place where(path, "path", "");
+  const Place where(path, "path");
   nb::dict out;
   if (const std::optional<checkpoint::Reader> found = open_checkpoint(where.location())) {
     const checkpoint::Reader& reader = *found;

@@ -3,7 +3,6 @@
 #include <string>
 #include <tuple>
 
-#include <fmt/format.h>
 #include <nanobind/stl/filesystem.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -24,13 +23,7 @@ storage::Location parse_argument(const std::filesystem::path& given, const char*
 
 }  // namespace
 
-Place::Place(const std::filesystem::path& given, const char* argument, const char* local_only)
-    : where_(parse_argument(given, argument)), argument_(argument), local_only_(local_only) {}
-
-std::filesystem::path Place::local_path() const {
-  if (where_.is_local()) return where_.local_path();
-  throw Error(ErrorCode::kUnsupported, fmt::format("{}: {}: {}", argument_, where_.str(), local_only_));
-}
+Place::Place(const std::filesystem::path& given, const char* argument) : where_(parse_argument(given, argument)) {}
 
 void bind_places(nb::module_& m) {
   m.def("_parse_location", [](const std::filesystem::path& text, const std::string& argument) {

@@ -265,44 +265,38 @@ def test_other_schemes_are_refused_naming_the_argument(stores, rng, tmp_path):
         reshard.export(arrays, pathlib.Path("s3://b/k"), MAP)
 
 
-def test_local_only_operations_refuse_urls_or_take_them(stores, rng, tmp_path, monkeypatch):
-    """Operations whose C++ pipeline reads or writes local paths only so far refuse a URL with an
-    UnsupportedError naming the argument; once the pipeline takes a Location the URL reaches it
-    parsed. Either way no local folder named "s3:" or "gs:" appears."""
+def test_every_operation_takes_urls(stores, rng, tmp_path, monkeypatch):
+    """Every operation taking a path takes a URL, parsed (never a local folder named "s3:"): what is
+    written there reads back as from a local path, and what is missing there is the store's error."""
     monkeypatch.chdir(tmp_path)
     values = framework_model(rng)
     arrays = sharded(values)
-    reshard.save_checkpoint(arrays, tmp_path / "ckpt")
     reshard.export(arrays, tmp_path / "hf", MAP, hf_config=HF_CONFIG)
     mesh = reshard.Mesh(np.arange(4), ("x",))
-    s3 = url_of("s3", "local-only")
-    try:
-        reshard.save_checkpoint(arrays, f"{s3}/ckpt")
-    except errors.UnsupportedError as e:
-        assert str(e) == f"path: {s3}/ckpt: reshard checkpoints are saved to local folders only so far"
-    else:  # saved to the store: it restores as from a local folder
-        restored = reshard.restore_checkpoint(f"{s3}/ckpt", layout(), TOPOLOGY)
-        for name, array in restored.items():
-            assert reshard.to_host(array).tobytes() == values[name].tobytes(), name
-    calls = {
-        "path": [lambda: reshard.restore_checkpoint(f"{s3}/no-ckpt", layout(), TOPOLOGY)],
-        "src": [lambda: reshard.convert(f"{s3}/no-hf", tmp_path / "converted")],
-        "dst": [lambda: reshard.convert(tmp_path / "hf", f"{s3}/converted")],
-        "hf_dir": [lambda: reshard.import_model(f"{s3}/no-hf", MAP, mesh, best_effort="x")],
-        "checkpoint": [lambda: reshard.import_checkpoint(tmp_path / "hf", f"{s3}/imported", MAP, mesh,
-                                                         best_effort="x")],
-        "source": [lambda: reshard.export(f"{s3}/no-ckpt", tmp_path / "hf2", MAP)],
-        "filename": [lambda: reshard.safetensors.save_file({"x": np.ones(3)}, f"{s3}/x.safetensors")],
+    s3 = url_of("s3", "every-operation")
+    reshard.save_checkpoint(arrays, f"{s3}/ckpt")
+    restored = reshard.restore_checkpoint(f"{s3}/ckpt", layout(), TOPOLOGY)
+    for name, array in restored.items():
+        assert reshard.to_host(array).tobytes() == values[name].tobytes(), name
+    reshard.convert(tmp_path / "hf", f"{s3}/converted")
+    assert objects(stores, f"{s3}/converted") == files(tmp_path / "hf")
+    imported = reshard.import_model(f"{s3}/converted", MAP, mesh, best_effort="x")
+    for name, array in imported.items():
+        assert reshard.to_host(array).tobytes() == values[name].tobytes(), name
+    reshard.safetensors.save_file({"x": np.arange(3, dtype=np.float32)}, f"{s3}/x.safetensors")
+    np.testing.assert_array_equal(reshard.safetensors.load_file(f"{s3}/x.safetensors")["x"], np.arange(3))
+    missing = {
+        "path": lambda: reshard.restore_checkpoint(f"{s3}/no-ckpt", layout(), TOPOLOGY),
+        "src": lambda: reshard.convert(f"{s3}/no-hf", tmp_path / "converted"),
+        "hf_dir": lambda: reshard.import_model(f"{s3}/no-hf", MAP, mesh, best_effort="x"),
+        "source": lambda: reshard.export(f"{s3}/no-ckpt", tmp_path / "hf2", MAP),
     }
-    for argument, attempts in calls.items():
-        for attempt in attempts:
-            try:
-                attempt()
-            except errors.UnsupportedError as e:
-                assert str(e).startswith(f"{argument}: {s3}/") and "only so far" in str(e), str(e)
-            except errors.ReshardError:
-                pass  # the pipeline took the URL (and found nothing there)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt", "hf"]
+    for argument, attempt in missing.items():
+        with pytest.raises(errors.ReshardError) as caught:
+            attempt()
+        assert f"{s3}/no-" in str(caught.value), (argument, str(caught.value))
+        assert not isinstance(caught.value, errors.UnsupportedError), (argument, str(caught.value))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hf"]
 
 
 WRONG_SECRET = "not-the-secret-0123456789"
@@ -386,13 +380,9 @@ def test_orbax_checkpoints_in_a_store(stores, scheme, tmp_path_factory, rng, req
     assert objects(stores, out) == files(local)
     np.testing.assert_array_equal(reshard.hf.load_folder(out)["params.embed"], values["params.embed"])
 
-    # Saved as a reshard checkpoint in the store, where the library saves checkpoints to stores.
-    try:
-        ro.convert(f"{base}/standard", url_of(scheme, f"{request.node.name}/ckpt"))
-    except errors.UnsupportedError as e:
-        assert str(e).startswith(f"out: {scheme}://") and "only so far" in str(e), str(e)
-    else:
-        assert reshard.inspect(url_of(scheme, f"{request.node.name}/ckpt"))["format"] == "checkpoint"
+    # Saved as a reshard checkpoint in the store.
+    ro.convert(f"{base}/standard", url_of(scheme, f"{request.node.name}/ckpt"))
+    assert reshard.inspect(url_of(scheme, f"{request.node.name}/ckpt"))["format"] == "checkpoint"
 
     with pytest.raises(errors.NotOrbaxCheckpointError):
         ro.inspect(f"{base}/raw")
