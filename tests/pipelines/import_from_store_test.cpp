@@ -3,9 +3,12 @@
 // same import from the local folder, byte for byte, at 1 and 2 processes, and
 // the checkpoint it saves equals the local import's, file for file, in a store
 // or on disk; an existing checkpoint is refused before anything is read.
+#include <atomic>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -114,6 +117,45 @@ TEST_F(ImportFromStore, TheCheckpointEqualsTheLocalImportsInAStoreOrOnDisk) {
   }
   import_checkpoint_with(2, objects_.child("hf"), checkpoint, true);
   EXPECT_EQ(testing::read_objects(checkpoint), expected);
+}
+
+// Objects are fetched several tensors at once: progress is still reported one
+// call at a time and adds up to the bytes made, and a failure in one tensor's
+// fill ends the import with that error, on every process, leaving nothing running.
+TEST_F(ImportFromStore, TensorsFetchedAtOnceReportProgressOneAtATimeAndFailTogether) {
+  std::atomic<int> inside{0};
+  std::atomic<bool> overlapped{false};
+  std::atomic<uint64_t> reported{0};
+  ImportOptions options;
+  options.progress = [&](uint64_t bytes) {
+    if (inside.fetch_add(1) != 0) overlapped = true;
+    std::this_thread::yield();
+    reported += bytes;
+    inside.fetch_sub(1);
+  };
+  const ShardBytes all = import_with(1, objects_.child("hf"), options);
+  EXPECT_FALSE(overlapped);
+  uint64_t distinct = 0;
+  std::set<std::pair<std::string, std::string>> slices;  // (tensor, bytes): a replica counts once
+  for (const auto& [where, bytes] : all) {
+    const std::string text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+    if (slices.emplace(where.first, text).second) distinct += bytes.size();
+  }
+  EXPECT_EQ(reported.load(), distinct);
+
+  std::atomic<int> calls{0};
+  options.progress = [&calls](uint64_t) {
+    if (++calls == 3) throw Error(ErrorCode::kIo, "the third slice fails");
+  };
+  for (const int ranks : {1, 2}) {
+    calls = 0;
+    try {
+      import_with(ranks, objects_.child("hf"), options);
+      FAIL() << "the failing slice was not reported at " << ranks << " ranks";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("the third slice fails"), std::string::npos) << e.what();
+    }
+  }
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "reshard/pipelines/import_model.h"
 
 #include <system_error>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -18,6 +20,10 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace detail = pipelines_detail;
+
+// Tensors fetched at once from an object store, each by its own ranged reads:
+// enough to keep a store's connection pool busy while slices are copied.
+constexpr size_t kTensorsInFlight = 8;
 
 // Every process learns whether every step so far succeeded everywhere.
 void agree(Transport& transport, const detail::Failure& failure, std::string_view what) {
@@ -86,11 +92,9 @@ ImportResult import_arrays(const storage::Location& hf_dir, const TensorMap& map
   ImportResult result;
   detail::FillStats stats;
   detail::run_step(failure, [&] {
-    for (size_t t = 0; t < plan->map.outputs.size(); ++t) {
-      result.arrays.push_back({plan->map.outputs[t].out.name,
-                               detail::fill_import_tensor(*plan, t, *source, layout.topology, transport.rank(), stats,
-                                                          options.progress)});
-    }
+    std::vector<ShardedArray> arrays = detail::fill_import_tensors(*plan, *source, layout.topology, transport.rank(),
+                                                                   kTensorsInFlight, stats, options.progress);
+    for (size_t t = 0; t < arrays.size(); ++t) result.arrays.push_back({plan->map.outputs[t].out.name, std::move(arrays[t])});
   });
   agree(transport, failure, what);
   result.tensors = result.arrays.size();
