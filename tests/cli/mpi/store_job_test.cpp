@@ -1,9 +1,10 @@
 // The command line as one job of 4 processes writing into the object-store
 // test servers: a file of many parts gets parts from every process in one
 // upload (none uploads the whole file) and equals the single-process local
-// export; a checkpoint read from the store exports as the local one does; a
-// rank killed mid-upload fails the job, naming it, and the survivors abort the
-// uploads, so that nothing appears and nothing stays pending.
+// export; a checkpoint read from the store exports as the local one does;
+// convert and import read from the store and write into it as they do local
+// files; a rank killed mid-upload fails the job, naming it, and the survivors
+// abort the uploads, so that nothing appears and nothing stays pending.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -160,6 +162,56 @@ TEST_F(StoreJob, FourProcessesExportACheckpointThatIsInTheStore) {
   ASSERT_EQ(job.exit_status, 0) << job.err;
   EXPECT_EQ(store->read_all(out.child("model.safetensors"), uint64_t{1} << 30),
             read_file(dir() / "local" / "model.safetensors"));
+}
+
+// Every object under `root`, by name, with its bytes.
+std::map<std::string, std::string> objects_under(const storage::Location& root) {
+  const auto store = storage::open_store(root);
+  std::map<std::string, std::string> objects;
+  for (const auto& entry : store->list(root)) objects[entry.name] = store->read_all(root.child(entry.name), entry.size);
+  return objects;
+}
+
+// Every file of a local folder, by name.
+std::map<std::string, std::string> files_in(const fs::path& folder) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::directory_iterator(folder)) files[entry.path().filename().string()] = read_file(entry.path());
+  return files;
+}
+
+// convert and import as one job of 4 processes, from the store into the store:
+// each object equals the file the same command writes locally.
+TEST_F(StoreJob, FourProcessesConvertAndImportFromTheStoreIntoIt) {
+  for (const std::string scheme : {"s3", "gs"}) {
+    const storage::Location root = prefix(scheme);
+    const auto store = storage::open_store(root);
+    for (const auto& [name, bytes] : files_in(dir() / "local")) {
+      store->write_all(root.child("hf").child(name), bytes, storage::IfExists::kFail);
+    }
+    const Job convert = run(mpirun(4, fmt::format("convert {} {} --dtype bf16 --part-size 5MiB --timeout 10",
+                                                  root.child("hf").str(), root.child("bf16").str())),
+                            dir());
+    ASSERT_EQ(convert.exit_status, 0) << scheme << ": " << convert.err;
+    const fs::path local_bf16 = dir() / (scheme + "-bf16");
+    const Job local_convert = run(fmt::format("{} convert {} {} --dtype bf16", RESHARD_BINARY,
+                                              (dir() / "local").string(), local_bf16.string()),
+                                  dir());
+    ASSERT_EQ(local_convert.exit_status, 0) << local_convert.err;
+    EXPECT_EQ(objects_under(root.child("bf16")), files_in(local_bf16)) << scheme;
+
+    const std::string import_args = fmt::format("--map {} --mesh data=4 --best-effort data --part-size 5MiB --timeout 10",
+                                                (dir() / "map.json").string());
+    const Job imported = run(mpirun(4, fmt::format("import {} {} {}", root.child("hf").str(),
+                                                   root.child("ckpt").str(), import_args)),
+                             dir());
+    ASSERT_EQ(imported.exit_status, 0) << scheme << ": " << imported.err;
+    const fs::path local_ckpt = dir() / (scheme + "-ckpt");
+    const Job local_import = run(mpirun(4, fmt::format("import {} {} {}", (dir() / "local").string(),
+                                                       local_ckpt.string(), import_args)),
+                                 dir());
+    ASSERT_EQ(local_import.exit_status, 0) << local_import.err;
+    EXPECT_EQ(objects_under(root.child("ckpt")), files_in(local_ckpt)) << scheme;
+  }
 }
 
 // The process of rank `rank` among the children of `mpirun` that run reshard.
