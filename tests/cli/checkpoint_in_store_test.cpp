@@ -18,34 +18,20 @@
 #include "cli/support/run_reshard.h"
 #include "reshard/formats/checkpoint_manifest.h"
 #include "reshard/storage/open_store.h"
+#include "storage/support/object_listing.h"
 #include "storage/support/store_servers.h"
 #include "support/seed.h"
 
 namespace reshard {
 namespace {
 
+using testing::objects_under;
+using testing::files_under;
+
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using testing::run_reshard;
 using testing::TempFolder;
-
-// Every file of a local folder, by name, with its bytes.
-std::map<std::string, std::string> folder_files(const fs::path& folder) {
-  std::map<std::string, std::string> files;
-  for (const auto& entry : fs::directory_iterator(folder)) {
-    files[entry.path().filename().string()] = testing::read_bytes(entry.path());
-  }
-  return files;
-}
-
-std::map<std::string, std::string> objects_under(const storage::Location& prefix) {
-  const auto store = storage::open_store(prefix);
-  std::map<std::string, std::string> objects;
-  for (const storage::ListEntry& entry : store->list(prefix)) {
-    objects[entry.name] = store->read_all(prefix.child(entry.name), entry.size);
-  }
-  return objects;
-}
 
 class CheckpointInStore : public ::testing::TestWithParam<std::string> {
  protected:
@@ -63,7 +49,7 @@ class CheckpointInStore : public ::testing::TestWithParam<std::string> {
     remote_ = storage::Location::parse(fmt::format("{}://{}/{}", GetParam(), bucket, testing::unique_prefix()));
     const auto store = storage::open_store(remote_);
     const std::string manifest(checkpoint::kManifestFileName);
-    for (const auto& [name, bytes] : folder_files(dir_ / "ckpt")) {
+    for (const auto& [name, bytes] : files_under(dir_ / "ckpt")) {
       if (name != manifest) store->write_all(remote_.child("ckpt").child(name), bytes, storage::IfExists::kFail);
     }
     store->write_all(remote_.child("ckpt").child(manifest), testing::read_bytes(dir_ / "ckpt" / manifest),
@@ -85,12 +71,12 @@ TEST_P(CheckpointInStore, ExportReadsItAndWritesWhatTheLocalCheckpointGives) {
   };
   const auto local = with({"export", ckpt(), (dir_ / "local").string()});
   ASSERT_EQ(local.exit_code, 0) << local.err;
-  const auto expected = folder_files(dir_ / "local");
+  const auto expected = files_under(dir_ / "local");
   ASSERT_TRUE(expected.contains("model.safetensors.index.json"));
 
   const auto to_local = with({"export", remote_ckpt(), (dir_ / "from-store").string()});
   ASSERT_EQ(to_local.exit_code, 0) << to_local.err;
-  EXPECT_EQ(folder_files(dir_ / "from-store"), expected);
+  EXPECT_EQ(files_under(dir_ / "from-store"), expected);
 
   const auto to_store = with({"export", remote_ckpt(), remote_.child("hf").str(), "--part-size", "5MiB"});
   ASSERT_EQ(to_store.exit_code, 0) << to_store.err;

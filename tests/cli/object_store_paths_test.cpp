@@ -20,6 +20,7 @@
 #include "pipelines/support/hf_llama_folder.h"
 #include "reshard/formats/safetensors_writer.h"
 #include "reshard/storage/open_store.h"
+#include "storage/support/object_listing.h"
 #include "storage/support/store_servers.h"
 #include "support/seed.h"
 
@@ -48,27 +49,8 @@ class ObjectStorePaths : public ::testing::TestWithParam<std::string> {
                      storage::IfExists::kFail);
   }
 
-  // Every object under `prefix`, by name, read back with the store's client.
-  std::map<std::string, std::string> objects_under(const storage::Location& prefix) const {
-    const std::shared_ptr<storage::Store> store = storage::open_store(prefix);
-    std::map<std::string, std::string> objects;
-    for (const storage::ListEntry& entry : store->list(prefix)) {
-      objects[entry.name] = store->read_all(prefix.child(entry.name), entry.size);
-    }
-    return objects;
-  }
-
-  // Every file of a local folder, by name.
-  static std::map<std::string, std::string> files_in(const fs::path& folder) {
-    std::map<std::string, std::string> files;
-    for (const auto& entry : fs::recursive_directory_iterator(folder)) {
-      if (entry.is_regular_file()) files[fs::relative(entry.path(), folder).string()] = testing::read_bytes(entry.path());
-    }
-    return files;
-  }
-
   void upload(const fs::path& folder, const storage::Location& prefix) const {
-    for (const auto& [name, bytes] : files_in(folder)) {
+    for (const auto& [name, bytes] : testing::files_under(folder)) {
       storage::open_store(prefix)->write_all(prefix.child(name), bytes, storage::IfExists::kFail);
     }
   }
@@ -111,7 +93,7 @@ TEST_P(ObjectStorePaths, ConvertWritesAndReadsObjectsAsItDoesLocalFiles) {
                                    "bf16", "--part-size", "5MiB", "--parts-in-flight", "2"});
   ASSERT_EQ(remote.exit_code, 0) << remote.err;
   EXPECT_THAT(remote.out, HasSubstr("wrote " + remote_.child("hf").str()));
-  EXPECT_EQ(objects_under(remote_.child("hf")), files_in(local_ / "hf"));
+  EXPECT_EQ(testing::objects_under(remote_.child("hf")), testing::files_under(local_ / "hf"));
   // A lone file, from objects to local and back.
   const auto file = run_reshard({"convert", remote_.child("hf").str(), (local_ / "one.safetensors").string()});
   ASSERT_EQ(file.exit_code, 0) << file.err;
@@ -123,7 +105,7 @@ TEST_P(ObjectStorePaths, ConvertWritesAndReadsObjectsAsItDoesLocalFiles) {
   const auto again = run_reshard({"convert", remote_.child("model").str(), remote_.child("hf").str()});
   EXPECT_EQ(again.exit_code, 1);
   EXPECT_THAT(again.err, HasSubstr("already exists"));
-  EXPECT_EQ(objects_under(remote_.child("hf")), files_in(local_ / "hf"));
+  EXPECT_EQ(testing::objects_under(remote_.child("hf")), testing::files_under(local_ / "hf"));
 }
 
 TEST_P(ObjectStorePaths, MergeLoraReadsAndWritesObjectsAsItDoesLocalFiles) {
@@ -143,9 +125,9 @@ TEST_P(ObjectStorePaths, MergeLoraReadsAndWritesObjectsAsItDoesLocalFiles) {
   const auto remote = run_reshard({"merge-lora", remote_.child("base").str(), remote_.child("adapter").str(),
                                    remote_.child("merged").str(), "--max-shard-size", "10000", "--part-size", "5MiB"});
   ASSERT_EQ(remote.exit_code, 0) << remote.err;
-  const auto merged = files_in(local_ / "merged");
+  const auto merged = testing::files_under(local_ / "merged");
   ASSERT_TRUE(merged.contains("model.safetensors.index.json"));
-  EXPECT_EQ(objects_under(remote_.child("merged")), merged);
+  EXPECT_EQ(testing::objects_under(remote_.child("merged")), merged);
 }
 
 TEST_P(ObjectStorePaths, ExportChecksAnAdapterAgainstABaseInAStore) {
@@ -164,7 +146,7 @@ TEST_P(ObjectStorePaths, ExportChecksAnAdapterAgainstABaseInAStore) {
   const auto remote = run_reshard({"export", ckpt, (local_ / "adapter2").string(), "--map", "levanter-llama",
                                    "--adapter-only", "--base", remote_.child("base").str()});
   ASSERT_EQ(remote.exit_code, 0) << remote.err;
-  EXPECT_EQ(files_in(local_ / "adapter2"), files_in(local_ / "adapter"));
+  EXPECT_EQ(testing::files_under(local_ / "adapter2"), testing::files_under(local_ / "adapter"));
   // A base that is not there is named, and nothing is written (no local folder named "s3:" either).
   const fs::path cwd = fs::current_path();
   fs::current_path(local_.path());

@@ -5,8 +5,6 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <signal.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <map>
@@ -20,11 +18,17 @@
 #include "reshard/formats/hf_split.h"
 #include "reshard/formats/safetensors_writer.h"
 #include "reshard/storage/open_store.h"
+#include "storage/support/object_listing.h"
 #include "storage/support/store_servers.h"
+#include "support/file_size_limit.h"
 #include "support/seed.h"
 
 namespace reshard {
 namespace {
+
+using testing::FileSizeLimit;
+using testing::objects_under;
+using testing::files_under;
 
 namespace fs = std::filesystem;
 using safetensors::TensorSpec;
@@ -206,25 +210,6 @@ TEST(HfFolderWriter, FindsTheWeightFilesASaveReplaces) {
                                       "model-00002-of-00003.safetensors", "model-123456-of-123456.safetensors"}));
 }
 
-// Every file of a local folder, by name.
-std::map<std::string, std::string> local_files(const fs::path& folder) {
-  std::map<std::string, std::string> files;
-  for (const auto& entry : fs::directory_iterator(folder)) {
-    files[entry.path().filename().string()] = testing::read_file_text(entry.path());
-  }
-  return files;
-}
-
-// Every object under `prefix`, by name.
-std::map<std::string, std::string> objects_under(const storage::Location& prefix) {
-  const auto store = storage::open_store(prefix);
-  std::map<std::string, std::string> objects;
-  for (const storage::ListEntry& entry : store->list(prefix)) {
-    objects[entry.name] = store->read_all(prefix.child(entry.name), entry.size);
-  }
-  return objects;
-}
-
 std::vector<testing::RandomTensor> small_tensors(int count) {
   std::vector<testing::RandomTensor> tensors;
   for (int i = 0; i < count; ++i) {
@@ -248,7 +233,7 @@ TEST(HfFolderWriter, AFolderInAStoreHasTheLocalFilesAndReplacingDropsStaleOnes) 
   const storage::UploadOptions parts{1024, 2};  // several parts a file, the memory store's smallest
   write_hf_folder(dir / "local", split, producer_of(tensors), false);
   write_hf_folder(out, split, producer_of(tensors), false, parts);
-  EXPECT_EQ(objects_under(out), local_files(dir / "local"));
+  EXPECT_EQ(objects_under(out), files_under(dir / "local"));
 
   EXPECT_TRUE(throws_error([&] { write_hf_folder(out, split, producer_of(tensors), false, parts); },
                            ErrorCode::kAlreadyExists, {out.str()}));
@@ -256,7 +241,7 @@ TEST(HfFolderWriter, AFolderInAStoreHasTheLocalFilesAndReplacingDropsStaleOnes) 
   const HfFolderPlan one_file = HfFolderPlan::plan(specs_of(tensors), kDefaultMaxShardSize);
   write_hf_folder(out, one_file, producer_of(tensors), true, parts);
   write_hf_folder(dir / "one", one_file, producer_of(tensors), false);
-  std::map<std::string, std::string> expected = local_files(dir / "one");
+  std::map<std::string, std::string> expected = files_under(dir / "one");
   expected["config.json"] = "{}";  // not a weight file: it stays
   EXPECT_EQ(objects_under(out), expected);
 }
@@ -278,35 +263,13 @@ TEST(HfFolderWriter, AFailureInAStoreLeavesNothingAndNoUpload) {
   }
 }
 
-// A file-size limit makes writes fail partway, as a full disk does.
-class FileSizeLimit {
- public:
-  explicit FileSizeLimit(rlim_t bytes) {
-    ::getrlimit(RLIMIT_FSIZE, &saved_);
-    old_handler_ = ::signal(SIGXFSZ, SIG_IGN);
-    rlimit limit = saved_;
-    limit.rlim_cur = bytes;
-    ::setrlimit(RLIMIT_FSIZE, &limit);
-  }
-  ~FileSizeLimit() {
-    ::setrlimit(RLIMIT_FSIZE, &saved_);
-    ::signal(SIGXFSZ, old_handler_);
-  }
-  FileSizeLimit(const FileSizeLimit&) = delete;
-  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
-
- private:
-  rlimit saved_{};
-  sighandler_t old_handler_;
-};
-
 TEST(HfFolderWriter, AReplaceThatFailsWritingLeavesTheOldFolderWhole) {
   ScratchDir dir;
   const fs::path out = dir / "out";
   const std::vector<testing::RandomTensor> tensors = small_tensors(3);
   write_hf_folder(out, HfFolderPlan::plan(specs_of(tensors), 4000), producer_of(tensors), false);
   testing::write_file_text(out / "config.json", "{}");
-  const std::map<std::string, std::string> before = local_files(out);
+  const std::map<std::string, std::string> before = files_under(out);
   std::vector<testing::RandomTensor> big = small_tensors(3);
   big[2].spec.shape = {1 << 20};
   big[2].bytes.resize(1 << 20);
@@ -315,7 +278,7 @@ TEST(HfFolderWriter, AReplaceThatFailsWritingLeavesTheOldFolderWhole) {
     EXPECT_TRUE(throws_error([&] { write_hf_folder(out, HfFolderPlan::plan(specs_of(big), 4000), producer_of(big), true); },
                              ErrorCode::kIo, {}));
   }
-  EXPECT_EQ(local_files(out), before);
+  EXPECT_EQ(files_under(out), before);
   EXPECT_EQ(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()), 1);  // no staging left
 }
 

@@ -2,8 +2,6 @@
 // final path until commit, typed errors for misuse and failing storage.
 #include <gtest/gtest.h>
 
-#include <signal.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,23 +17,17 @@
 #include "reshard/layout/error.h"
 #include "reshard/storage/open_store.h"
 #include "storage/support/store_servers.h"
+#include "support/error_of.h"
+#include "support/file_size_limit.h"
 #include "support/seed.h"
 
 namespace reshard::safetensors {
 namespace {
 
+using testing::FileSizeLimit;
 using testing::RandomTensor;
 using testing::ScratchDir;
-
-template <typename Call>
-std::optional<Error> error_of(const Call& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e;
-  }
-  return std::nullopt;
-}
+using testing::error_of;
 
 std::vector<TensorSpec> specs_of(const std::vector<RandomTensor>& tensors) {
   std::vector<TensorSpec> specs;
@@ -283,28 +275,6 @@ TEST(SafetensorsWriter, MissingOrUnwritableFoldersAreIoErrorsNamingTheFile) {
   write_file(missing, std::vector<TensorData>{{{"t", DType::kU8, {4}}, bytes}});
   EXPECT_EQ(File::open(missing).tensor("t").byte_size(), 4u);
 }
-
-// A file-size limit makes writes fail partway, as a full disk does.
-class FileSizeLimit {
- public:
-  explicit FileSizeLimit(rlim_t bytes) {
-    ::getrlimit(RLIMIT_FSIZE, &saved_);
-    old_handler_ = ::signal(SIGXFSZ, SIG_IGN);
-    rlimit limit = saved_;
-    limit.rlim_cur = bytes;
-    ::setrlimit(RLIMIT_FSIZE, &limit);
-  }
-  ~FileSizeLimit() {
-    ::setrlimit(RLIMIT_FSIZE, &saved_);
-    ::signal(SIGXFSZ, old_handler_);
-  }
-  FileSizeLimit(const FileSizeLimit&) = delete;
-  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
-
- private:
-  rlimit saved_{};
-  sighandler_t old_handler_;
-};
 
 TEST(SafetensorsWriter, AWriteFailingPartwayIsAnIoErrorAndLeavesNoFile) {
   ScratchDir dir;

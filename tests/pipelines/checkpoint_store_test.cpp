@@ -26,11 +26,14 @@
 #include "reshard/pipelines/checkpoint_save.h"
 #include "reshard/storage/open_store.h"
 #include "reshard/storage/pending_uploads.h"
+#include "storage/support/object_listing.h"
 #include "storage/support/store_servers.h"
 #include "support/temp_dir.h"
 
 namespace reshard {
 namespace {
+
+using testing::objects_under;
 
 namespace fs = std::filesystem;
 using storage::Location;
@@ -59,16 +62,6 @@ std::vector<testing::TensorDef> larger_model() {
 LayoutDef with_big_split(LayoutDef layout, std::string_view big) {
   layout.specs.push_back(spec(big));
   return layout;
-}
-
-// Every object under `prefix`, by name.
-std::map<std::string, std::string> read_objects(const Location& prefix) {
-  const auto store = storage::open_store(prefix);
-  std::map<std::string, std::string> objects;
-  for (const storage::ListEntry& entry : store->list(prefix)) {
-    objects[entry.name] = store->read_all(prefix.child(entry.name), entry.size);
-  }
-  return objects;
 }
 
 void save_on(const Location& where, const std::vector<testing::TensorDef>& model, const LayoutDef& layout,
@@ -149,7 +142,7 @@ TEST_F(CheckpointStore, ObjectsEqualTheLocalSavesFilesByteForByte) {
     save_on(local, larger_model(), layout, 3, parts);
     const auto files = testing::read_folder_files(local);
     EXPECT_EQ(files.size(), static_cast<size_t>(layout.processes) + 1) << "a data file a process, and the manifest";
-    EXPECT_EQ(read_objects(where), files);
+    EXPECT_EQ(objects_under(where), files);
     EXPECT_EQ(checkpoint::Reader::open(where).manifest(), checkpoint::Reader::open(local).manifest());
     EXPECT_EQ(pending_data_uploads(where, layout.processes), 0u);
   }
@@ -179,7 +172,7 @@ TEST_F(CheckpointStore, AsyncSaveAndRestoreIntoPreallocatedArrays) {
 TEST_F(CheckpointStore, AnExistingCheckpointIsRefusedUnlessReplacedAndThenLosesItsStaleDataFiles) {
   const Location where = root_.child("c");
   save_on(where, layouts()[2], 1);  // 3 data files
-  const auto before = read_objects(where);
+  const auto before = objects_under(where);
   ASSERT_EQ(before.size(), 4u);
   SaveOptions keep;
   keep.replace = false;
@@ -190,11 +183,11 @@ TEST_F(CheckpointStore, AnExistingCheckpointIsRefusedUnlessReplacedAndThenLosesI
     EXPECT_EQ(e.code(), ErrorCode::kAlreadyExists) << e.what();
     EXPECT_NE(std::string(e.what()).find(where.str()), std::string::npos) << e.what();
   }
-  EXPECT_EQ(read_objects(where), before);
+  EXPECT_EQ(objects_under(where), before);
 
   save_on(where, layouts()[0], 2);  // one process: data-00001 and data-00002 are stale
   save_on(dir_ / "one", layouts()[0], 2);
-  EXPECT_EQ(read_objects(where), testing::read_folder_files(dir_ / "one"));
+  EXPECT_EQ(objects_under(where), testing::read_folder_files(dir_ / "one"));
   expect_restores(where, layouts()[3], 2);
 }
 
@@ -211,14 +204,14 @@ TEST_F(CheckpointStore, NeverWritesOverSomethingElse) {
       EXPECT_NE(std::string(e.what()).find(root_.child(name).str()), std::string::npos) << e.what();
     }
   }
-  EXPECT_EQ(read_objects(root_.child("mine")), (std::map<std::string, std::string>{{"notes.txt", "keep me"}}));
+  EXPECT_EQ(objects_under(root_.child("mine")), (std::map<std::string, std::string>{{"notes.txt", "keep me"}}));
   EXPECT_EQ(store->read_all(root_.child("file"), 100), "an object");
   // Data files without a manifest are what a save that failed while
   // completing them leaves: saved over, and the ones not rewritten removed.
   store->write_all(root_.child("left/data-00007.safetensors"), "junk", storage::IfExists::kFail);
   save_on(root_.child("left"), layouts()[1], 4);
   save_on(dir_ / "left", layouts()[1], 4);
-  EXPECT_EQ(read_objects(root_.child("left")), testing::read_folder_files(dir_ / "left"));
+  EXPECT_EQ(objects_under(root_.child("left")), testing::read_folder_files(dir_ / "left"));
 }
 
 TEST_F(CheckpointStore, UploadsAKilledSaverLeftForTheSameDataFilesAreRemovedFirst) {
@@ -249,7 +242,7 @@ TEST_F(CheckpointStore, AFailureOnOneProcessLeavesNoManifestAndNoPendingUpload) 
   const Location fresh = root_.child("fresh");
   const Location replaced = root_.child("replaced");
   save_on(replaced, layout, 1);
-  const auto before = read_objects(replaced);
+  const auto before = objects_under(replaced);
   for (const Location& where : {fresh, replaced}) {
     SCOPED_TRACE(where.str());
     std::vector<ErrorCode> codes(3, ErrorCode::kInvalidArgument);
@@ -274,7 +267,7 @@ TEST_F(CheckpointStore, AFailureOnOneProcessLeavesNoManifestAndNoPendingUpload) 
     EXPECT_EQ(codes, (std::vector<ErrorCode>{ErrorCode::kPeerFailed, ErrorCode::kIo, ErrorCode::kPeerFailed}));
     // Every upload aborted before any completed: what was there is there.
     const std::map<std::string, std::string> expected = where == fresh ? std::map<std::string, std::string>() : before;
-    EXPECT_EQ(read_objects(where), expected);
+    EXPECT_EQ(objects_under(where), expected);
     EXPECT_EQ(pending_data_uploads(where, 3), 0u);
     EXPECT_EQ(storage::abort_pending_uploads(), 0u) << "an upload is still remembered as pending";
   }
@@ -308,7 +301,7 @@ TEST_F(CheckpointStore, AProcessLostAtAnyStepBeforeTheManifestLeavesNoManifestAn
       SCOPED_TRACE(fmt::format("process 2 lost at exchange {}, {}", call, replace ? "replacing" : "fresh"));
       const Location where = root_.child(fmt::format("lost{}-{}", call, replace));
       if (replace) save_on(where, layout, 1);
-      const auto before = read_objects(where);
+      const auto before = objects_under(where);
       EXPECT_THROW(testing::run_ranks(layout.processes,
                                       [&](Transport& transport) {
                                         DyingTransport dying(transport, 2, call);
@@ -317,7 +310,7 @@ TEST_F(CheckpointStore, AProcessLostAtAnyStepBeforeTheManifestLeavesNoManifestAn
                                         save_checkpoint(arrays, where, dying);
                                       }),
                    Error);
-      const auto after = read_objects(where);
+      const auto after = objects_under(where);
       EXPECT_FALSE(after.contains(std::string(checkpoint::kManifestFileName)) && after != before)
           << "a new manifest appeared";
       if (call <= 2) {

@@ -23,6 +23,7 @@
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/convert.h"
 #include "reshard/storage/open_store.h"
+#include "storage/support/object_listing.h"
 #include "support/seed.h"
 #include "support/temp_dir.h"
 
@@ -83,7 +84,7 @@ TEST_F(ConvertInStore, ObjectsEqualTheLocalConversionFromEitherSourceAtAnyProces
       SCOPED_TRACE(fmt::format("from {} at {} ranks", src.str(), ranks));
       const Location out = root_.child(fmt::format("{}-np{}", src.is_local() ? "local" : "objects", ranks));
       convert(ranks, src, out.child("folder"), options(ConvertOutput::kHfFolder));
-      EXPECT_EQ(testing::read_objects(out.child("folder")), folder);
+      EXPECT_EQ(testing::objects_under(out.child("folder")), folder);
       convert(ranks, src, out.child("model.safetensors"), options(ConvertOutput::kSafetensorsFile));
       EXPECT_EQ(storage::open_store(out)->read_all(out.child("model.safetensors"), file.size() + 1), file);
     }
@@ -105,17 +106,17 @@ TEST_F(ConvertInStore, ACheckpointFromObjectsEqualsTheOneFromTheLocalFolder) {
   convert(2, dir_ / "hf", dir_ / "ckpt", options);
   const auto expected = testing::read_folder_files(dir_ / "ckpt");
   convert(2, src_, root_.child("ckpt"), options);
-  EXPECT_EQ(testing::read_objects(root_.child("ckpt")), expected);
+  EXPECT_EQ(testing::objects_under(root_.child("ckpt")), expected);
   convert(2, root_.child("ckpt"), root_.child("from-ckpt"), ConvertInStore::options(ConvertOutput::kHfFolder));
   convert(1, dir_ / "ckpt", dir_ / "from-ckpt", ConvertInStore::options(ConvertOutput::kHfFolder));
-  EXPECT_EQ(testing::read_objects(root_.child("from-ckpt")), testing::read_folder_files(dir_ / "from-ckpt"));
+  EXPECT_EQ(testing::objects_under(root_.child("from-ckpt")), testing::read_folder_files(dir_ / "from-ckpt"));
 }
 
 TEST_F(ConvertInStore, AnExistingDestinationIsRefusedUnlessReplacedAndThenLosesItsOldWeightFiles) {
   const Location out = root_.child("hf");
   convert(2, src_, out, options(ConvertOutput::kHfFolder));
   storage::open_store(out)->write_all(out.child("notes.txt"), "mine", storage::IfExists::kFail);
-  const auto before = testing::read_objects(out);
+  const auto before = testing::objects_under(out);
   ConvertOptions one_file = options(ConvertOutput::kHfFolder, kDefaultMaxShardSize);
   try {
     convert(2, src_, out, one_file);
@@ -123,7 +124,7 @@ TEST_F(ConvertInStore, AnExistingDestinationIsRefusedUnlessReplacedAndThenLosesI
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kAlreadyExists) << e.what();
   }
-  EXPECT_EQ(testing::read_objects(out), before);
+  EXPECT_EQ(testing::objects_under(out), before);
 
   one_file.replace = true;
   convert(2, src_, out, one_file);
@@ -131,7 +132,7 @@ TEST_F(ConvertInStore, AnExistingDestinationIsRefusedUnlessReplacedAndThenLosesI
   convert(1, dir_ / "hf", dir_ / "one-file", one_file);
   auto expected = testing::read_folder_files(dir_ / "one-file");
   expected["notes.txt"] = "mine";  // not a weight file: it stays
-  EXPECT_EQ(testing::read_objects(out), expected);
+  EXPECT_EQ(testing::objects_under(out), expected);
 
   // A lone file: only that object is refused, the folder around it may hold others.
   const Location file = root_.child("files/model.safetensors");
@@ -164,7 +165,7 @@ TEST_F(ConvertInStore, AFailureWhileWritingLeavesNothingAndNoUpload) {
       EXPECT_NE(std::string(e.what()).find("injected"), std::string::npos) << e.what();
     }
   });
-  EXPECT_TRUE(testing::read_objects(out).empty());
+  EXPECT_TRUE(testing::objects_under(out).empty());
   EXPECT_EQ(testing::pending_uploads(out, names), 0u);
 }
 
@@ -181,7 +182,7 @@ TEST_F(ConvertInStore, AFailureWhileCompletingTheFolderTakesBackWhatAppeared) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidConfig) << e.what();
     EXPECT_NE(std::string(e.what()).find("config.json"), std::string::npos) << e.what();
   }
-  EXPECT_TRUE(testing::read_objects(out).empty());
+  EXPECT_TRUE(testing::objects_under(out).empty());
 }
 
 }  // namespace

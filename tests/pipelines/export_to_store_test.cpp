@@ -18,12 +18,15 @@
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/export_model.h"
 #include "reshard/storage/open_store.h"
+#include "storage/support/object_listing.h"
 #include "storage/support/store_servers.h"
 #include "support/seed.h"
 #include "support/temp_dir.h"
 
 namespace reshard {
 namespace {
+
+using testing::objects_under;
 
 namespace fs = std::filesystem;
 using storage::Location;
@@ -36,16 +39,6 @@ LoraConfig lora_config() {
   config.lora_alpha = 4;
   config.base_model_name_or_path = "test/llama";
   return config;
-}
-
-// Every object under `prefix`, by name.
-std::map<std::string, std::string> read_objects(const Location& prefix) {
-  const auto store = storage::open_store(prefix);
-  std::map<std::string, std::string> objects;
-  for (const storage::ListEntry& entry : store->list(prefix)) {
-    objects[entry.name] = store->read_all(prefix.child(entry.name), entry.size);
-  }
-  return objects;
 }
 
 class ExportToStore : public ::testing::Test {
@@ -95,7 +88,7 @@ TEST_F(ExportToStore, ObjectsEqualTheLocalExportsFilesAtAnyProcessCount) {
     for (const int ranks : {1, 2, 3}) {
       const Location out = root_.child(fmt::format("kind{}-np{}", static_cast<int>(kind), ranks));
       const std::vector<uint64_t> written = export_with(ranks, out, options);
-      EXPECT_EQ(read_objects(out), expected) << "kind " << static_cast<int>(kind) << " at " << ranks << " ranks";
+      EXPECT_EQ(objects_under(out), expected) << "kind " << static_cast<int>(kind) << " at " << ranks << " ranks";
       uint64_t total = 0;
       for (const uint64_t bytes : written) total += bytes;
       EXPECT_GT(total, 0u);
@@ -119,13 +112,13 @@ TEST_F(ExportToStore, ArraysExportMovesEachPartsBytesToItsOwner) {
     const std::vector<NamedArray> arrays = testing::levanter_arrays(model_, transport.rank());
     export_arrays(arrays, out, map, transport, options);
   });
-  EXPECT_EQ(read_objects(out), testing::read_folder_files(dir_ / "local"));
+  EXPECT_EQ(objects_under(out), testing::read_folder_files(dir_ / "local"));
 }
 
 TEST_F(ExportToStore, AnExistingFolderIsRefusedUnlessReplacedAndThenLosesItsOldWeightFiles) {
   const Location out = root_.child("hf");
   export_with(2, out, small_parts(ExportKind::kModel));
-  const auto before = read_objects(out);
+  const auto before = objects_under(out);
   ASSERT_TRUE(before.contains(std::string(kHfIndexFileName)));
   ExportOptions one_file = small_parts(ExportKind::kModel);
   one_file.max_shard_size = kDefaultMaxShardSize;
@@ -135,7 +128,7 @@ TEST_F(ExportToStore, AnExistingFolderIsRefusedUnlessReplacedAndThenLosesItsOldW
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kAlreadyExists) << e.what();
   }
-  EXPECT_EQ(read_objects(out), before);
+  EXPECT_EQ(objects_under(out), before);
 
   one_file.replace = true;
   export_with(2, out, one_file);
@@ -144,14 +137,14 @@ TEST_F(ExportToStore, AnExistingFolderIsRefusedUnlessReplacedAndThenLosesItsOldW
     local.replace = false;
     return local;
   }());
-  EXPECT_EQ(read_objects(out), testing::read_folder_files(dir_ / "one-file"));
+  EXPECT_EQ(objects_under(out), testing::read_folder_files(dir_ / "one-file"));
 }
 
 TEST_F(ExportToStore, APartSizeTheStoreRefusesFailsBeforeAnythingIsWritten) {
   ExportOptions options = small_parts(ExportKind::kModel);
   options.part_bytes = 10;  // below the store's minimum
   EXPECT_THROW(export_with(2, root_.child("bad"), options), Error);
-  EXPECT_TRUE(read_objects(root_.child("bad")).empty());
+  EXPECT_TRUE(objects_under(root_.child("bad")).empty());
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "pipelines/support/store_folders.h"
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/import_model.h"
+#include "storage/support/object_listing.h"
 #include "support/seed.h"
 #include "support/temp_dir.h"
 
@@ -107,7 +108,7 @@ TEST_F(ImportFromStore, TheCheckpointEqualsTheLocalImportsInAStoreOrOnDisk) {
   EXPECT_EQ(testing::read_folder_files(dir_ / "ckpt-from-objects"), expected);
   const Location checkpoint = objects_.child("ckpt");
   import_checkpoint_with(2, objects_.child("hf"), checkpoint);
-  EXPECT_EQ(testing::read_objects(checkpoint), expected);
+  EXPECT_EQ(testing::objects_under(checkpoint), expected);
 
   try {
     import_checkpoint_with(2, objects_.child("hf"), checkpoint);
@@ -116,7 +117,7 @@ TEST_F(ImportFromStore, TheCheckpointEqualsTheLocalImportsInAStoreOrOnDisk) {
     EXPECT_EQ(e.code(), ErrorCode::kAlreadyExists) << e.what();
   }
   import_checkpoint_with(2, objects_.child("hf"), checkpoint, true);
-  EXPECT_EQ(testing::read_objects(checkpoint), expected);
+  EXPECT_EQ(testing::objects_under(checkpoint), expected);
 }
 
 // Objects are fetched several tensors at once: progress is still reported one

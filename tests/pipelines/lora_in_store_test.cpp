@@ -21,24 +21,18 @@
 #include "reshard/pipelines/merge_lora.h"
 #include "reshard/pipelines/peft_adapter.h"
 #include "reshard/storage/open_store.h"
+#include "storage/support/object_listing.h"
+#include "support/error_of.h"
 #include "support/seed.h"
 #include "support/temp_dir.h"
 
 namespace reshard {
 namespace {
 
+using testing::error_of;
+
 namespace fs = std::filesystem;
 using storage::Location;
-
-template <typename Call>
-std::optional<Error> error_of(const Call& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e;
-  }
-  return std::nullopt;
-}
 
 size_t entries_in(const fs::path& folder) {
   return static_cast<size_t>(std::distance(fs::directory_iterator(folder), fs::directory_iterator()));
@@ -89,11 +83,11 @@ TEST_F(LoraInStore, MergedObjectsEqualTheLocalMergeFromEitherSource) {
   const Location out = objects_.child("from-objects");
   const MergeLoraResult remote =
       merge_lora_folder(objects_.child("base"), objects_.child("adapter"), out, merge_options());
-  EXPECT_EQ(testing::read_objects(out), expected);
+  EXPECT_EQ(testing::objects_under(out), expected);
   EXPECT_EQ(remote.copied, local.copied);
   EXPECT_EQ(remote.merged, local.merged);
   merge_lora_folder(dir_ / "base", dir_ / "adapter", objects_.child("from-local"), merge_options());
-  EXPECT_EQ(testing::read_objects(objects_.child("from-local")), expected);
+  EXPECT_EQ(testing::objects_under(objects_.child("from-local")), expected);
   merge_lora_folder(objects_.child("base"), objects_.child("adapter"), dir_ / "back", merge_options());
   EXPECT_EQ(testing::read_folder_files(dir_ / "back"), expected);
 }
@@ -102,12 +96,12 @@ TEST_F(LoraInStore, AnExistingMergedFolderIsRefusedUnlessReplacedAndThenLosesIts
   const Location out = objects_.child("merged");
   merge_lora_folder(objects_.child("base"), objects_.child("adapter"), out, merge_options());
   storage::open_store(out)->write_all(out.child("notes.txt"), "mine", storage::IfExists::kFail);
-  const auto before = testing::read_objects(out);
+  const auto before = testing::objects_under(out);
   MergeLoraOptions one_file = merge_options(kDefaultMaxShardSize);
   const auto refused = error_of([&] { merge_lora_folder(objects_.child("base"), objects_.child("adapter"), out, one_file); });
   ASSERT_TRUE(refused.has_value());
   EXPECT_EQ(refused->code(), ErrorCode::kAlreadyExists);
-  EXPECT_EQ(testing::read_objects(out), before);
+  EXPECT_EQ(testing::objects_under(out), before);
 
   one_file.replace = true;
   merge_lora_folder(objects_.child("base"), objects_.child("adapter"), out, one_file);
@@ -115,7 +109,7 @@ TEST_F(LoraInStore, AnExistingMergedFolderIsRefusedUnlessReplacedAndThenLosesIts
   merge_lora_folder(dir_ / "base", dir_ / "adapter", dir_ / "one-file", one_file);
   auto expected = testing::read_folder_files(dir_ / "one-file");
   expected["notes.txt"] = "mine";
-  EXPECT_EQ(testing::read_objects(out), expected);
+  EXPECT_EQ(testing::objects_under(out), expected);
 }
 
 TEST_F(LoraInStore, AFailedMergeLeavesNothingAndNoUpload) {
@@ -133,7 +127,7 @@ TEST_F(LoraInStore, AFailedMergeLeavesNothingAndNoUpload) {
   const auto midway = error_of([&] { merge_lora_folder(objects_.child("base"), objects_.child("adapter"), out, failing); });
   ASSERT_TRUE(midway.has_value());
   EXPECT_NE(std::string(midway->what()).find("injected"), std::string::npos) << midway->what();
-  EXPECT_TRUE(testing::read_objects(out).empty());
+  EXPECT_TRUE(testing::objects_under(out).empty());
   EXPECT_EQ(testing::pending_uploads(out, names), 0u);
 
   // Before anything: an adapter whose keys name a layer the base does not have.
@@ -149,7 +143,7 @@ TEST_F(LoraInStore, AFailedMergeLeavesNothingAndNoUpload) {
   const auto early = error_of([&] { merge_lora_folder(objects_.child("base"), adapter, out, merge_options()); });
   ASSERT_TRUE(early.has_value());
   EXPECT_EQ(early->code(), ErrorCode::kMissingTensor) << early->what();
-  EXPECT_TRUE(testing::read_objects(out).empty());
+  EXPECT_TRUE(testing::objects_under(out).empty());
 }
 
 TEST_F(LoraInStore, ReplacingALocalFolderIsAtomic) {
@@ -186,7 +180,7 @@ TEST_F(LoraInStore, AnAdapterWrittenToAStoreEqualsTheLocalOne) {
   ASSERT_EQ(expected.size(), 2u);
   const Location out = objects_.child("written-adapter");
   write_peft_adapter(out, config, lora_, lora_producer(), false, {1024, 2});
-  EXPECT_EQ(testing::read_objects(out), expected);
+  EXPECT_EQ(testing::objects_under(out), expected);
   EXPECT_EQ(HfFolder::open(out).kind, HfFolderKind::kPeftAdapter);
 
   const auto refused = error_of([&] { write_peft_adapter(out, config, lora_, lora_producer(), false, {1024, 2}); });
@@ -196,7 +190,7 @@ TEST_F(LoraInStore, AnAdapterWrittenToAStoreEqualsTheLocalOne) {
   write_peft_adapter(out, config, lora_, lora_producer(), true, {1024, 2});
   auto with_readme = expected;
   with_readme["README.md"] = "mine";
-  EXPECT_EQ(testing::read_objects(out), with_readme);
+  EXPECT_EQ(testing::objects_under(out), with_readme);
 }
 
 TEST_F(LoraInStore, AFailedAdapterWriteLeavesNothingAndNoUpload) {
@@ -209,7 +203,7 @@ TEST_F(LoraInStore, AFailedAdapterWriteLeavesNothingAndNoUpload) {
   const auto error = error_of([&] { write_peft_adapter(out, lora_config(), lora_, failing, false, {1024, 2}); });
   ASSERT_TRUE(error.has_value());
   EXPECT_EQ(error->code(), ErrorCode::kIo);
-  EXPECT_TRUE(testing::read_objects(out).empty());
+  EXPECT_TRUE(testing::objects_under(out).empty());
   const std::vector<std::string> names = {std::string(kPeftAdapterFileName)};
   EXPECT_EQ(testing::pending_uploads(out, names), 0u);
 }

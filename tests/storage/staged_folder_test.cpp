@@ -22,10 +22,15 @@
 
 #include "reshard/layout/error.h"
 #include "storage/local/staging_name.h"
+#include "storage/support/object_listing.h"
+#include "support/error_of.h"
 #include "support/temp_dir.h"
 
 namespace reshard::storage_detail {
 namespace {
+
+using testing::error_of;
+using testing::files_under;
 
 namespace fs = std::filesystem;
 using testing::TempDir;
@@ -42,15 +47,6 @@ std::string read_text(const fs::path& path) {
   return text.str();
 }
 
-// Every regular file under `folder`, by relative name, with its text.
-std::map<std::string, std::string> files_in(const fs::path& folder) {
-  std::map<std::string, std::string> files;
-  for (const auto& entry : fs::recursive_directory_iterator(folder)) {
-    if (entry.is_regular_file()) files[fs::relative(entry.path(), folder).string()] = read_text(entry.path());
-  }
-  return files;
-}
-
 ino_t inode_of(const fs::path& path) {
   struct stat info {};
   EXPECT_EQ(::lstat(path.c_str(), &info), 0) << path;
@@ -61,23 +57,13 @@ size_t entries_in(const fs::path& folder) {
   return static_cast<size_t>(std::distance(fs::directory_iterator(folder), fs::directory_iterator()));
 }
 
-template <typename Call>
-std::optional<Error> error_of(const Call& call) {
-  try {
-    call();
-  } catch (const Error& e) {
-    return e;
-  }
-  return std::nullopt;
-}
-
 // An old model folder: a weight file a new save replaces, configs it keeps, a subfolder.
 std::map<std::string, std::string> make_old_folder(const fs::path& out) {
   write_text(out / "model.safetensors", "old weights");
   write_text(out / "config.json", "old config");
   write_text(out / "tokenizer.json", "tokenizer");
   write_text(out / "original" / "params.json", "params");
-  return files_in(out);
+  return files_under(out);
 }
 
 TEST(StagedFolder, AppearsOnlyOnCommit) {
@@ -116,7 +102,7 @@ TEST(StagedFolder, AFolderWithFilesIsRefusedUnlessReplacing) {
   const auto error = error_of([&] { StagedFolder(dir / "out", false); });
   ASSERT_TRUE(error.has_value());
   EXPECT_EQ(error->code(), ErrorCode::kAlreadyExists);
-  EXPECT_EQ(files_in(dir / "out"), before);
+  EXPECT_EQ(files_under(dir / "out"), before);
   EXPECT_EQ(entries_in(dir.path()), 1u);  // no staging folder was made
 }
 
@@ -132,14 +118,14 @@ TEST(StagedFolder, ReplacingAFolderIsOneSwapOfAFullCopy) {
   write_text(staged.staging_path() / "config.json", "new config");
   write_text(staged.staging_path() / "model.safetensors.index.json", "index");
   // Everything written so far went to the staging folder: the old one is as it was.
-  EXPECT_EQ(files_in(out), before);
+  EXPECT_EQ(files_under(out), before);
   const ino_t staging = inode_of(staged.staging_path());
   const std::vector<std::string> stale = {"model.safetensors"};
   const std::vector<std::string> order = {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
                                           "config.json", "model.safetensors.index.json"};
   staged.commit(stale, order);
 
-  EXPECT_EQ(files_in(out), (std::map<std::string, std::string>{{"config.json", "new config"},
+  EXPECT_EQ(files_under(out), (std::map<std::string, std::string>{{"config.json", "new config"},
                                                                {"model-00001-of-00002.safetensors", "new 1"},
                                                                {"model-00002-of-00002.safetensors", "new 2"},
                                                                {"model.safetensors.index.json", "index"},
@@ -161,7 +147,7 @@ TEST(StagedFolder, AFailureBeforeTheSwapLeavesTheOldFolderWholeAndNoStaging) {
     StagedFolder staged(out, true);
     write_text(staged.staging_path() / "model.safetensors", "new weights");
   }
-  EXPECT_EQ(files_in(out), before);
+  EXPECT_EQ(files_under(out), before);
   EXPECT_EQ(entries_in(dir.path()), 1u);
 
   // A commit that fails while making the full copy (an entry it cannot carry).
@@ -175,7 +161,7 @@ TEST(StagedFolder, AFailureBeforeTheSwapLeavesTheOldFolderWholeAndNoStaging) {
     EXPECT_EQ(error->code(), ErrorCode::kIo);
     EXPECT_THAT(error->what(), ::testing::HasSubstr("a-pipe"));
   }
-  EXPECT_EQ(files_in(out), before);
+  EXPECT_EQ(files_under(out), before);
   EXPECT_TRUE(fs::is_fifo(out / "a-pipe"));
   EXPECT_EQ(entries_in(dir.path()), 1u);
 }

@@ -31,11 +31,15 @@
 #include "reshard/formats/safetensors_writer.h"
 #include "reshard/storage/open_store.h"
 #include "storage/support/fault_proxy_process.h"
+#include "storage/support/object_listing.h"
 #include "storage/support/store_servers.h"
 #include "support/temp_dir.h"
 
 namespace reshard {
 namespace {
+
+using testing::objects_under;
+using testing::files_under;
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
@@ -164,28 +168,13 @@ TEST_F(StoreJob, FourProcessesExportACheckpointThatIsInTheStore) {
             read_file(dir() / "local" / "model.safetensors"));
 }
 
-// Every object under `root`, by name, with its bytes.
-std::map<std::string, std::string> objects_under(const storage::Location& root) {
-  const auto store = storage::open_store(root);
-  std::map<std::string, std::string> objects;
-  for (const auto& entry : store->list(root)) objects[entry.name] = store->read_all(root.child(entry.name), entry.size);
-  return objects;
-}
-
-// Every file of a local folder, by name.
-std::map<std::string, std::string> files_in(const fs::path& folder) {
-  std::map<std::string, std::string> files;
-  for (const auto& entry : fs::directory_iterator(folder)) files[entry.path().filename().string()] = read_file(entry.path());
-  return files;
-}
-
 // convert and import as one job of 4 processes, from the store into the store:
 // each object equals the file the same command writes locally.
 TEST_F(StoreJob, FourProcessesConvertAndImportFromTheStoreIntoIt) {
   for (const std::string scheme : {"s3", "gs"}) {
     const storage::Location root = prefix(scheme);
     const auto store = storage::open_store(root);
-    for (const auto& [name, bytes] : files_in(dir() / "local")) {
+    for (const auto& [name, bytes] : files_under(dir() / "local")) {
       store->write_all(root.child("hf").child(name), bytes, storage::IfExists::kFail);
     }
     const Job convert = run(mpirun(4, fmt::format("convert {} {} --dtype bf16 --part-size 5MiB --timeout 10",
@@ -197,7 +186,7 @@ TEST_F(StoreJob, FourProcessesConvertAndImportFromTheStoreIntoIt) {
                                               (dir() / "local").string(), local_bf16.string()),
                                   dir());
     ASSERT_EQ(local_convert.exit_status, 0) << local_convert.err;
-    EXPECT_EQ(objects_under(root.child("bf16")), files_in(local_bf16)) << scheme;
+    EXPECT_EQ(objects_under(root.child("bf16")), files_under(local_bf16)) << scheme;
 
     const std::string import_args = fmt::format("--map {} --mesh data=4 --best-effort data --part-size 5MiB --timeout 10",
                                                 (dir() / "map.json").string());
@@ -210,7 +199,7 @@ TEST_F(StoreJob, FourProcessesConvertAndImportFromTheStoreIntoIt) {
                                                        local_ckpt.string(), import_args)),
                                  dir());
     ASSERT_EQ(local_import.exit_status, 0) << local_import.err;
-    EXPECT_EQ(objects_under(root.child("ckpt")), files_in(local_ckpt)) << scheme;
+    EXPECT_EQ(objects_under(root.child("ckpt")), files_under(local_ckpt)) << scheme;
   }
 }
 

@@ -17,10 +17,14 @@
 #include "reshard/pipelines/checkpoint_restore.h"
 #include "reshard/pipelines/checkpoint_save.h"
 #include "reshard/storage/open_store.h"
+#include "storage/support/object_listing.h"
 #include "storage/support/store_servers.h"
 
 namespace reshard {
 namespace {
+
+using testing::objects_under;
+using testing::files_under;
 
 namespace fs = std::filesystem;
 using storage::Location;
@@ -50,24 +54,6 @@ Location shared_prefix(const std::string& scheme) {
   }
   const auto all = world.all_gather(std::as_bytes(std::span(mine)));
   return Location::parse(std::string(reinterpret_cast<const char*>(all[0].data()), all[0].size()));
-}
-
-std::map<std::string, std::string> objects_under(const Location& prefix) {
-  const auto store = storage::open_store(prefix);
-  std::map<std::string, std::string> objects;
-  for (const storage::ListEntry& entry : store->list(prefix)) {
-    objects[entry.name] = store->read_all(prefix.child(entry.name), entry.size);
-  }
-  return objects;
-}
-
-std::map<std::string, std::string> files_under(const fs::path& folder) {
-  std::map<std::string, std::string> files;
-  for (const auto& entry : fs::directory_iterator(folder)) {
-    const auto store = storage::open_store(entry.path());
-    files[entry.path().filename().string()] = store->read_all(entry.path(), uint64_t{1} << 30);
-  }
-  return files;
 }
 
 TEST_F(CheckpointStoreMpi, SavedThroughAStoreRestoresOntoEveryLayout) {

@@ -26,15 +26,6 @@ void upload_folder(const fs::path& folder, const storage::Location& prefix) {
   }
 }
 
-std::map<std::string, std::string> read_objects(const storage::Location& prefix) {
-  const auto store = storage::open_store(prefix);
-  std::map<std::string, std::string> objects;
-  for (const storage::ListEntry& entry : store->list(prefix)) {
-    objects[entry.name] = store->read_all(prefix.child(entry.name), entry.size);
-  }
-  return objects;
-}
-
 size_t pending_uploads(const storage::Location& prefix, std::span<const std::string> names) {
   const auto store = storage::open_store(prefix);
   size_t pending = 0;

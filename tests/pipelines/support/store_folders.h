@@ -1,6 +1,6 @@
 // Helpers for the pipelines' object-store tests (the in-process memory store):
-// a local folder copied to objects, objects read back, and the uploads a
-// failed writer may have left.
+// a local folder copied to objects, and the uploads a failed writer may have
+// left (objects read back: storage/support/object_listing.h).
 #pragma once
 
 #include <filesystem>
@@ -18,9 +18,6 @@ storage::Location fresh_memory_folder(std::string_view bucket);
 
 // Uploads every file under `folder` to the same names under `prefix`.
 void upload_folder(const std::filesystem::path& folder, const storage::Location& prefix);
-
-// Every object under `prefix`, by name relative to it, with its bytes.
-std::map<std::string, std::string> read_objects(const storage::Location& prefix);
 
 // The uploads started and never completed or aborted for `names` under
 // `prefix` (each removed as it is counted).
