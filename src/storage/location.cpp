@@ -5,9 +5,12 @@
 #include <fmt/format.h>
 
 #include "reshard/layout/error.h"
+#include "storage/ascii_lower.h"
 
 namespace reshard::storage {
 namespace {
+
+using storage_detail::ascii_lower;
 
 [[noreturn]] void refuse(std::string_view text, std::string_view why) {
   throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: {}", text, why));
@@ -23,12 +26,6 @@ std::string_view leading_scheme(std::string_view text) {
     if (!std::isalnum(c) && c != '+' && c != '-' && c != '.') return {};
   }
   return {};
-}
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 
 // Drops leading and trailing '/' and folds repeated ones, so that one object
@@ -72,7 +69,7 @@ Location parse_file_url(std::string_view text) {
     rest.remove_prefix(2);
     const size_t slash = rest.find('/');
     const std::string_view host = rest.substr(0, slash);
-    if (!host.empty() && lower(host) != "localhost") {
+    if (!host.empty() && ascii_lower(host) != "localhost") {
       refuse(text, fmt::format("a file:// URL on another host ({}) is not a local path", std::string(host)));
     }
     if (slash == std::string_view::npos) refuse(text, "a file:// URL needs a path");
@@ -99,7 +96,7 @@ Location::Location(Scheme scheme, std::string bucket, std::string key)
 
 Location Location::parse(std::string_view text) {
   if (text.empty()) throw Error(ErrorCode::kInvalidArgument, "an empty path names no file or folder");
-  const std::string scheme = lower(leading_scheme(text));
+  const std::string scheme = ascii_lower(leading_scheme(text));
   if (scheme.empty()) return local(std::filesystem::path(std::string(text)));
   if (scheme == "file") return parse_file_url(text);
   const std::string_view after_colon = text.substr(scheme.size() + 1);

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "reshard/layout/error.h"
+#include "storage/ascii_lower.h"
 #include "storage/http/request_log.h"
 
 namespace reshard::storage_detail {
@@ -62,8 +63,7 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   }
   const size_t colon = line.find(':');
   if (colon == std::string_view::npos) return n;
-  std::string name(line.substr(0, colon));
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::string name = ascii_lower(line.substr(0, colon));
   std::string_view value = line.substr(colon + 1);
   while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
   while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) {
@@ -151,9 +151,7 @@ HttpResponse HttpClient::send(const HttpRequest& request) const {
   if (request.method == "POST" || request.method == "PUT") {
     bool has_type = false;
     for (const auto& [name, value] : request.headers) {
-      std::string lower = name;
-      std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-      has_type = has_type || lower == "content-type";
+      has_type = has_type || ascii_lower(name) == "content-type";
     }
     if (!has_type) headers = curl_slist_append(headers, "Content-Type:");
   }

@@ -1,9 +1,10 @@
 #include "storage/s3/aws_config_file.h"
 
+#include "storage/ascii_lower.h"
+
 #include <pwd.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -20,20 +21,13 @@ std::string_view trim(std::string_view text) {
   return text;
 }
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 // "key = value" or "key: value" (configparser takes either), split at the first.
 std::optional<std::pair<std::string, std::string>> key_value(std::string_view line) {
   const size_t at = line.find_first_of("=:");
   if (at == std::string_view::npos) return std::nullopt;
   const std::string_view key = trim(line.substr(0, at));
   if (key.empty()) return std::nullopt;
-  return std::pair{lower(key), std::string(trim(line.substr(at + 1)))};
+  return std::pair{ascii_lower(key), std::string(trim(line.substr(at + 1)))};
 }
 
 std::filesystem::path home() {

@@ -6,6 +6,7 @@
 
 #include "reshard/layout/error.h"
 #include "reshard/storage/storage_error.h"
+#include "storage/ascii_lower.h"
 #include "storage/s3/aws_config_file.h"
 #include "storage/s3/imds_credentials.h"
 
@@ -49,9 +50,7 @@ std::optional<AwsCredentials> from_profile(const std::optional<AwsProfile>& prof
 bool metadata_disabled() {
   const auto value = environment("AWS_EC2_METADATA_DISABLED");
   if (!value) return false;
-  std::string lower = *value;
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower == "true";
+  return ascii_lower(*value) == "true";
 }
 
 }  // namespace

@@ -6,20 +6,14 @@
 #include <fmt/format.h>
 
 #include "reshard/layout/error.h"
+#include "storage/ascii_lower.h"
 #include "storage/s3/aws_config_file.h"
 #include "storage/s3/sigv4.h"
 
 namespace reshard::storage_detail {
 namespace {
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
-bool is_true(const std::optional<std::string>& value) { return value && lower(*value) == "true"; }
+bool is_true(const std::optional<std::string>& value) { return value && ascii_lower(*value) == "true"; }
 
 // Whether `bucket` can be the first label of a host name (and so of a TLS
 // certificate's wildcard): no dots, no upper case, no underscores.
@@ -32,7 +26,7 @@ bool dns_label(std::string_view bucket) {
 
 // The Host header curl would send: the port only when it is not the scheme's default.
 std::string host_header(const S3Endpoint& endpoint, std::string_view authority) {
-  std::string host = lower(authority);
+  std::string host = ascii_lower(authority);
   const std::string default_port = endpoint.scheme == "https" ? ":443" : ":80";
   if (host.ends_with(default_port)) host.resize(host.size() - default_port.size());
   return host;
@@ -43,7 +37,7 @@ std::string host_header(const S3Endpoint& endpoint, std::string_view authority) 
 S3Endpoint parse_s3_endpoint(std::string_view url) {
   S3Endpoint endpoint;
   const size_t colon = url.find("://");
-  endpoint.scheme = colon == std::string_view::npos ? "" : lower(url.substr(0, colon));
+  endpoint.scheme = colon == std::string_view::npos ? "" : ascii_lower(url.substr(0, colon));
   if (endpoint.scheme != "http" && endpoint.scheme != "https") {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("the S3 endpoint {:?} is not an http:// or https:// URL", std::string(url)));
@@ -102,10 +96,10 @@ S3Endpoint resolve_s3_endpoint(const storage::StoreOptions& options) {
   if (!style && profile) {
     style = profile->get("s3", "addressing_style");
     style_source = "the AWS profile's s3 addressing_style";
-    if (style && lower(*style) == "auto") style.reset();
+    if (style && ascii_lower(*style) == "auto") style.reset();
   }
   if (style) {
-    const std::string value = lower(*style);
+    const std::string value = ascii_lower(*style);
     if (value != "path" && value != "virtual") {
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("{} is {:?}: it takes \"path\" or \"virtual\"", style_source, *style));

@@ -8,16 +8,10 @@
 #include <fmt/format.h>
 
 #include "reshard/layout/error.h"
+#include "storage/ascii_lower.h"
 
 namespace reshard::storage_detail {
 namespace {
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
@@ -41,7 +35,7 @@ std::string trim_all(std::string_view value) {
 std::map<std::string, std::string> canonical_headers(const Headers& headers) {
   std::map<std::string, std::string> out;
   for (const auto& [name, value] : headers) {
-    const std::string key = lower(trim_all(name));
+    const std::string key = ascii_lower(trim_all(name));
     auto [it, inserted] = out.emplace(key, trim_all(value));
     if (!inserted) it->second += fmt::format(",{}", trim_all(value));
   }
@@ -103,7 +97,7 @@ Headers sign_v4(const SigningInput& request, const AwsCredentials& credentials, 
   if (!credentials.session_token.empty()) added.emplace_back("x-amz-security-token", credentials.session_token);
 
   SigningInput complete = request;
-  std::erase_if(complete.headers, [](const auto& header) { return is_signing_header(lower(trim_all(header.first))); });
+  std::erase_if(complete.headers, [](const auto& header) { return is_signing_header(ascii_lower(trim_all(header.first))); });
   complete.headers.insert(complete.headers.end(), added.begin(), added.end());
   const std::map<std::string, std::string> signed_headers = canonical_headers(complete.headers);
   std::string signed_names;
