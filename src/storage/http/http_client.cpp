@@ -96,6 +96,47 @@ int on_seek(void* user, curl_off_t offset, int origin) {
 // The URL without its query: queries may hold signatures or tokens.
 std::string without_query(std::string_view url) { return std::string(url.substr(0, url.find('?'))); }
 
+// The request's headers, with none of curl's own: no "Expect: 100-continue"
+// round trip before each part, and no body type guessed for PUT and POST.
+struct curl_slist* header_list(const HttpRequest& request) {
+  struct curl_slist* headers = nullptr;
+  bool has_type = false;
+  for (const auto& [name, value] : request.headers) {
+    headers = curl_slist_append(headers, fmt::format("{}: {}", name, value).c_str());
+    has_type = has_type || ascii_lower(name) == "content-type";
+  }
+  headers = curl_slist_append(headers, "Expect:");
+  if (!has_type && (request.method == "POST" || request.method == "PUT")) {
+    headers = curl_slist_append(headers, "Content-Type:");
+  }
+  return headers;
+}
+
+// A PUT's or POST's body, read (and rewound for a retry) from the request.
+void send_body_from(CURL* handle, Transfer& transfer) {
+  curl_easy_setopt(handle, CURLOPT_READFUNCTION, on_read);
+  curl_easy_setopt(handle, CURLOPT_READDATA, &transfer);
+  curl_easy_setopt(handle, CURLOPT_SEEKFUNCTION, on_seek);
+  curl_easy_setopt(handle, CURLOPT_SEEKDATA, &transfer);
+}
+
+void set_method(CURL* handle, const HttpRequest& request, Transfer& transfer) {
+  const auto body_size = static_cast<curl_off_t>(request.body.size());
+  if (request.method == "HEAD") {
+    curl_easy_setopt(handle, CURLOPT_NOBODY, 1L);
+  } else if (request.method == "PUT") {
+    curl_easy_setopt(handle, CURLOPT_UPLOAD, 1L);
+    send_body_from(handle, transfer);
+    curl_easy_setopt(handle, CURLOPT_INFILESIZE_LARGE, body_size);
+  } else if (request.method == "POST") {
+    curl_easy_setopt(handle, CURLOPT_POST, 1L);
+    send_body_from(handle, transfer);
+    curl_easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE, body_size);
+  } else if (request.method != "GET") {
+    curl_easy_setopt(handle, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+  }
+}
+
 }  // namespace
 
 std::optional<std::string> HttpResponse::header(std::string_view name) const {
@@ -142,20 +183,7 @@ HttpResponse HttpClient::send(const HttpRequest& request) const {
   HttpResponse response;
   Transfer transfer{&request, &response};
   CURL* handle = pool_->take();
-  struct curl_slist* headers = nullptr;
-  for (const auto& [name, value] : request.headers) {
-    headers = curl_slist_append(headers, fmt::format("{}: {}", name, value).c_str());
-  }
-  // No "Expect: 100-continue" round trip before each part, and no body type guessed by curl.
-  headers = curl_slist_append(headers, "Expect:");
-  if (request.method == "POST" || request.method == "PUT") {
-    bool has_type = false;
-    for (const auto& [name, value] : request.headers) {
-      has_type = has_type || ascii_lower(name) == "content-type";
-    }
-    if (!has_type) headers = curl_slist_append(headers, "Content-Type:");
-  }
-
+  struct curl_slist* headers = header_list(request);
   curl_easy_setopt(handle, CURLOPT_URL, request.url.c_str());
   curl_easy_setopt(handle, CURLOPT_HTTPHEADER, headers);
   curl_easy_setopt(handle, CURLOPT_NOSIGNAL, 1L);
@@ -170,25 +198,7 @@ HttpResponse HttpClient::send(const HttpRequest& request) const {
   curl_easy_setopt(handle, CURLOPT_LOW_SPEED_LIMIT, 1L);
   curl_easy_setopt(handle, CURLOPT_LOW_SPEED_TIME,
                    std::max(1L, static_cast<long>(options_.stall_timeout.count() / 1000)));
-  if (request.method == "HEAD") {
-    curl_easy_setopt(handle, CURLOPT_NOBODY, 1L);
-  } else if (request.method == "PUT") {
-    curl_easy_setopt(handle, CURLOPT_UPLOAD, 1L);
-    curl_easy_setopt(handle, CURLOPT_READFUNCTION, on_read);
-    curl_easy_setopt(handle, CURLOPT_READDATA, &transfer);
-    curl_easy_setopt(handle, CURLOPT_SEEKFUNCTION, on_seek);
-    curl_easy_setopt(handle, CURLOPT_SEEKDATA, &transfer);
-    curl_easy_setopt(handle, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
-  } else if (request.method == "POST") {
-    curl_easy_setopt(handle, CURLOPT_POST, 1L);
-    curl_easy_setopt(handle, CURLOPT_READFUNCTION, on_read);
-    curl_easy_setopt(handle, CURLOPT_READDATA, &transfer);
-    curl_easy_setopt(handle, CURLOPT_SEEKFUNCTION, on_seek);
-    curl_easy_setopt(handle, CURLOPT_SEEKDATA, &transfer);
-    curl_easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
-  } else if (request.method != "GET") {
-    curl_easy_setopt(handle, CURLOPT_CUSTOMREQUEST, request.method.c_str());
-  }
+  set_method(handle, request, transfer);
 
   const auto started = std::chrono::steady_clock::now();
   const CURLcode code = curl_easy_perform(handle);
