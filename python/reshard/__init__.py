@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from . import _core
 from . import errors
-from . import checkpoint, hf, pipelines, safetensors
+from . import checkpoint, hf, pipelines, safetensors, storage
 from ._core import (Box, InProcessGroup, Mesh, NamedSharding, PartitionSpec, Plan, PlanOptions, PlanStats, Topology,
                     Transfer, Transport)
 from ._dtypes import DTYPE_NAMES, dtype_name, numpy_dtype
@@ -68,4 +68,5 @@ __all__ = [
     "numpy_dtype",
     "plan",
     "safetensors",
+    "storage",
 ]

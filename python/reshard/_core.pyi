@@ -35,6 +35,14 @@ def _parse_location(text: str | os.PathLike, argument: str) -> tuple[str, str, s
     does not read.
     """
 
+def _set_store_options(timeout: float | None, concurrency: int | None) -> None:
+    """
+    Sets the options object-store clients opened from now on use (None keeps one as it is).
+    """
+
+def _store_options() -> tuple[float, int]:
+    """(timeout in seconds, requests in flight per ranged read)."""
+
 def _dtype_names() -> list[str]:
     """Every safetensors dtype name reshard knows, in the format's order."""
 

@@ -21,6 +21,8 @@ namespace nb = nanobind;
 void bind_errors(nb::module_& m);
 // _parse_location (places.cpp): paths and URLs as the library parses them.
 void bind_places(nb::module_& m);
+// _set_store_options, _store_options (store_options.cpp): how object-store clients behave.
+void bind_store_options(nb::module_& m);
 void bind_layout(nb::module_& m);
 // The layout layer's parts, which bind_layout calls in dependency order.
 void bind_dtypes(nb::module_& m);

@@ -7,6 +7,7 @@ NB_MODULE(_core, m) {
   m.doc() = "reshard's C++ library: layouts, plans, safetensors files and sharded arrays";
   reshard::python::bind_errors(m);
   reshard::python::bind_places(m);
+  reshard::python::bind_store_options(m);
   reshard::python::bind_layout(m);
   reshard::python::bind_plan(m);
   reshard::python::bind_formats(m);
