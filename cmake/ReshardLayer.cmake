@@ -3,7 +3,7 @@
 # in include/reshard/NAME/, internal ones beside the sources in src/NAME/.
 # Globbing keeps one-concept-per-file cheap to add.
 # Folders named mpi/ are left out: they are the MPI transport's own library
-# (reshard_add_mpi_library), so that the layers never need MPI.
+# (reshard_mpi, in the top CMakeLists.txt), so that the layers never need MPI.
 function(reshard_add_layer name)
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/src/${name}/*.cpp")
   list(FILTER sources EXCLUDE REGEX "/mpi/")

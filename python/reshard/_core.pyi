@@ -272,7 +272,8 @@ class NamedSharding:
 
     def validate(self, global_shape: Sequence[int]) -> None:
         """
-        Raises the typed error of spec/sharding.md if this sharding cannot lay out `global_shape`.
+        Raises the typed LayoutError (IndivisibleError, RankError...) if this sharding cannot lay out
+        `global_shape`.
         """
 
     def devices_indices_map(self, global_shape: Sequence[int]) -> dict[int, tuple[slice, ...]]:
@@ -526,9 +527,9 @@ class SafetensorsFile:
     def open(path: str | os.PathLike, mode: str = 'mmap') -> SafetensorsFile:
         """
         Opens and validates `path`, a local file or an s3:// or gs:// object ('mmap' maps a local
-        file, 'pread' reads on demand; objects are read by byte ranges). Raises the typed format
-        errors of spec/safetensors.md, ReshardIOError (a StorageError subclass for an object)
-        when it cannot be read.
+        file, 'pread' reads on demand; objects are read by byte ranges). Raises a FormatError
+        subclass (InvalidHeaderJsonError, InvalidOffsetError...) for a malformed file, and
+        ReshardIOError (a StorageError subclass for an object) when it cannot be read.
         """
 
     @property

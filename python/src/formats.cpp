@@ -114,9 +114,9 @@ void bind_formats(nb::module_& m) {
         return st::File::open(where, read);
       }, nb::arg("path"), nb::arg("mode") = "mmap",
          "Opens and validates `path`, a local file or an s3:// or gs:// object ('mmap' maps a local\n"
-         "file, 'pread' reads on demand; objects are read by byte ranges). Raises the typed format\n"
-         "errors of spec/safetensors.md, ReshardIOError (a StorageError subclass for an object)\n"
-         "when it cannot be read.")
+         "file, 'pread' reads on demand; objects are read by byte ranges). Raises a FormatError\n"
+         "subclass (InvalidHeaderJsonError, InvalidOffsetError...) for a malformed file, and\n"
+         "ReshardIOError (a StorageError subclass for an object) when it cannot be read.")
       .def_prop_ro("path", [](const st::File& f) { return f.location().str(); },
                    "The file's path, or its URL (s3://BUCKET/KEY).")
       .def_prop_ro("mode", [](const st::File& f) { return f.mode() == st::ReadMode::kMmap ? "mmap" : "pread"; },

@@ -96,7 +96,8 @@ void bind_named_sharding(nb::module_& m) {
       .def("validate", [](const NamedSharding& s, nb::handle shape) { s.validate(shape_from_python(shape)); },
            nb::arg("global_shape"),
            nb::sig("def validate(self, global_shape: collections.abc.Sequence[int]) -> None"),
-           "Raises the typed error of spec/sharding.md if this sharding cannot lay out `global_shape`.")
+           "Raises the typed LayoutError (IndivisibleError, RankError...) if this sharding cannot lay out\n"
+           "`global_shape`.")
       .def("devices_indices_map", &devices_indices_map, nb::arg("global_shape"),
            nb::sig("def devices_indices_map(self, global_shape: collections.abc.Sequence[int]) -> dict[int, tuple[slice, ...]]"),
            "{device id: index tuple} for every device, as JAX returns it (slice(None) where unsplit).")

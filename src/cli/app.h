@@ -3,7 +3,8 @@
 
 namespace reshard::cli {
 
-// Exit codes of spec/cli.md.
+// Exit codes: 0 done, 1 the operation failed (bad input, I/O, a peer), 2 the
+// command line itself is wrong (usage); `reshard --help` says the same.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;
 inline constexpr int kExitUsage = 2;

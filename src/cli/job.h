@@ -25,7 +25,7 @@ struct JobWorld {
 
 // One process, unless an MPI launcher (mpirun, mpiexec, srun) started this
 // one: then MPI is initialised on first use and the job is MPI's world. This
-// is what `--processes` defaults to (spec/cli.md). Without MPI built in,
+// is what `--processes` defaults to. Without MPI built in,
 // always one process.
 JobWorld job_world();
 
@@ -44,13 +44,13 @@ std::vector<std::string> job_peer_paths();
 // one process or a topology of another size. Creates the transport: collective.
 Topology with_job_hosts(const Topology& topology);
 
-// The liveness bound of the job's transport (spec/cli.md's --timeout): how
+// The liveness bound of the job's transport (--timeout): how
 // long a peer may stay silent before the job fails naming it. 60 s unless set.
 std::chrono::milliseconds job_timeout();
 // Sets it; applies to a transport already created too. Positive only.
 void set_job_timeout(std::chrono::milliseconds timeout);
 
-// Adds `--timeout SECONDS` (spec/cli.md: every data-moving command) to `command`.
+// Adds `--timeout SECONDS` (every data-moving command takes it) to `command`.
 void add_timeout_option(CLI::App& command);
 
 // Ends the job's use of MPI and returns `exit_code`. A failure (non-zero

@@ -1,4 +1,5 @@
-// The layout flags of spec/cli.md ("Describing layouts"), shared by subcommands.
+// The layout flags (--mesh, --spec, --devices, --num-devices, --processes),
+// shared by subcommands.
 #pragma once
 
 #include <string>
@@ -45,7 +46,7 @@ struct JobFlags {
 // Adds --num-devices and --processes to `command`, bound to `flags`.
 void add_job_flags(CLI::App& command, JobFlags& flags);
 
-// The topology of spec/cli.md: device d belongs to process floor(d / (T / P)).
+// The job's topology: device d belongs to process floor(d / (T / P)).
 // T defaults to the largest device id of `meshes` plus one, P to
 // `default_processes`. Throws Error(kParse) naming --num-devices or
 // --processes when they do not parse, leave out a mesh's device, or do not divide.

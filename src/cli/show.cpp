@@ -1,5 +1,5 @@
 // `reshard show`: which device holds which slice of an array, as a picture,
-// a table, or JSON (spec/cli.md).
+// a table, or JSON.
 #include <unistd.h>
 
 #include <cstdlib>

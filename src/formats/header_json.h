@@ -20,7 +20,8 @@ struct ParsedEntries {
   std::vector<TensorInfo> tensors;  // in the order of the JSON
 };
 
-// Parses the header's JSON into its entries (rule 5 of spec/safetensors.md);
+// Parses the header's JSON into its entries (an object of name -> {dtype,
+// shape, data_offsets}, plus an optional string-to-string "__metadata__");
 // offsets and sizes are not checked here. Throws Error(kInvalidHeaderJson)
 // naming `file`, the byte position and, inside an entry, the tensor.
 ParsedEntries parse_header_entries(std::string_view json, std::string_view file);

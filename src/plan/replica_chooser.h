@@ -13,7 +13,7 @@
 
 namespace reshard::plan_detail {
 
-// Applies the rule of spec/sharding.md: the target device itself, then a
+// Picks the source of a replicated piece: the target device itself, then a
 // device of the target's process, then a remote process. Which remote process
 // is the planner's choice (sender balancing); least_loaded() is the simple
 // per-plan rule, stateful (it counts what each process sent), so pieces must

@@ -1,4 +1,4 @@
-// `reshard inspect`: the JSON contract of spec/cli.md, sha256 against the
+// `reshard inspect`: its JSON contract, sha256 against the
 // reference files' independently computed digests, the text table, errors.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// `reshard plan`: the JSON contract of spec/cli.md against the library, and its errors.
+// `reshard plan`: its JSON contract against the library, and its errors.
 #include <sstream>
 #include <string>
 

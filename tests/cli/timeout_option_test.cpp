@@ -1,4 +1,4 @@
-// --timeout SECONDS (spec/cli.md): every data-moving command takes it, and only a positive number.
+// --timeout SECONDS: every data-moving command takes it, and only a positive number.
 #include <string>
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Every reader rule of spec/safetensors.md, one crafted file each, in both read
+// Every rule the reader checks, one crafted file each, in both read
 // modes: the right typed error, naming the file and the tensor at fault.
 #include <gtest/gtest.h>
 

@@ -14,7 +14,7 @@ namespace reshard {
 namespace {
 
 // Every safetensors dtype with its bits, in the reference's enum order
-// (spec/safetensors.md, "Dtypes and their bits per element").
+// (as the safetensors format defines them).
 struct Expected {
   std::string_view name;
   int bits;

@@ -1,5 +1,5 @@
 // Randomized invariants of NamedSharding against a reference written straight
-// from spec/sharding.md's formulas (it never calls tiling()).
+// from JAX's formulas for NamedSharding's index map (it never calls tiling()).
 #include <algorithm>
 #include <map>
 #include <numeric>

@@ -10,7 +10,7 @@ namespace reshard {
 namespace {
 
 TEST(Topology, UniformFollowsTheFloorRule) {
-  // Device d belongs to process floor(d / (T / P)) (spec/cli.md).
+  // Device d belongs to process floor(d / (T / P)).
   for (int64_t t : {1, 4, 16, 24}) {
     for (int p = 1; p <= t; ++p) {
       if (t % p != 0) continue;

@@ -64,7 +64,7 @@ class Plan {
   Plan(PlanKey key, std::vector<Transfer> transfers);
 
   const PlanKey& key() const { return key_; }
-  // All stage-0 transfers first, then all stage-1 transfers.
+  // All stage-0 transfers first, then all stage-1 transfers, then all stage-2 ones.
   const std::vector<Transfer>& transfers() const { return transfers_; }
   const PlanStats& stats() const { return stats_; }
   // A hash of the key's shape and dtype and of every transfer (devices,

@@ -35,7 +35,8 @@ struct PlanOptions {
 //
 // Stage-0 transfers come in target mesh order, then box order (row-major by
 // origin, a split piece's parts in order); stage-1 transfers follow in the
-// same order. A transfer with src == dst is a copy within one device (or
+// same order, then stage-2 transfers (the host relays of Transfer's comment),
+// where the topology puts several processes on a host. A transfer with src == dst is a copy within one device (or
 // between its memory kinds). Work grows with the pieces that move, not with
 // devices squared: the overlaps are found per dimension by interval search,
 // and an array whose key equals an earlier one's in the batch (a model's
