@@ -785,7 +785,7 @@ DEFAULT_MAX_SHARD_SIZE: int = 5000000000
 
 DEFAULT_STAGING_BYTES: int = 1073741824
 
-DEFAULT_MERGE_CHUNK_BYTES: int = 8388608
+DEFAULT_MERGE_BLOCK_BYTES: int = 8388608
 
 class SaveResult:
     """What this process did in a save."""
@@ -966,8 +966,14 @@ class MergeLoraResult:
         """
 
     @property
-    def copied(self) -> list[str]:
+    def carried(self) -> list[str]:
         """The base folder's non-weight files carried beside the weights."""
+
+    @property
+    def copied(self) -> list[str]:
+        """
+        Deprecated: the old name of `carried` (ConvertResult's word for the same files); removed in the next release.
+        """
 
     @property
     def warnings(self) -> list[str]:
@@ -985,7 +991,7 @@ def _parse_byte_size(text: str) -> int:
     Bytes in a size as the command line takes it ('5GB', '500MB', '1.5GiB'); ParseError otherwise.
     """
 
-def _merge_lora(base: str | os.PathLike, adapter: str | os.PathLike, out: str | os.PathLike, dtype: str | None, max_shard_size: int, replace: bool, chunk_bytes: int, threads: int) -> MergeLoraResult:
+def _merge_lora(base: str | os.PathLike, adapter: str | os.PathLike, out: str | os.PathLike, dtype: str | None, max_shard_size: int, replace: bool, block_bytes: int, threads: int) -> MergeLoraResult:
     """
     Merges a PEFT LoRA adapter into its base model, writing a Hugging Face folder.
     """

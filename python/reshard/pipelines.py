@@ -93,8 +93,9 @@ def merge_lora(
     dtype: Any = None,
     max_shard_size: int | str = _core.DEFAULT_MAX_SHARD_SIZE,
     replace: bool = False,
-    chunk_bytes: int = _core.DEFAULT_MERGE_CHUNK_BYTES,
+    block_bytes: int = _core.DEFAULT_MERGE_BLOCK_BYTES,
     threads: int = 0,
+    chunk_bytes: int | None = None,
 ) -> MergeLoraResult:
     """Merges the PEFT LoRA `adapter` folder into `base` (a Hugging Face folder or a .safetensors file), as
     ``reshard merge-lora`` and PEFT's ``merge_and_unload``: the folder `out`, with the base folder's
@@ -106,16 +107,22 @@ def merge_lora(
     (MissingTensorError naming it otherwise); other adapter types and keys or
     configs PEFT would not merge raise UnsupportedError naming them. A base
     without config.json merges with a ``UserWarning`` (transformers cannot load
-    the result). At most `chunk_bytes` of a weight is read and merged at a time, over `threads` threads
-    (0: every core), while the next block is read and the last one written.
+    the result). At most `block_bytes` of a weight is read and merged at a time, over `threads` threads
+    (0: every core), while the next block is read and the last one written (`chunk_bytes` is
+    `block_bytes`' old name, deprecated and removed in the next release).
     """
+    if chunk_bytes is not None:
+        if block_bytes != _core.DEFAULT_MERGE_BLOCK_BYTES:
+            raise InvalidArgumentError("chunk_bytes: the old name of block_bytes; give block_bytes alone")
+        warnings.warn("merge_lora(chunk_bytes=) is now block_bytes= (as export's)", DeprecationWarning, stacklevel=2)
+        block_bytes = chunk_bytes
     if isinstance(threads, bool) or not isinstance(threads, int):
         raise ArgumentTypeError(f"threads: a count as an int, not {threads!r}")
     if threads < 0:
         raise InvalidArgumentError(f"threads: {threads} is negative (0 means every core)")
     summary = _core._merge_lora(_fspath(base, "base"), _fspath(adapter, "adapter"), _fspath(out, "out"),
                                 None if dtype is None else dtype_name(dtype),
-                                _byte_size(max_shard_size, "max_shard_size"), replace, chunk_bytes, threads)
+                                _byte_size(max_shard_size, "max_shard_size"), replace, block_bytes, threads)
     for message in summary.warnings:
         warnings.warn(message, MissingConfigWarning, stacklevel=2)
     return summary

@@ -90,7 +90,7 @@ ConvertResult convert(const std::filesystem::path& src, const std::filesystem::p
 
 MergeLoraResult merge_lora(const std::filesystem::path& base, const std::filesystem::path& adapter,
                             const std::filesystem::path& out, const std::optional<std::string>& dtype,
-                            uint64_t max_shard_size, bool replace, size_t chunk_bytes, int threads) {
+                            uint64_t max_shard_size, bool replace, size_t block_bytes, int threads) {
   const Place base_place(base, "base");
   const Place adapter_place(adapter, "adapter");
   const Place out_place(out, "out");
@@ -99,7 +99,7 @@ MergeLoraResult merge_lora(const std::filesystem::path& base, const std::filesys
   options.dtype = optional_dtype(dtype);
   options.max_shard_size = max_shard_size;
   options.replace = replace;
-  options.chunk_bytes = chunk_bytes;
+  options.block_bytes = block_bytes;
   nb::gil_scoped_release release;
   return merge_lora_folder(base_place, adapter_place, out_place, options);
 }
@@ -110,7 +110,7 @@ void bind_pipelines(nb::module_& m) {
   // The C++ options' defaults, so that the Python signatures show the same values.
   m.attr("DEFAULT_MAX_SHARD_SIZE") = kDefaultMaxShardSize;
   m.attr("DEFAULT_STAGING_BYTES") = kDefaultStagingBytes;
-  m.attr("DEFAULT_MERGE_CHUNK_BYTES") = MergeLoraOptions{}.chunk_bytes;
+  m.attr("DEFAULT_MERGE_BLOCK_BYTES") = MergeLoraOptions{}.block_bytes;
   bind_checkpoint(m);
   bind_export_import(m);
   nb::class_<ConvertResult>(m, "ConvertResult", "What a conversion wrote.")
@@ -130,7 +130,13 @@ void bind_pipelines(nb::module_& m) {
       .def_ro("bytes", &MergeLoraResult::bytes, "Tensor bytes written.")
       .def_ro("replaced", &MergeLoraResult::replaced,
               "Tensors taken whole from the adapter (modules_to_save, saved base layers).")
-      .def_ro("copied", &MergeLoraResult::copied, "The base folder's non-weight files carried beside the weights.")
+      .def_ro("carried", &MergeLoraResult::carried, "The base folder's non-weight files carried beside the weights.")
+      .def_prop_ro("copied", [](const MergeLoraResult& s) {
+        if (PyErr_WarnEx(PyExc_DeprecationWarning, "MergeLoraResult.copied is now .carried (as ConvertResult's)", 1) != 0) {
+          throw nb::python_error();
+        }
+        return s.carried;
+      }, "Deprecated: the old name of `carried` (ConvertResult's word for the same files); removed in the next release.")
       .def_ro("warnings", &MergeLoraResult::warnings, "What the output lacks that its users will miss.")
       .def("__repr__", [](const MergeLoraResult& s) {
         return "MergeLoraResult(tensors=" + std::to_string(s.tensors) + ", merged=" + std::to_string(s.merged) +
@@ -149,7 +155,7 @@ void bind_pipelines(nb::module_& m) {
   m.def("_parse_byte_size", [](const std::string& text) { return parse_byte_size(text); }, nb::arg("text"),
         "Bytes in a size as the command line takes it ('5GB', '500MB', '1.5GiB'); ParseError otherwise.");
   m.def("_merge_lora", &merge_lora, nb::arg("base"), nb::arg("adapter"), nb::arg("out"), nb::arg("dtype").none(),
-        nb::arg("max_shard_size"), nb::arg("replace"), nb::arg("chunk_bytes"), nb::arg("threads"),
+        nb::arg("max_shard_size"), nb::arg("replace"), nb::arg("block_bytes"), nb::arg("threads"),
         "Merges a PEFT LoRA adapter into its base model, writing a Hugging Face folder.");
 }
 

@@ -182,7 +182,9 @@ def test_merge_lora_adds_the_scaled_delta(tmp_path, rng):
     (tmp_path / "adapter" / "adapter_config.json").write_text(json.dumps(
         {"peft_type": "LORA", "r": 2, "lora_alpha": 8, "target_modules": ["q_proj"]}))
     summary = reshard.merge_lora(tmp_path / "base", tmp_path / "adapter", tmp_path / "merged")
-    assert (summary.tensors, summary.merged, summary.copied) == (2, 1, ["config.json"])
+    assert (summary.tensors, summary.merged, summary.carried) == (2, 1, ["config.json"])
+    with pytest.deprecated_call(match="carried"):  # the old name, for one release
+        assert summary.copied == summary.carried
     merged = safetensors.numpy.load_file(str(tmp_path / "merged" / "model.safetensors"))
     # f32 sums in another order: where base and delta nearly cancel, the error
     # is a few ulps of the terms (of order 1), not of the result.
@@ -190,9 +192,16 @@ def test_merge_lora_adds_the_scaled_delta(tmp_path, rng):
                                atol=1e-5)
     assert merged["model.norm.weight"].tobytes() == base["model.norm.weight"].tobytes()
     # Any thread count writes the same bytes; a count that is not one is refused by name, nothing written.
-    reshard.merge_lora(tmp_path / "base", tmp_path / "adapter", tmp_path / "threads", threads=3, chunk_bytes=40)
+    reshard.merge_lora(tmp_path / "base", tmp_path / "adapter", tmp_path / "threads", threads=3, block_bytes=40)
     assert ((tmp_path / "threads" / "model.safetensors").read_bytes()
             == (tmp_path / "merged" / "model.safetensors").read_bytes())
+    # block_bytes' old name, for one release: a DeprecationWarning, the same bytes; never both names.
+    with pytest.deprecated_call(match="block_bytes"):
+        reshard.merge_lora(tmp_path / "base", tmp_path / "adapter", tmp_path / "old-name", threads=3, chunk_bytes=40)
+    assert ((tmp_path / "old-name" / "model.safetensors").read_bytes()
+            == (tmp_path / "merged" / "model.safetensors").read_bytes())
+    with pytest.raises(errors.InvalidArgumentError, match="^chunk_bytes: "):
+        reshard.merge_lora(tmp_path / "base", tmp_path / "adapter", tmp_path / "bad", chunk_bytes=40, block_bytes=80)
     with pytest.raises(errors.InvalidArgumentError, match="threads"):
         reshard.merge_lora(tmp_path / "base", tmp_path / "adapter", tmp_path / "bad", threads=-1)
     with pytest.raises(errors.ArgumentTypeError, match="threads"):

@@ -79,7 +79,7 @@ def write_pair(tmp_path, base: dict, adapter: dict, config: dict):
 
 
 def merge(tmp_path, name="merged", **kwargs):
-    reshard.merge_lora(tmp_path / "base", tmp_path / "adapter", tmp_path / name, chunk_bytes=24, **kwargs)
+    reshard.merge_lora(tmp_path / "base", tmp_path / "adapter", tmp_path / name, block_bytes=24, **kwargs)
     return safetensors.numpy.load_file(str(tmp_path / name / "model.safetensors"))
 
 
@@ -190,7 +190,7 @@ def test_a_base_without_config_json_merges_with_a_warning(tmp_path, rng):
     (tmp_path / "base" / "config.json").unlink()
     with pytest.warns(UserWarning, match="no config.json"):
         summary = reshard.merge_lora(tmp_path / "base", tmp_path / "adapter", tmp_path / "merged")
-    assert summary.copied == [] and summary.warnings
+    assert summary.carried == [] and summary.warnings
 
 
 def write_model_folder(folder, gen):

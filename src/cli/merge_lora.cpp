@@ -71,8 +71,8 @@ void merge_lora(const MergeLoraCliOptions& cli) {
                            "bytes of tensor data{}{})\n",
                            cli.out, summary.files, summary.files == 1 ? "" : "s", summary.tensors, summary.merged,
                            summary.replaced == 0 ? "" : fmt::format(", {} taken from it whole", summary.replaced),
-                           summary.bytes, summary.copied.empty() ? "" : ", copied ",
-                           fmt::format("{}", fmt::join(summary.copied, ", ")));
+                           summary.bytes, summary.carried.empty() ? "" : ", with ",
+                           fmt::format("{}", fmt::join(summary.carried, ", ")));
 }
 
 }  // namespace

@@ -12,15 +12,15 @@ namespace reshard {
 namespace {
 
 // Calls `visit(offset, bytes)` for consecutive pieces of the tensor, each at
-// most `chunk` bytes: views into the mapping, or reads into `buffer`.
-void for_each_piece(const safetensors::File& file, const safetensors::TensorInfo& tensor, size_t chunk,
+// most `block` bytes: views into the mapping, or reads into `buffer`.
+void for_each_piece(const safetensors::File& file, const safetensors::TensorInfo& tensor, size_t block,
                     std::vector<std::byte>& buffer,
                     const std::function<void(std::span<const std::byte>)>& visit) {
   const bool mapped = file.mode() == safetensors::ReadMode::kMmap;
   const std::span<const std::byte> whole = mapped ? file.view(tensor) : std::span<const std::byte>();
   const uint64_t size = tensor.byte_size();
   for (uint64_t offset = 0; offset < size;) {
-    const size_t length = static_cast<size_t>(std::min<uint64_t>(chunk, size - offset));
+    const size_t length = static_cast<size_t>(std::min<uint64_t>(block, size - offset));
     if (mapped) {
       visit(whole.subspan(static_cast<size_t>(offset), length));
     } else {
@@ -39,10 +39,10 @@ DType cast_dtype(DType dtype, std::optional<DType> target) {
 }
 
 void stream_tensor(const safetensors::File& file, const safetensors::TensorInfo& tensor, DType out,
-                   const ByteSink& sink, size_t chunk_bytes) {
+                   const ByteSink& sink, size_t block_bytes) {
   std::vector<std::byte> buffer;
   if (out == tensor.dtype) {
-    for_each_piece(file, tensor, std::max<size_t>(chunk_bytes, 1), buffer, sink);
+    for_each_piece(file, tensor, std::max<size_t>(block_bytes, 1), buffer, sink);
     return;
   }
   if (!is_castable_float(tensor.dtype) || !is_castable_float(out)) {
@@ -53,9 +53,9 @@ void stream_tensor(const safetensors::File& file, const safetensors::TensorInfo&
   // Whole elements per piece, so each piece converts on its own.
   const size_t in_width = static_cast<size_t>(dtype_bits(tensor.dtype) / 8);
   const size_t out_width = static_cast<size_t>(dtype_bits(out) / 8);
-  const size_t chunk = std::max(chunk_bytes / in_width, size_t{1}) * in_width;
+  const size_t block = std::max(block_bytes / in_width, size_t{1}) * in_width;
   std::vector<std::byte> converted;
-  for_each_piece(file, tensor, chunk, buffer, [&](std::span<const std::byte> piece) {
+  for_each_piece(file, tensor, block, buffer, [&](std::span<const std::byte> piece) {
     const size_t count = piece.size() / in_width;
     converted.resize(count * out_width);
     convert_floats(tensor.dtype, piece, out, converted, count);

@@ -138,7 +138,7 @@ class ExportLoraVariants : public ::testing::TestWithParam<DType> {
 
   std::map<std::string, testing::WrittenTensor> merge_lora_reference() const {
     MergeLoraOptions merge;
-    merge.chunk_bytes = 16;
+    merge.block_bytes = 16;
     merge_lora_folder(dir_ / "base", dir_ / "adapter", dir_ / "reference", merge);
     return testing::read_folder_tensors(dir_ / "reference");
   }

@@ -57,7 +57,7 @@ class LoraInStore : public ::testing::Test {
   static MergeLoraOptions merge_options(uint64_t max_shard_size = 8000) {
     MergeLoraOptions options;
     options.max_shard_size = max_shard_size;  // several files and an index
-    options.chunk_bytes = 256;                // several blocks a weight
+    options.block_bytes = 256;                // several blocks a weight
     options.upload = {1024, 2};               // several parts a file
     return options;
   }
@@ -84,7 +84,7 @@ TEST_F(LoraInStore, MergedObjectsEqualTheLocalMergeFromEitherSource) {
   const MergeLoraResult remote =
       merge_lora_folder(objects_.child("base"), objects_.child("adapter"), out, merge_options());
   EXPECT_EQ(testing::objects_under(out), expected);
-  EXPECT_EQ(remote.copied, local.copied);
+  EXPECT_EQ(remote.carried, local.carried);
   EXPECT_EQ(remote.merged, local.merged);
   merge_lora_folder(dir_ / "base", dir_ / "adapter", objects_.child("from-local"), merge_options());
   EXPECT_EQ(testing::objects_under(objects_.child("from-local")), expected);

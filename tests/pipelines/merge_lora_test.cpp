@@ -129,12 +129,12 @@ TEST_P(MergeLoraFolder, MergesAdaptedWeightsAndCopiesTheRest) {
   testing::write_text(dir.path() / "adapter" / "adapter_config.json", lora_config_json(config));
 
   MergeLoraOptions options;
-  options.chunk_bytes = 40;  // a few rows per block: the blocks must join up exactly
+  options.block_bytes = 40;  // a few rows per block: the blocks must join up exactly
   const MergeLoraResult summary = merge_lora_folder(dir.path() / "base", dir.path() / "adapter",
                                                      dir.path() / "merged", options);
   EXPECT_EQ(summary.tensors, 4u);
   EXPECT_EQ(summary.merged, 2u);
-  EXPECT_EQ(summary.copied, std::vector<std::string>{"config.json"});
+  EXPECT_EQ(summary.carried, std::vector<std::string>{"config.json"});
 
   const HfFolder merged = HfFolder::open(dir.path() / "merged");
   EXPECT_EQ(read_tensor(merged, q0 + ".weight"), dense(base[1], adapter[0], adapter[1], static_cast<float>(8.0 / 2.0)));
@@ -202,7 +202,7 @@ TEST(MergeLoraFolderThreads, EveryThreadCountAndBlockSizeWritesTheSameBytes) {
 
   struct Run {
     int threads;
-    size_t chunk_bytes;
+    size_t block_bytes;
   };
   // One thread, whole weights; three threads on whole weights (each merge
   // splits: at least 1 MiB a thread) and on 1.5 MiB blocks; two on blocks of 5 rows.
@@ -210,11 +210,11 @@ TEST(MergeLoraFolderThreads, EveryThreadCountAndBlockSizeWritesTheSameBytes) {
   for (const std::string kind : {"lora", "dora"}) {
     std::vector<std::vector<std::byte>> first;
     for (const Run& run : runs) {
-      SCOPED_TRACE(fmt::format("{}: {} threads, blocks of {} bytes", kind, run.threads, run.chunk_bytes));
+      SCOPED_TRACE(fmt::format("{}: {} threads, blocks of {} bytes", kind, run.threads, run.block_bytes));
       MergeLoraOptions options;
       options.threads = run.threads;
-      options.chunk_bytes = run.chunk_bytes;
-      const fs::path out = dir.path() / fmt::format("{}-{}-{}", kind, run.threads, run.chunk_bytes);
+      options.block_bytes = run.block_bytes;
+      const fs::path out = dir.path() / fmt::format("{}-{}-{}", kind, run.threads, run.block_bytes);
       merge_lora_folder(dir.path() / "model.safetensors", dir.path() / kind, out, options);
       const HfFolder merged = HfFolder::open(out);
       const std::vector<std::vector<std::byte>> bytes = {read_tensor(merged, up + ".weight"),

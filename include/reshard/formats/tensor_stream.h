@@ -25,10 +25,10 @@ DType cast_dtype(DType dtype, std::optional<DType> target);
 
 // Sends the bytes of `tensor` in `file`, as `out` (the tensor's own dtype, or
 // a castable float when the tensor is one: round to nearest even), to `sink`.
-// Reads at most `chunk_bytes` of the file at a time (mmap views are passed on
+// Reads at most `block_bytes` of the file at a time (mmap views are passed on
 // without a copy when nothing is cast). Error(kInvalidArgument) for a cast the
 // converter cannot do.
 void stream_tensor(const safetensors::File& file, const safetensors::TensorInfo& tensor, DType out,
-                   const ByteSink& sink, size_t chunk_bytes = size_t{8} << 20);
+                   const ByteSink& sink, size_t block_bytes = size_t{8} << 20);
 
 }  // namespace reshard

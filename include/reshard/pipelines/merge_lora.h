@@ -21,7 +21,7 @@ struct MergeLoraOptions {
   std::optional<DType> dtype;                     // cast F32/F16/BF16 tensors after merging
   uint64_t max_shard_size = kDefaultMaxShardSize;
   bool replace = false;                           // write over an existing folder's weight files
-  size_t chunk_bytes = size_t{8} << 20;           // at most this much of a weight is read and merged at a time
+  size_t block_bytes = size_t{8} << 20;           // at most this much of a weight is read and merged at a time
   int threads = 0;                                // merging threads per block; 0: the host's cores
   std::function<void(uint64_t bytes)> progress;   // output bytes produced, as they are
   storage::UploadOptions upload;                  // an `out` in an object store: part size, parts in flight
@@ -33,7 +33,7 @@ struct MergeLoraResult {
   size_t replaced = 0;       // tensors taken whole from the adapter (modules_to_save, saved base layers)
   size_t files = 0;          // weight files written
   uint64_t bytes = 0;        // tensor bytes written
-  std::vector<std::string> copied;    // the base folder's non-weight files carried beside the weights
+  std::vector<std::string> carried;   // the base folder's non-weight files carried beside the weights (ConvertResult's word)
   std::vector<std::string> warnings;  // what the output lacks that its users will miss (no config.json)
 };
 

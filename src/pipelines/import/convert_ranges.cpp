@@ -32,29 +32,29 @@ Box rows(const safetensors::TensorInfo& tensor, uint64_t first, uint64_t last) {
 }
 
 // Sends the bytes of [from, to) of `tensor` (offsets in the tensor's data),
-// from a chunk of it that starts at tensor byte `chunk_start`.
-uint64_t send_clipped(std::span<const std::byte> chunk, uint64_t chunk_start, uint64_t from, uint64_t to,
+// from a block of it that starts at tensor byte `block_start`.
+uint64_t send_clipped(std::span<const std::byte> block, uint64_t block_start, uint64_t from, uint64_t to,
                       uint64_t tensor_file_offset, const FileBytesSink& sink) {
-  const uint64_t lo = std::max(from, chunk_start), hi = std::min(to, chunk_start + chunk.size());
+  const uint64_t lo = std::max(from, block_start), hi = std::min(to, block_start + block.size());
   if (lo >= hi) return 0;
-  sink(tensor_file_offset + lo, chunk.subspan(static_cast<size_t>(lo - chunk_start), static_cast<size_t>(hi - lo)));
+  sink(tensor_file_offset + lo, block.subspan(static_cast<size_t>(lo - block_start), static_cast<size_t>(hi - lo)));
   return hi - lo;
 }
 
 uint64_t write_tensor_range(const TensorSource& source, size_t source_tensor, const safetensors::TensorInfo& tensor,
                             uint64_t file_offset, uint64_t from, uint64_t to, const FileBytesSink& sink,
-                            uint64_t chunk_bytes) {
+                            uint64_t block_bytes) {
   const uint64_t row = row_bytes(tensor);
   if (row == 0) {
     const Box whole = Box::whole(safetensors::layout_shape(tensor.shape, tensor.name));
     const std::vector<std::byte> bytes = read_cast(source, source_tensor, whole, tensor.dtype);
     return send_clipped(bytes, 0, from, to, file_offset, sink);
   }
-  const uint64_t rows_per_chunk = std::max<uint64_t>(1, chunk_bytes / row);
+  const uint64_t rows_per_block = std::max<uint64_t>(1, block_bytes / row);
   const uint64_t last = (to + row - 1) / row;
   uint64_t written = 0;
-  for (uint64_t first = from / row; first < last; first += rows_per_chunk) {
-    const uint64_t stop = std::min(last, first + rows_per_chunk);
+  for (uint64_t first = from / row; first < last; first += rows_per_block) {
+    const uint64_t stop = std::min(last, first + rows_per_block);
     const std::vector<std::byte> bytes = read_cast(source, source_tensor, rows(tensor, first, stop), tensor.dtype);
     written += send_clipped(bytes, first * row, from, to, file_offset, sink);
   }
@@ -65,7 +65,7 @@ uint64_t write_tensor_range(const TensorSource& source, size_t source_tensor, co
 
 uint64_t write_file_range(const TensorSource& source, const std::unordered_map<std::string, size_t>& source_index,
                           const safetensors::FileLayout& layout, uint64_t begin, uint64_t end,
-                          const FileBytesSink& sink, uint64_t chunk_bytes) {
+                          const FileBytesSink& sink, uint64_t block_bytes) {
   uint64_t written = 0;
   for (const safetensors::TensorInfo& tensor : layout.header().tensors()) {
     const uint64_t start = layout.header().file_offset(tensor);
@@ -77,7 +77,7 @@ uint64_t write_file_range(const TensorSource& source, const std::unordered_map<s
     }
     try {
       written += write_tensor_range(source, found->second, tensor, start, std::max(begin, start) - start,
-                                    std::min(end, stop) - start, sink, chunk_bytes);
+                                    std::min(end, stop) - start, sink, block_bytes);
     } catch (const Error& e) {
       throw e.with_context(fmt::format("tensor '{}'", tensor.name));
     }

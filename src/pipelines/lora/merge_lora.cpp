@@ -86,7 +86,7 @@ MergeLoraResult merge_lora_folder(const storage::Location& base_path, const stor
   }
   const HfFolderPlan plan = HfFolderPlan::plan(specs, options.max_shard_size, metadata);
 
-  const detail::MergeBlocking blocking{options.chunk_bytes, merge_threads(options.threads)};
+  const detail::MergeBlocking blocking{options.block_bytes, merge_threads(options.threads)};
   detail::BlockBuffers buffers;
   const TensorProducer produce = [&](const TensorInfo& tensor, const ByteSink& sink) {
     const ByteSink counted = [&](std::span<const std::byte> bytes) {
@@ -105,7 +105,7 @@ MergeLoraResult merge_lora_folder(const storage::Location& base_path, const stor
     } else if (const auto bias = plan_of_merge.biases.find(tensor.name); bias != plan_of_merge.biases.end()) {
       detail::produce_merged_bias(catalog, entry, adapter.catalog, *bias->second, tensor.dtype, counted);
     } else {
-      stream_tensor(catalog.file_of(entry), *entry.info, tensor.dtype, counted, options.chunk_bytes);
+      stream_tensor(catalog.file_of(entry), *entry.info, tensor.dtype, counted, options.block_bytes);
     }
   };
 
@@ -114,12 +114,12 @@ MergeLoraResult merge_lora_folder(const storage::Location& base_path, const stor
   OutputFolder folder(out, options.replace);
   const std::vector<std::string> stale = hf_weight_files_among(folder.files_before());
   write_hf_weight_files(folder, plan, produce, options.upload);
-  summary.copied = detail::carry_model_files(base_path, folder.files_at(), options.dtype);
-  summary.warnings = missing_config_warnings(base_path, summary.copied);
+  summary.carried = detail::carry_model_files(base_path, folder.files_at(), options.dtype);
+  summary.warnings = missing_config_warnings(base_path, summary.carried);
   write_hf_index(folder, plan);
   std::vector<std::string> order;
   for (const HfFolderPlan::File& file : plan.files()) order.push_back(file.name);
-  order.insert(order.end(), summary.copied.begin(), summary.copied.end());
+  order.insert(order.end(), summary.carried.begin(), summary.carried.end());
   if (plan.index()) order.emplace_back(kHfIndexFileName);  // last: it makes the folder look complete
   folder.commit(stale, order);
 

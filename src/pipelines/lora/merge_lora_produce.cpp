@@ -43,7 +43,7 @@ class MergedBlocks {
     cols_ = shape[1];
     row_bytes_ = static_cast<size_t>(cols_) * bytes_per_element(w.info->dtype);
     const size_t widest_row = std::max<size_t>({row_bytes_, static_cast<size_t>(cols_) * 4, 1});
-    block_ = static_cast<int64_t>(std::max<size_t>(1, blocking.chunk_bytes / widest_row));
+    block_ = static_cast<int64_t>(std::max<size_t>(1, blocking.block_bytes / widest_row));
     min_rows_ = static_cast<int64_t>(std::max<size_t>(1, kMinMergeBytesPerThread / widest_row));
   }
 

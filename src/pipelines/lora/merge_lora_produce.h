@@ -11,10 +11,10 @@
 
 namespace reshard::pipelines_detail {
 
-// How a weight is merged: blocks of rows of at most about `chunk_bytes`, each
+// How a weight is merged: blocks of rows of at most about `block_bytes`, each
 // merged over `threads` threads, while the next is read and the last written.
 struct MergeBlocking {
-  size_t chunk_bytes = size_t{8} << 20;
+  size_t block_bytes = size_t{8} << 20;
   int threads = 1;
 };
 
