@@ -64,17 +64,18 @@ def _error(name: str, e: Exception, in_store: bool = False) -> Exception:
 
 def _check_driver(item: _layout.Item, leaf: _layout.Leaf) -> None:
     """Without OCDBT each array is a folder: its metadata file says its format before TensorStore opens it."""
-    if item.use_ocdbt:
+    stored = item.storage(leaf)
+    if stored.ocdbt_root is not None:
         return
-    folder = item.folder / leaf.name
-    expected = "zarr.json" if item.use_zarr3 else ".zarray"
+    folder = item.folder / stored.key
+    expected = "zarr.json" if stored.driver == "zarr3" else ".zarray"
     if (folder / expected).is_file():
         return
     if not folder.is_dir():
         raise ReshardIOError(f"tensor {leaf.name!r}: no array folder {folder}")
     known = {".zarray": "zarr", "zarr.json": "zarr3", "attributes.json": "n5", ".zattrs": "zarr"}
     found = sorted(known.get(p.name, p.name) for p in folder.iterdir() if p.name in known or p.name.endswith(".json"))
-    raise UnsupportedDriverError(f"tensor {leaf.name!r}: {folder} is not a {item.driver} array (found {found}); "
+    raise UnsupportedDriverError(f"tensor {leaf.name!r}: {folder} is not a {stored.driver} array (found {found}); "
                                  "reshard.orbax reads zarr and zarr3 arrays")
 
 

@@ -109,6 +109,9 @@ def kvstore_of(url: str) -> dict:
         return {"driver": "file", "path": os.path.abspath(url)}
     scheme, bucket, key = m.groups()
     if scheme == "gs":
+        emulator = os.environ.get("STORAGE_EMULATOR_HOST")  # TensorStore's own variable names the emulator
+        if emulator and not os.environ.get("TENSORSTORE_GCS_HTTP_URL"):
+            os.environ["TENSORSTORE_GCS_HTTP_URL"] = emulator if "://" in emulator else f"http://{emulator}"
         return {"driver": "gcs", "bucket": bucket, "path": key}
     spec = {"driver": "s3", "bucket": bucket, "path": key, "aws_credentials": {"type": "environment"}}
     if os.environ.get("AWS_ENDPOINT_URL"):
