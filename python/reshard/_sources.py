@@ -37,7 +37,8 @@ def _none_of(folder: _layout.Place) -> NotOrbaxCheckpointError:
     ours = " (its manifest.json makes it a reshard checkpoint: reshard.restore_checkpoint reads it)" \
         if "manifest.json" in names else ""
     return NotOrbaxCheckpointError(f"{folder} is not a checkpoint reshard.orbax reads: it has no _METADATA, no "
-                                   f"{_jax_layout.LEVANTER_METADATA} and no arrays{ours}. {KINDS[0].upper()}{KINDS[1:]}")
+                                   f"{_jax_layout.LEVANTER_METADATA} and no arrays{ours}. "
+                                   f"{KINDS[0].upper()}{KINDS[1:]}")
 
 
 def open_item(path: str | os.PathLike, item: str | None = None) -> _layout.Item:

@@ -12,8 +12,8 @@ zarr or zarr3 arrays, in folders or in an OCDBT database, compressed or not),
 a Levanter checkpoint's step folder (its current layout, every leaf a zarr3
 array in one OCDBT database, and its previous one, a zarr folder per leaf) or
 any folder JAX's ``GlobalAsyncCheckpointManager`` wrote, through TensorStore,
-the library they all write with; the kind is recognised from the folder. Each process opens the
-arrays it needs and reads only the boxes its devices hold (a box shared by
+the library they all write with; the kind is recognised from the folder. Each
+process opens the arrays it needs and reads only the boxes its devices hold (a box shared by
 several of its devices once), into ShardedArrays on any layout and any number
 of processes. Tree paths become tensor names as ``reshard.jax.save`` names
 them (keys joined by dots: ``params.layers.0.w``), so the tensor maps of
@@ -32,11 +32,12 @@ checkpoint folder: local, or
 and gcs drivers, with credentials and endpoints from the environment as the
 stores' tools read them: ``AWS_*``; Application Default Credentials and
 ``STORAGE_EMULATOR_HOST``). A store's refusal is a ``StorageError``
-subclass (``AccessDeniedError``, ``ObjectNotFoundError``, ...). A folder that is
-none of these kinds is a NotOrbaxCheckpointError saying what each needs, a save that never committed an
-IncompleteCheckpointError, a dtype or array format reshard lacks an
-UnsupportedDtypeError / UnsupportedDriverError, a name the tree lacks a
-MissingTensorError (a subtree without leaves too). ``python -m reshard.orbax --help`` is the command line.
+subclass (``AccessDeniedError``, ``ObjectNotFoundError``, ...). A folder that
+is none of these kinds is a NotOrbaxCheckpointError saying what each needs, a
+save that never committed an IncompleteCheckpointError, a dtype or array format
+reshard lacks an UnsupportedDtypeError / UnsupportedDriverError, a name the tree
+lacks a MissingTensorError (a subtree without leaves too). ``python -m
+reshard.orbax --help`` is the command line.
 """
 
 from __future__ import annotations
