@@ -105,6 +105,12 @@ def dtype_of(name: str, store: ts.TensorStore) -> str:
             from e
 
 
+def chunks_of(store: ts.TensorStore) -> tuple[int, ...]:
+    """The stored array's read chunk shape (its shape where it has none)."""
+    chunk = store.chunk_layout.read_chunk.shape
+    return tuple(chunk) if chunk is not None else tuple(store.shape)
+
+
 def _box_key(index: tuple[slice, ...], shape: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
     return tuple(s.indices(n)[:2] for s, n in zip(index, shape))
 
@@ -134,8 +140,8 @@ def _start_reads(store: ts.TensorStore, array: ShardedArray) -> tuple[list[Any],
 
 def read(item: _layout.Item, names: Sequence[str], shardings: Any, topology: _core.Topology, process: int,
          expect: Mapping[str, Any] | None = None) -> tuple[dict[str, ShardedArray], RestoreResult]:
-    """The arrays `names`, each laid out by its entry of `shardings` (or by ``shardings(name, shape)``,
-    for layouts that depend on the stored shapes: each array is opened once either way)."""
+    """The arrays `names`, each laid out by its entry of `shardings` (or by ``shardings(name, shape, chunks)``,
+    for layouts that depend on the stored shapes and chunking: each array is opened once either way)."""
     leaves = []
     for name in names:
         leaf = item.leaf(name)
@@ -149,7 +155,7 @@ def read(item: _layout.Item, names: Sequence[str], shardings: Any, topology: _co
     for i, (name, store) in enumerate(zip(names, stores)):
         dtype = dtype_of(name, store)
         shape = tuple(store.shape)
-        sharding = shardings(name, shape) if callable(shardings) else shardings[i]
+        sharding = shardings(name, shape, chunks_of(store)) if callable(shardings) else shardings[i]
         if expect is not None and name in expect:
             _check_expected(name, shape, dtype, expect[name])
         try:

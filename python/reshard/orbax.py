@@ -172,7 +172,7 @@ def restore_with_result(path: str | os.PathLike, shardings: Any, *, transport: _
         mesh = shardings
         names = [leaf.name for leaf in it.leaves if leaf.is_array]
         topology = topology or _mesh_topology(mesh, transport)
-        return _read.read(it, names, lambda n, shape: _targets.by_rules(n, shape, mesh, rules, best_effort),
+        return _read.read(it, names, lambda n, shape, _: _targets.by_rules(n, shape, mesh, rules, best_effort),
                           topology, process)
     if rules is not None or best_effort is not None:
         raise InvalidArgumentError("rules and best_effort lay out a Mesh; shardings is not one")
@@ -224,13 +224,22 @@ def _spread(path: Any, transport: _core.Transport | None, mesh: _core.Mesh | Non
             best_effort: str | None, topology: _core.Topology | None, item: str | None,
             subtree: str | None, base: Any = None, tensor_map: str = "") -> dict[str, ShardedArray]:
     """Every array of the checkpoint spread over the job: by default one device per process, each
-    array's last dimension the process count divides split over them (replicated if none); with
+    array split over them along the last dimension whose stored chunks the split does not cut, else
+    the last dimension the process count divides (replicated if none); with
     `base`, the base model's weights imported beside them, laid out alike."""
-    if mesh is None and rules is None and best_effort is None:
+    by_default = mesh is None and rules is None and best_effort is None
+    if by_default:
         best_effort = "process"
     mesh, topology = _job_layout(transport, mesh, topology)
-    arrays = restore(path, mesh, transport=transport, rules=rules, best_effort=best_effort, topology=topology,
-                     item=item, subtree=subtree)
+    if by_default:
+        # Split where the stored chunks allow, so that each process reads only its own chunks.
+        it = _item(path, item, subtree)
+        names = [leaf.name for leaf in it.leaves if leaf.is_array]
+        arrays, _ = _read.read(it, names, lambda n, shape, chunks: _targets.chunk_aligned(shape, chunks, mesh),
+                               topology, _targets.job(transport)[0])
+    else:
+        arrays = restore(path, mesh, transport=transport, rules=rules, best_effort=best_effort, topology=topology,
+                         item=item, subtree=subtree)
     if base is None:
         return arrays
     return _base.with_base(arrays, base, tensor_map, mesh, topology, rules, best_effort, transport)
