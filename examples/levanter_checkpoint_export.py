@@ -1,7 +1,8 @@
 """A Levanter LoRA run's checkpoint on s3:// exported to Hugging Face by `reshard export`, in miniature.
 
 Three steps, each a 4-process job (the S3 endpoint and keys from AWS_ENDPOINT_URL,
-AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY):
+AWS_REGION, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY; gs:// URLs and local folders
+work alike):
 
   mpirun -np 4 python examples/levanter_checkpoint_export.py save s3://bucket/run/step-1000 --local /tmp/lev
   mpirun -np 4 reshard export s3://bucket/run/step-1000 s3://bucket/adapter --map levanter-llama \\
@@ -87,16 +88,26 @@ def values(seed: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
 
 
 def kvstore(url: str) -> dict:
-    """The kvstore Levanter builds for an s3:// folder (endpoint and region from the environment)."""
-    bucket, key = re.fullmatch(r"s3://([^/]+)/?(.*)", url).groups()
-    spec = {"driver": "s3", "bucket": bucket, "path": key.rstrip("/") + "/" if key else "",
-            "aws_credentials": {"type": "environment"}, "aws_region": os.environ.get("AWS_REGION", "us-east-1")}
+    """The kvstore Levanter builds for a folder: s3:// (endpoint and region from the environment),
+    gs:// (STORAGE_EMULATOR_HOST for an emulator), or a local path."""
+    m = re.fullmatch(r"(s3|gs)://([^/]+)/?(.*)", url)
+    if m is None:
+        return {"driver": "file", "path": os.path.abspath(url) + "/"}
+    scheme, bucket, key = m.groups()
+    path = key.rstrip("/") + "/" if key else ""
+    if scheme == "gs":
+        emulator = os.environ.get("STORAGE_EMULATOR_HOST")
+        if emulator and not os.environ.get("TENSORSTORE_GCS_HTTP_URL"):
+            os.environ["TENSORSTORE_GCS_HTTP_URL"] = emulator if "://" in emulator else f"http://{emulator}"
+        return {"driver": "gcs", "bucket": bucket, "path": path}
+    spec = {"driver": "s3", "bucket": bucket, "path": path, "aws_credentials": {"type": "environment"},
+            "aws_region": os.environ.get("AWS_REGION", "us-east-1")}
     if os.environ.get("AWS_ENDPOINT_URL"):
         spec["endpoint"] = os.environ["AWS_ENDPOINT_URL"]
     return spec
 
 
-def save(step_url: str, local: pathlib.Path, seed: int) -> None:
+def save(step_url: str, local: pathlib.Path, seed: int, layout: str) -> None:
     import reshard
 
     base, state = values(seed)
@@ -109,8 +120,13 @@ def save(step_url: str, local: pathlib.Path, seed: int) -> None:
             spec[max(dims, key=lambda d: value.shape[d])] = "model"
         sharding = NamedSharding(mesh, P(*spec))
         arrays.append(jax.make_array_from_callback(value.shape, sharding, lambda i, v=value: v[i]))
-        specs.append({"driver": "zarr3", "kvstore": {"driver": "ocdbt", "base": kvstore(step_url),
-                                                     "path": name.replace(".", "/")}})
+        if layout == "ocdbt":  # Levanter's current layout: one OCDBT database at the step folder
+            specs.append({"driver": "zarr3", "kvstore": {"driver": "ocdbt", "base": kvstore(step_url),
+                                                         "path": name.replace(".", "/")}})
+        else:  # its previous one: a zarr folder per leaf
+            leaf = kvstore(step_url)
+            leaf["path"] += name.replace(".", "/") + "/"
+            specs.append({"driver": "zarr", "kvstore": leaf})
 
     def commit() -> None:
         if jax.process_index() == 0:
@@ -186,8 +202,11 @@ def check(root: str, local: pathlib.Path, seed: int, transport) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("step", choices=["save", "check"])
-    parser.add_argument("url", help="save: the step folder's s3:// URL; check: the folder holding adapter and merged")
+    parser.add_argument("url", help="save: the step folder (s3://, gs:// or local); check: the folder holding "
+                                    "adapter and merged")
     parser.add_argument("--local", type=pathlib.Path, required=True, help="a local folder for the base and configs")
+    parser.add_argument("--layout", choices=["ocdbt", "zarr"], default="ocdbt",
+                        help="save: Levanter's current layout (one OCDBT database) or its previous one (zarr folders)")
     parser.add_argument("--seed", type=int, default=int(os.environ.get("RESHARD_SEED", "0")))
     args = parser.parse_args()
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
@@ -198,7 +217,7 @@ def main() -> int:
     print(f"RESHARD_SEED={args.seed}", flush=True) if transport.rank == 0 else None
     try:
         if args.step == "save":
-            save(args.url, args.local, args.seed)
+            save(args.url, args.local, args.seed, args.layout)
         else:
             check(args.url.rstrip("/"), args.local, args.seed, transport)
     except Exception:  # noqa: BLE001 - reported, then the process fails
