@@ -128,6 +128,17 @@ def test_each_process_reads_only_its_boxes(saved):
         assert overlapping <= stats.bytes_read <= overlapping + metadata, (rank, stats, overlapping, metadata)
 
 
+def test_the_default_split_keeps_to_whole_chunks():
+    from reshard import _orbax_targets as targets
+
+    for processes, spec in ((2, P(None, None, "process")), (4, P(None, "process")), (5, P())):
+        mesh = reshard.Mesh(list(range(processes)), ("process",))
+        assert targets.chunk_aligned((2, 24, 16), (2, 6, 8), mesh).spec == spec, processes
+    # No split whole chunks allow: the last dimension the count divides, as best effort.
+    assert targets.chunk_aligned((2, 24, 16), (2, 24, 16), reshard.Mesh([0, 1], ("process",))).spec == \
+        P(None, None, "process")
+
+
 class _Rank:
     """What reshard.orbax asks of a transport: which process this is, of how many."""
 
