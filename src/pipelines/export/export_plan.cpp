@@ -122,13 +122,16 @@ void plan_adapter(ExportPlan& plan, const ExportOptions& options, const ExportCo
     const ModelFiles base = open_model_files(*options.base, safetensors::ReadMode::kPread);
     plan_merge(adapter.specs, catalog_tensors(base.catalog), config,
                fmt::format("the base model {}", options.base->string()));
-  } else if (const Side model = side_of(plan.resolved, false); !model.specs.empty()) {
-    plan_merge(adapter.specs, lookup(model), config, own_outputs_label(fallback));
   } else {
-    // The source holds LoRA factors alone: checked against the weights they imply, as far as they go.
-    plan_merge(adapter.specs, implied_base(adapter.specs, config.fan_in_fan_out), config,
-               fmt::format("the weights {}'s LoRA factors imply (give --base MODEL_DIR to check the modules)",
-                           fallback.label));
+    const Side model = side_of(plan.resolved, false);
+    if (model.specs.empty()) {
+      // The source holds LoRA factors alone: checked against the weights they imply, as far as they go.
+      plan_merge(adapter.specs, implied_base(adapter.specs, config.fan_in_fan_out), config,
+                 fmt::format("the weights {}'s LoRA factors imply (give --base MODEL_DIR to check the modules)",
+                             fallback.label));
+    } else {
+      plan_merge(adapter.specs, lookup(model), config, own_outputs_label(fallback));
+    }
   }
   std::vector<std::string> keys;
   for (const safetensors::TensorSpec& spec : adapter.specs) keys.push_back(spec.name);
