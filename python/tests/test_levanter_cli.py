@@ -72,6 +72,24 @@ def test_inspect_and_convert_are_handed_over(run_dir, tmp_path):
     assert done.returncode == 1 and "subtree" in done.stderr and "train_state.model" in done.stderr, done.stderr
 
 
+def test_python_m_reshard_orbax_takes_sizes_as_the_other_entry_points(run_dir, tmp_path, capsys):
+    from reshard import _orbax_cli
+
+    assert _orbax_cli.main(["export", str(run_dir / "lora" / "step-1000"), str(tmp_path / "a"), "--map",
+                            "levanter-llama", "--adapter-only", "--lora-config",
+                            str(run_dir / "adapter_config.json")]) == 0
+    assert _orbax_cli.main(["export", str(run_dir / "full" / "step-1000"), str(tmp_path / "m"), "--map",
+                            "levanter-llama", "--subtree", "train_state.model", "--max-shard-size", "1.5KiB",
+                            "--hf-config", str(run_dir / "config.json")]) == 0
+    index = json.loads((tmp_path / "m" / "model.safetensors.index.json").read_text())
+    assert len(set(index["weight_map"].values())) > 5  # files of at most 1.5 KiB (a larger tensor alone)
+    with pytest.raises(SystemExit):
+        _orbax_cli.main(["export", "x", "y", "--map", "m", "--max-shard-size", "5XB"])
+    assert "--max-shard-size" in capsys.readouterr().err
+    assert _orbax_cli.main(["inspect", str(tmp_path)]) == 1  # none of the kinds: an error line, not a traceback
+    assert "_METADATA" in capsys.readouterr().err
+
+
 @needs_mpirun
 @needs_binary
 @pytest.mark.parametrize("ranks", [1, 2, 4])
