@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -76,7 +77,10 @@ std::optional<std::string> foreign_checkpoint_kind(const std::string& source) {
   if (source.ends_with(".safetensors")) return std::nullopt;
   try {
     const storage::Location folder = storage::Location::parse(source);
-    const std::shared_ptr<storage::Store> store = storage::open_store(folder, {});
+    // A store that does not answer is the command's to report, within its own --timeout: looked at briefly.
+    storage::StoreOptions options;
+    options.timeout = std::chrono::seconds(10);
+    const std::shared_ptr<storage::Store> store = storage::open_store(folder, options);
     if (exists(*store, folder.child("manifest.json"))) return std::nullopt;
     if (exists(*store, folder.child("_METADATA"))) return "Orbax";
     if (exists(*store, folder.child("metadata.json"))) return "Levanter";
