@@ -43,12 +43,25 @@ _METADATA_LIMIT = 256 << 20  # a tree of a million leaves stays far below this
 
 
 @dataclasses.dataclass(frozen=True)
+class Storage:
+    """Where one array is stored under its checkpoint folder: its format (zarr or zarr3), its key, and the
+    folder of the OCDBT database holding it ("" for the checkpoint folder itself; None: an array folder,
+    the key its path)."""
+
+    driver: str
+    key: str
+    ocdbt_root: str | None
+
+
+@dataclasses.dataclass(frozen=True)
 class Leaf:
-    """One leaf of the saved tree: its tensor name (keys joined by dots), keys and Orbax value type."""
+    """One leaf of the saved tree: its tensor name (keys joined by dots), keys and value type, and where
+    it is stored (None: where Orbax's _METADATA flags put it, under its name)."""
 
     name: str
     keys: tuple[str, ...]
     value_type: str
+    storage: Storage | None = None
 
     @property
     def is_array(self) -> bool:
@@ -57,12 +70,16 @@ class Leaf:
 
 @dataclasses.dataclass(frozen=True)
 class Item:
-    """A committed PyTree item folder and what its _METADATA says."""
+    """A committed checkpoint folder and its leaves: an Orbax PyTree item (as its _METADATA says), or a
+    Levanter or JAX checkpoint (``_jax_layout``; `use_ocdbt` and `use_zarr3` then say how most of its
+    arrays are stored)."""
 
     folder: Place
     use_ocdbt: bool
     use_zarr3: bool
     leaves: tuple[Leaf, ...]
+    kind: str = "orbax"  # "orbax", "levanter" or "jax"
+    step: int | None = None
 
     @property
     def driver(self) -> str:
@@ -71,20 +88,31 @@ class Item:
     def leaf(self, name: str) -> Leaf | None:
         return next((x for x in self.leaves if x.name == name), None)
 
+    def storage(self, leaf: Leaf) -> Storage:
+        if leaf.storage is not None:
+            return leaf.storage
+        return Storage(self.driver, leaf.name, "" if self.use_ocdbt else None)
+
     def spec(self, leaf: Leaf) -> dict[str, Any]:
-        """The TensorStore spec that opens `leaf` for reading, as Orbax's own read spec builds it."""
-        if isinstance(self.folder, StorePath):
-            base = self.folder.kvstore(folder=True)
+        """The TensorStore spec that opens `leaf` for reading, as Orbax's (or JAX's) own read spec builds it."""
+        stored = self.storage(leaf)
+        if stored.ocdbt_root is None:
+            kvstore = folder_kvstore(self.folder, stored.key)
         else:
-            base = {"driver": "file", "path": str(self.folder.resolve()) + "/"}
-        if self.use_ocdbt:
-            kvstore: dict[str, Any] = {"driver": "ocdbt", "base": base, "path": leaf.name,
-                                       "cache_pool": "cache_pool#ocdbt"}
-        else:
-            kvstore = {**base, "path": base["path"] + leaf.name}
-        # A missing chunk is damage (Orbax stores chunks equal to the fill value too), not zeros.
-        return {"driver": self.driver, "kvstore": kvstore, "recheck_cached_data": False,
+            kvstore = {"driver": "ocdbt", "base": folder_kvstore(self.folder, stored.ocdbt_root), "path": stored.key,
+                       "cache_pool": "cache_pool#ocdbt"}
+        # A missing chunk is damage (Orbax and JAX store chunks equal to the fill value too), not zeros.
+        return {"driver": stored.driver, "kvstore": kvstore, "recheck_cached_data": False,
                 "recheck_cached_metadata": False, "fill_missing_data_reads": False}
+
+
+def folder_kvstore(folder: Place, under: str = "") -> dict[str, Any]:
+    """The kvstore spec of the folder `under` (relative, "" for `folder` itself) of `folder`, its path
+    ending in '/' (TensorStore joins keys literally)."""
+    place = folder / under if under else folder
+    if isinstance(place, StorePath):
+        return place.kvstore(folder=True)
+    return {"driver": "file", "path": str(place.resolve()) + "/"}
 
 
 def _read_json(path: Place, what: str) -> Any:
@@ -125,7 +153,7 @@ def _items_of(step: Place) -> list[str]:
         raise ReshardIOError(f"{step}: cannot list the folder: {e.strerror or e}") from e
 
 
-def _not_orbax(folder: Place) -> NotOrbaxCheckpointError:
+def not_orbax(folder: Place) -> NotOrbaxCheckpointError:
     try:
         names = sorted(p.name for p in folder.iterdir())
     except OSError:
@@ -146,6 +174,14 @@ def locate(path: str | os.PathLike, item: str | None = None) -> Place:
     """The committed item folder of `path` (an item folder, or a step folder with `item`, or its only item):
     local, or in an object store (``s3://``, ``gs://``)."""
     folder = path_of(path, "path")
+    found = item_folder(folder, item)
+    if found is None:
+        raise not_orbax(folder)
+    return found
+
+
+def item_folder(folder: Place, item: str | None = None) -> Place | None:
+    """``locate``'s item folder of `folder`, or None where it holds no Orbax item (and `item` names none)."""
     has_metadata = item is None and (folder / METADATA_FILE).is_file()
     if not has_metadata and not folder.is_dir():
         if isinstance(folder, StorePath):
@@ -165,7 +201,7 @@ def locate(path: str | os.PathLike, item: str | None = None) -> Place:
     elif items:
         raise InvalidArgumentError(f"{folder} is a step folder with items {items}: name one (item)")
     else:
-        raise _not_orbax(folder)
+        return None
     _check_committed(folder / chosen, folder)
     return folder / chosen
 

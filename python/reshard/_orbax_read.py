@@ -64,17 +64,18 @@ def _error(name: str, e: Exception, in_store: bool = False) -> Exception:
 
 def _check_driver(item: _layout.Item, leaf: _layout.Leaf) -> None:
     """Without OCDBT each array is a folder: its metadata file says its format before TensorStore opens it."""
-    if item.use_ocdbt:
+    stored = item.storage(leaf)
+    if stored.ocdbt_root is not None:
         return
-    folder = item.folder / leaf.name
-    expected = "zarr.json" if item.use_zarr3 else ".zarray"
+    folder = item.folder / stored.key
+    expected = "zarr.json" if stored.driver == "zarr3" else ".zarray"
     if (folder / expected).is_file():
         return
     if not folder.is_dir():
         raise ReshardIOError(f"tensor {leaf.name!r}: no array folder {folder}")
     known = {".zarray": "zarr", "zarr.json": "zarr3", "attributes.json": "n5", ".zattrs": "zarr"}
     found = sorted(known.get(p.name, p.name) for p in folder.iterdir() if p.name in known or p.name.endswith(".json"))
-    raise UnsupportedDriverError(f"tensor {leaf.name!r}: {folder} is not a {item.driver} array (found {found}); "
+    raise UnsupportedDriverError(f"tensor {leaf.name!r}: {folder} is not a {stored.driver} array (found {found}); "
                                  "reshard.orbax reads zarr and zarr3 arrays")
 
 
@@ -102,6 +103,12 @@ def dtype_of(name: str, store: ts.TensorStore) -> str:
     except (UnsupportedError, TypeError, ValueError) as e:
         raise UnsupportedDtypeError(f"tensor {name!r}: reshard has no dtype for TensorStore's {store.dtype.name}") \
             from e
+
+
+def chunks_of(store: ts.TensorStore) -> tuple[int, ...]:
+    """The stored array's read chunk shape (its shape where it has none)."""
+    chunk = store.chunk_layout.read_chunk.shape
+    return tuple(chunk) if chunk is not None else tuple(store.shape)
 
 
 def _box_key(index: tuple[slice, ...], shape: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
@@ -133,8 +140,8 @@ def _start_reads(store: ts.TensorStore, array: ShardedArray) -> tuple[list[Any],
 
 def read(item: _layout.Item, names: Sequence[str], shardings: Any, topology: _core.Topology, process: int,
          expect: Mapping[str, Any] | None = None) -> tuple[dict[str, ShardedArray], RestoreResult]:
-    """The arrays `names`, each laid out by its entry of `shardings` (or by ``shardings(name, shape)``,
-    for layouts that depend on the stored shapes: each array is opened once either way)."""
+    """The arrays `names`, each laid out by its entry of `shardings` (or by ``shardings(name, shape, chunks)``,
+    for layouts that depend on the stored shapes and chunking: each array is opened once either way)."""
     leaves = []
     for name in names:
         leaf = item.leaf(name)
@@ -148,7 +155,7 @@ def read(item: _layout.Item, names: Sequence[str], shardings: Any, topology: _co
     for i, (name, store) in enumerate(zip(names, stores)):
         dtype = dtype_of(name, store)
         shape = tuple(store.shape)
-        sharding = shardings(name, shape) if callable(shardings) else shardings[i]
+        sharding = shardings(name, shape, chunks_of(store)) if callable(shardings) else shardings[i]
         if expect is not None and name in expect:
             _check_expected(name, shape, dtype, expect[name])
         try:

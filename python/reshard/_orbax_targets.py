@@ -59,6 +59,16 @@ def _best_effort(shape: tuple[int, ...], mesh: _core.Mesh, axis: str) -> _core.N
     return _core.NamedSharding(mesh, _core.PartitionSpec())
 
 
+def chunk_aligned(shape: tuple[int, ...], chunks: tuple[int, ...], mesh: _core.Mesh) -> _core.NamedSharding:
+    """A 1-D `mesh`'s best-effort sharding, preferring the last dimension whose pieces are whole stored
+    chunks (each device's box then reads only its own chunks, none read twice across the job)."""
+    axis, size = mesh.axis_names[0], mesh.axis_sizes[0]
+    for d in reversed(range(len(shape))):
+        if shape[d] % size == 0 and d < len(chunks) and chunks[d] > 0 and (shape[d] // size) % chunks[d] == 0:
+            return _core.NamedSharding(mesh, _core.PartitionSpec(*([None] * d + [axis])))
+    return _best_effort(shape, mesh, axis)
+
+
 def by_rules(name: str, shape: tuple[int, ...], mesh: _core.Mesh, rules: Sequence[tuple[str, Any]] | None,
               best_effort: str | None) -> _core.NamedSharding:
     for pattern, spec in rules or ():

@@ -166,6 +166,11 @@ class StorePath:
             raise store_error(str(self), e) from None
         return [k.decode("utf-8", errors="surrogateescape") for k in keys]
 
+    def relative_keys(self) -> list[str]:
+        """The keys of every object under this folder, relative to it, from one listing."""
+        start = len(self.key) + 1 if self.key else 0
+        return [k[start:] for k in self._keys_under()]
+
     def is_dir(self) -> bool:
         """Whether any object's key starts with this one and a '/'."""
         return bool(self._keys_under())

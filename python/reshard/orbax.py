@@ -1,4 +1,4 @@
-"""Orbax checkpoints into reshard: restore, export and convert without the training mesh.
+"""Orbax, Levanter and JAX checkpoints into reshard: restore, export and convert without the training mesh.
 
     import reshard, reshard.orbax
     t = reshard.mpi.transport()                 # or None in one process
@@ -8,25 +8,36 @@
 
 Reads an Orbax PyTree checkpoint (what ``ocp.StandardCheckpointer``,
 ``ocp.PyTreeCheckpointer`` and a ``CheckpointManager``'s step folders write:
-zarr or zarr3 arrays, in folders or in an OCDBT database, compressed or not)
-through TensorStore, the library Orbax writes with. Each process opens the
-arrays it needs and reads only the boxes its devices hold (a box shared by
+zarr or zarr3 arrays, in folders or in an OCDBT database, compressed or not),
+a Levanter checkpoint's step folder (its current layout, every leaf a zarr3
+array in one OCDBT database, and its previous one, a zarr folder per leaf) or
+any folder JAX's ``GlobalAsyncCheckpointManager`` wrote, through TensorStore,
+the library they all write with; the kind is recognised from the folder. Each
+process opens the arrays it needs and reads only the boxes its devices hold (a box shared by
 several of its devices once), into ShardedArrays on any layout and any number
 of processes. Tree paths become tensor names as ``reshard.jax.save`` names
 them (keys joined by dots: ``params.layers.0.w``), so the tensor maps of
 ``reshard.export`` (``levanter-llama``) apply.
 
-`path` is an item folder (the one holding ``_METADATA``), or a step folder
-with one item (``default``) or with `item` naming one: local, or
+`subtree` reads the leaves under one key path only, that prefix taken off
+their names: by default ``model`` for a Levanter checkpoint (its
+``opt_state``, ``step`` and ``training_key`` are left alone; pass
+``"train_state.model"`` for a state nested deeper, ``""`` for the whole tree)
+and the whole tree otherwise.
+
+`path` is an Orbax item folder (the one holding ``_METADATA``), or a step folder
+with one item (``default``) or with `item` naming one, or a Levanter or JAX
+checkpoint folder: local, or
 ``s3://BUCKET/KEY`` or ``gs://BUCKET/KEY`` (read through TensorStore's s3
 and gcs drivers, with credentials and endpoints from the environment as the
 stores' tools read them: ``AWS_*``; Application Default Credentials and
 ``STORAGE_EMULATOR_HOST``). A store's refusal is a ``StorageError``
-subclass (``AccessDeniedError``, ``ObjectNotFoundError``, ...). A folder that is not
-Orbax's is a NotOrbaxCheckpointError, a save that never committed an
-IncompleteCheckpointError, a dtype or array format reshard lacks an
-UnsupportedDtypeError / UnsupportedDriverError, a name the tree lacks a
-MissingTensorError. ``python -m reshard.orbax --help`` is the command line.
+subclass (``AccessDeniedError``, ``ObjectNotFoundError``, ...). A folder that
+is none of these kinds is a NotOrbaxCheckpointError saying what each needs, a
+save that never committed an IncompleteCheckpointError, a dtype or array format
+reshard lacks an UnsupportedDtypeError / UnsupportedDriverError, a name the tree
+lacks a MissingTensorError (a subtree without leaves too). ``python -m
+reshard.orbax --help`` is the command line.
 """
 
 from __future__ import annotations
@@ -42,7 +53,8 @@ except ImportError as e:  # pragma: no cover - exercised only without tensorstor
     raise ImportError("reshard.orbax needs tensorstore (pip install tensorstore); the rest of reshard works "
                       "without it") from e
 
-from . import _agree, _core, _paths, _store_paths
+from . import _agree, _core, _paths, _sources, _store_paths
+from . import _orbax_base as _base
 from . import _orbax_layout as _layout
 from . import _orbax_read as _read
 from . import _orbax_targets as _targets
@@ -71,12 +83,15 @@ class TensorInfo:
 
 @dataclasses.dataclass(frozen=True)
 class Inspection:
-    """What ``inspect`` finds: the item folder, its array format and each leaf."""
+    """What ``inspect`` finds: the checkpoint folder, its kind ("orbax", "levanter" or "jax"), its array
+    format (of most arrays, for Levanter's and JAX's), a Levanter checkpoint's step, and each leaf."""
 
     path: str
     driver: str
     use_ocdbt: bool
     tensors: dict[str, TensorInfo]
+    kind: str = "orbax"
+    step: int | None = None
 
     @property
     def format(self) -> str:
@@ -84,7 +99,9 @@ class Inspection:
         return f"{self.driver}{' in OCDBT' if self.use_ocdbt else ' folders'}"
 
     def __str__(self) -> str:
-        lines = [f"{self.path}: Orbax PyTree, {len(self.tensors)} leaves, {self.format}"]
+        what = {"orbax": "Orbax PyTree", "levanter": f"Levanter checkpoint, step {self.step}",
+                "jax": "JAX GlobalAsyncCheckpointManager arrays"}[self.kind]
+        lines = [f"{self.path}: {what}, {len(self.tensors)} leaves, {self.format}"]
         for t in self.tensors.values():
             if t.shape is None:
                 lines.append(f"  {t.name}  ({t.value_type}, not an array)")
@@ -93,13 +110,14 @@ class Inspection:
         return "\n".join(lines)
 
 
-def _item(path: Any, item: str | None) -> _layout.Item:
-    return _layout.read_item(_layout.locate(path, item))
+def _item(path: Any, item: str | None, subtree: str | None) -> _layout.Item:
+    return _sources.select(_sources.open_item(path, item), subtree)
 
 
-def inspect(path: str | os.PathLike, item: str | None = None) -> Inspection:
-    """Every leaf of the checkpoint at `path`: tree path, shape, dtype, chunking and codec (metadata only)."""
-    it = _item(path, item)
+def inspect(path: str | os.PathLike, item: str | None = None, subtree: str = "") -> Inspection:
+    """Every leaf of the checkpoint at `path` (of `subtree` only, where given: by default the whole tree,
+    a Levanter checkpoint's ``opt_state`` too): tree path, shape, dtype, chunking and codec (metadata only)."""
+    it = _item(path, item, subtree)
     arrays = [leaf for leaf in it.leaves if leaf.is_array]
     stores = dict(zip((x.name for x in arrays), _read.open_arrays(it, arrays, _read.context())))
     tensors = {}
@@ -112,13 +130,13 @@ def inspect(path: str | os.PathLike, item: str | None = None) -> Inspection:
         tensors[leaf.name] = TensorInfo(leaf.name, leaf.keys, leaf.value_type, tuple(store.shape),
                                         store.dtype.name, tuple(chunk) if chunk is not None else (),
                                         store.schema.codec.to_json())
-    return Inspection(str(it.folder), it.driver, it.use_ocdbt, tensors)
+    return Inspection(str(it.folder), it.driver, it.use_ocdbt, tensors, it.kind, it.step)
 
 
 def restore(path: str | os.PathLike, shardings: Any, *, transport: _core.Transport | None = None,
             rules: Sequence[tuple[str, Any]] | None = None, best_effort: str | None = None,
-            topology: _core.Topology | None = None, item: str | None = None) -> Any:
-    """The arrays of the Orbax checkpoint at `path`, each laid out as `shardings` says.
+            topology: _core.Topology | None = None, item: str | None = None, subtree: str | None = None) -> Any:
+    """The arrays of the checkpoint at `path`, each laid out as `shardings` says.
 
     `shardings` is one of:
     - a reshard ``Mesh``: every array of the tree (``inspect`` lists the leaves
@@ -140,20 +158,21 @@ def restore(path: str | os.PathLike, shardings: Any, *, transport: _core.Transpo
     process this is.
     """
     return restore_with_result(path, shardings, transport=transport, rules=rules, best_effort=best_effort,
-                               topology=topology, item=item)[0]
+                               topology=topology, item=item, subtree=subtree)[0]
 
 
 def restore_with_result(path: str | os.PathLike, shardings: Any, *, transport: _core.Transport | None = None,
                         rules: Sequence[tuple[str, Any]] | None = None, best_effort: str | None = None,
-                        topology: _core.Topology | None = None, item: str | None = None) -> tuple[Any, RestoreResult]:
+                        topology: _core.Topology | None = None, item: str | None = None,
+                        subtree: str | None = None) -> tuple[Any, RestoreResult]:
     """``restore``'s arrays, and this process's RestoreResult: what it read."""
-    it = _item(path, item)
+    it = _item(path, item, subtree)
     process, _ = _targets.job(transport)
     if isinstance(shardings, _core.Mesh):
         mesh = shardings
         names = [leaf.name for leaf in it.leaves if leaf.is_array]
         topology = topology or _mesh_topology(mesh, transport)
-        return _read.read(it, names, lambda n, shape: _targets.by_rules(n, shape, mesh, rules, best_effort),
+        return _read.read(it, names, lambda n, shape, _: _targets.by_rules(n, shape, mesh, rules, best_effort),
                           topology, process)
     if rules is not None or best_effort is not None:
         raise InvalidArgumentError("rules and best_effort lay out a Mesh; shardings is not one")
@@ -202,24 +221,45 @@ def _job_layout(transport: _core.Transport | None, mesh: _core.Mesh | None, topo
 
 
 def _spread(path: Any, transport: _core.Transport | None, mesh: _core.Mesh | None, rules: Any,
-            best_effort: str | None, topology: _core.Topology | None, item: str | None) -> dict[str, ShardedArray]:
+            best_effort: str | None, topology: _core.Topology | None, item: str | None,
+            subtree: str | None, base: Any = None, tensor_map: str = "") -> dict[str, ShardedArray]:
     """Every array of the checkpoint spread over the job: by default one device per process, each
-    array's last dimension the process count divides split over them (replicated if none)."""
-    if mesh is None and rules is None and best_effort is None:
+    array split over them along the last dimension whose stored chunks the split does not cut, else
+    the last dimension the process count divides (replicated if none); with
+    `base`, the base model's weights imported beside them, laid out alike."""
+    by_default = mesh is None and rules is None and best_effort is None
+    if by_default:
         best_effort = "process"
     mesh, topology = _job_layout(transport, mesh, topology)
-    return restore(path, mesh, transport=transport, rules=rules, best_effort=best_effort, topology=topology, item=item)
+    if by_default:
+        # Split where the stored chunks allow, so that each process reads only its own chunks.
+        it = _item(path, item, subtree)
+        names = [leaf.name for leaf in it.leaves if leaf.is_array]
+        arrays, _ = _read.read(it, names, lambda n, shape, chunks: _targets.chunk_aligned(shape, chunks, mesh),
+                               topology, _targets.job(transport)[0])
+    else:
+        arrays = restore(path, mesh, transport=transport, rules=rules, best_effort=best_effort, topology=topology,
+                         item=item, subtree=subtree)
+    if base is None:
+        return arrays
+    return _base.with_base(arrays, base, tensor_map, mesh, topology, rules, best_effort, transport)
 
 
 def export(path: str | os.PathLike, out: str | os.PathLike, tensor_map: str, *, kind: str = "model", dtype: Any = None,
            transport: _core.Transport | None = None, mesh: _core.Mesh | None = None,
            rules: Sequence[tuple[str, Any]] | None = None, best_effort: str | None = None,
-           topology: _core.Topology | None = None, item: str | None = None,
+           topology: _core.Topology | None = None, item: str | None = None, subtree: str | None = None,
            **options: Any) -> _pipelines.ExportResult:
-    """Exports the Orbax checkpoint at `path` to Hugging Face files through the tensor map `tensor_map`,
+    """Exports the checkpoint at `path` to Hugging Face files through the tensor map `tensor_map`,
     as ``reshard.jax.export`` does a pytree: `kind` "model", "adapter" or "merged"; `options` are
     ``reshard.export``'s (max_shard_size, base, gather_to, replace, hf_config, lora_config, part_size,
     parts_in_flight). `out` may be in a store too (``s3://``, ``gs://``).
+
+    A LoRA run's checkpoint holds only the factors it trained: ``kind="adapter"``
+    exports them alone, and ``kind="merged"`` with `base` (a Hugging Face
+    folder) merges them into the base model's weights, each process reading
+    only its share of the base, with merge-lora's arithmetic (its config.json is
+    the merged folder's unless `hf_config` is given).
 
     Collective over `transport`: every process reads its share of the
     checkpoint (by default each array split over the processes, see
@@ -229,18 +269,24 @@ def export(path: str | os.PathLike, out: str | os.PathLike, tensor_map: str, *, 
     _store_paths.parse(out, "out")  # a scheme reshard does not write, refused before anything is read
     # The reading is each process's own: agree on it, so that one process's failed read
     # fails every process at once instead of leaving them in the export until the timeout.
-    arrays = _agree.agreed(transport, lambda: _spread(path, transport, mesh, rules, best_effort, topology, item))
+    base = options.pop("base", None) if kind == "merged" else None
+    if base is not None and options.get("hf_config") is None:
+        options["hf_config"] = _base.config_of(base)
+    arrays = _agree.agreed(transport, lambda: _spread(path, transport, mesh, rules, best_effort, topology, item,
+                                                      subtree, base, tensor_map))
     return _pipelines.export(arrays, out, tensor_map, kind=kind, dtype=dtype, transport=transport, **options)
 
 
 def convert(path: str | os.PathLike, out: str | os.PathLike, *, transport: _core.Transport | None = None,
             mesh: _core.Mesh | None = None, rules: Sequence[tuple[str, Any]] | None = None,
             best_effort: str | None = None, topology: _core.Topology | None = None, item: str | None = None,
-            metadata: Mapping[str, str] | None = None, replace: bool = False) -> _checkpoint.SaveResult:
-    """Saves the Orbax checkpoint at `path` as the reshard checkpoint `out` (``reshard.restore_checkpoint``
+            subtree: str | None = None, metadata: Mapping[str, str] | None = None,
+            replace: bool = False) -> _checkpoint.SaveResult:
+    """Saves the checkpoint at `path` as the reshard checkpoint `out` (``reshard.restore_checkpoint``
     then restores it onto any layout). Laid out as ``export`` lays it; collective over `transport`."""
     _core._check_save_path(_paths.fspath(out, "out"), "out")  # before anything is read
-    arrays = _agree.agreed(transport, lambda: _spread(path, transport, mesh, rules, best_effort, topology, item))
+    arrays = _agree.agreed(transport, lambda: _spread(path, transport, mesh, rules, best_effort, topology, item,
+                                                      subtree))
     return _checkpoint.save(arrays, out, metadata=metadata, replace=replace, transport=transport)
 
 

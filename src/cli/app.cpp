@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/python_handoff.h"
 #include "reshard/layout/error.h"
 #include "reshard/storage/pending_uploads.h"
 
@@ -35,6 +36,7 @@ void print_error(const std::string& message) {
 }  // namespace
 
 int run(int argc, char** argv) {
+  if (const std::optional<int> failed = hand_off_to_python(argc, argv)) return *failed;
   CLI::App app(kDescription, "reshard");
   app.require_subcommand(1);
   app.set_version_flag("--version", "reshard 0.1.0");

@@ -125,6 +125,29 @@ TEST_F(ExportAdapterTest, AWrongPrefixInTheMapIsCaughtAgainstTheModelItself) {
   EXPECT_FALSE(fs::exists(dir_ / "adapter"));
 }
 
+TEST_F(ExportAdapterTest, ACheckpointOfTheFactorsAloneExportsTheSameAdapter) {
+  // A LoRA run saves only what it trains: no base weight to check the keys against, yet the same adapter.
+  export_adapter(2, dir_ / "full", *tensor_map_preset("levanter-llama"));
+  std::vector<testing::FrameworkTensor> factors;
+  for (const auto& tensor : model_) {
+    if (tensor.name.find(".lora.") != std::string::npos) factors.push_back(tensor);
+  }
+  ASSERT_FALSE(factors.empty());
+  testing::save_levanter_checkpoint(
+      factors, dir_ / "ckpt", safetensors::Metadata{{std::string(kLoraConfigMetadataKey), lora_config_json(adapter_config())}});
+  export_adapter(3, dir_ / "alone", *tensor_map_preset("levanter-llama"));
+  EXPECT_EQ(testing::read_folder_files(dir_ / "alone"), testing::read_folder_files(dir_ / "full"));
+
+  // The factors are still checked against each other and the config: another rank is refused by name.
+  LoraConfig other = adapter_config();
+  other.r = 3;
+  ExportOptions options;
+  options.lora_config = other;
+  EXPECT_TRUE(testing::throws_error(
+      [&] { export_adapter(1, dir_ / "wrong", *tensor_map_preset("levanter-llama"), options); },
+      ErrorCode::kInvalidArgument, {"the config gives rank 3"}));
+}
+
 TEST_F(ExportAdapterTest, WithoutALoraConfigIsAnError) {
   testing::save_levanter_checkpoint(model_, dir_ / "ckpt", std::nullopt);
   EXPECT_TRUE(testing::throws_error([&] { export_adapter(2, dir_ / "adapter", *tensor_map_preset("levanter-llama")); },

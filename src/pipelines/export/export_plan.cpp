@@ -5,6 +5,7 @@
 
 #include "layout/checked.h"
 #include "pipelines/common/hf_config_dtype.h"
+#include "pipelines/export/implied_base.h"
 #include "pipelines/lora/merge_lora_plan.h"
 #include "reshard/formats/model_files.h"
 #include "reshard/layout/error.h"
@@ -123,7 +124,14 @@ void plan_adapter(ExportPlan& plan, const ExportOptions& options, const ExportCo
                fmt::format("the base model {}", options.base->str()));
   } else {
     const Side model = side_of(plan.resolved, false);
-    plan_merge(adapter.specs, lookup(model), config, own_outputs_label(fallback));
+    if (model.specs.empty()) {
+      // The source holds LoRA factors alone: checked against the weights they imply, as far as they go.
+      plan_merge(adapter.specs, implied_base(adapter.specs, config.fan_in_fan_out), config,
+                 fmt::format("the weights {}'s LoRA factors imply (give --base MODEL_DIR to check the modules)",
+                             fallback.label));
+    } else {
+      plan_merge(adapter.specs, lookup(model), config, own_outputs_label(fallback));
+    }
   }
   std::vector<std::string> keys;
   for (const safetensors::TensorSpec& spec : adapter.specs) keys.push_back(spec.name);
