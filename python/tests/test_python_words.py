@@ -207,6 +207,16 @@ def test_mistakes_are_described_as_they_are(tmp_path, gen):
         reshard.save_checkpoint(replicated({"w": np.zeros(4, np.float32)}), tmp_path / "a-file" / "ckpt")
 
 
+def test_a_bad_map_is_one_error_from_text_and_from_a_file(tmp_path, gen):
+    arrays = replicated({"w": gen.standard_normal((4, 4)).astype(np.float32)})
+    for text in ('{"rules": [{"from": "w", "to": "w", "dtype": "i32"}]}', '{"rules": [{"from": "w{", "to": "w"}]}'):
+        (tmp_path / "map.json").write_text(text)
+        for given in (text, str(tmp_path / "map.json")):
+            with pytest.raises(errors.InvalidConfigError):
+                reshard.export(arrays, tmp_path / "out", given, hf_config={})
+    assert not (tmp_path / "out").exists()
+
+
 # Item 8: the command line comes with the package, and Python has inspect and verify.
 
 def test_the_package_installs_the_command_and_python_inspects_and_verifies(tmp_path, gen):

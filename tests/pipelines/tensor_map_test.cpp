@@ -1,6 +1,8 @@
 // The map file: parsing, the checks against tensors, and the preset's shapes.
 #include "reshard/pipelines/tensor_map.h"
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -10,6 +12,7 @@
 #include "pipelines/support/levanter_specs.h"
 #include "pipelines/tensor_map/tensor_map_resolve.h"
 #include "reshard/layout/error.h"
+#include "support/temp_dir.h"
 
 namespace reshard {
 namespace {
@@ -46,25 +49,25 @@ TEST(TensorMapParse, InverseSwapsSidesAndStacks) {
 }
 
 TEST(TensorMapParse, RefusesMalformedRules) {
-  EXPECT_TRUE(throws_error([] { parse_tensor_map("{", "m.json"); }, ErrorCode::kParse, {"m.json", "JSON"}));
-  EXPECT_TRUE(throws_error([] { map_of(R"j({"from": "a", "to": "b", "rename": 1})j"); }, ErrorCode::kParse,
+  EXPECT_TRUE(throws_error([] { parse_tensor_map("{", "m.json"); }, ErrorCode::kInvalidConfig, {"m.json", "JSON"}));
+  EXPECT_TRUE(throws_error([] { map_of(R"j({"from": "a", "to": "b", "rename": 1})j"); }, ErrorCode::kInvalidConfig,
                            {"rule 0", "unknown key 'rename'"}));
   EXPECT_TRUE(throws_error([] { map_of(R"j({"from": "a", "to": "b{i}", "rearrange": "i x -> x"}, {"from": "c"})j"); },
-                           ErrorCode::kParse, {"rule 1", "'to'"}));
+                           ErrorCode::kInvalidConfig, {"rule 1", "'to'"}));
   // Unstacking needs the index in the output name, or every layer would get one name.
-  EXPECT_TRUE(throws_error([] { map_of(R"j({"from": "a", "to": "b", "rearrange": "i x -> x"})j"); }, ErrorCode::kParse,
+  EXPECT_TRUE(throws_error([] { map_of(R"j({"from": "a", "to": "b", "rearrange": "i x -> x"})j"); }, ErrorCode::kInvalidConfig,
                            {"rule 0", "{i}"}));
   EXPECT_TRUE(throws_error([] { map_of(R"j({"from": "a", "to": "b.{i}", "rearrange": "i x -> y"})j"); },
-                           ErrorCode::kParse, {"at most one axis"}));
+                           ErrorCode::kInvalidConfig, {"at most one axis"}));
   EXPECT_TRUE(throws_error([] { map_of(R"j({"from": "a", "to": "b.{i}", "rearrange": "(i x) -> x"})j"); },
-                           ErrorCode::kParse, {"dimension of its own"}));
+                           ErrorCode::kInvalidConfig, {"dimension of its own"}));
   EXPECT_TRUE(throws_error([] { map_of(R"j({"from": "a.{p}", "to": "b", "rearrange": "x -> x"})j"); },
-                           ErrorCode::kParse, {"same placeholders"}));
-  EXPECT_TRUE(throws_error([] { map_of(R"j({"from": "a", "to": "b", "rearrange": "x x -> x"})j"); }, ErrorCode::kParse,
+                           ErrorCode::kInvalidConfig, {"same placeholders"}));
+  EXPECT_TRUE(throws_error([] { map_of(R"j({"from": "a", "to": "b", "rearrange": "x x -> x"})j"); }, ErrorCode::kInvalidConfig,
                            {"twice"}));
-  EXPECT_TRUE(throws_error([] { map_of(R"j({"from": "a", "to": "b", "dtype": "i32"})j"); }, ErrorCode::kParse,
+  EXPECT_TRUE(throws_error([] { map_of(R"j({"from": "a", "to": "b", "dtype": "i32"})j"); }, ErrorCode::kInvalidConfig,
                            {"f32, f16 or bf16"}));
-  EXPECT_TRUE(throws_error([] { map_of(R"j({"from": "a{", "to": "b"})j"); }, ErrorCode::kParse, {"'{' without"}));
+  EXPECT_TRUE(throws_error([] { map_of(R"j({"from": "a{", "to": "b"})j"); }, ErrorCode::kInvalidConfig, {"'{' without"}));
 }
 
 TEST(TensorMapResolve, NamesTheTensorAndRuleThatDoNotFit) {
@@ -85,7 +88,7 @@ TEST(TensorMapResolve, NamesTheTensorAndRuleThatDoNotFit) {
   lenient.allow_unused_rules = true;
   EXPECT_EQ(resolve_tensor_map(unused, q, lenient).outputs.size(), 1u);
 
-  EXPECT_TRUE(throws_error([&] { map_of(R"j({"from": "a.{x}", "to": "out"})j"); }, ErrorCode::kParse));
+  EXPECT_TRUE(throws_error([&] { map_of(R"j({"from": "a.{x}", "to": "out"})j"); }, ErrorCode::kInvalidConfig));
   const TensorMap collide = map_of(R"j({"from": "a", "to": "out"}, {"from": "b", "to": "out"})j");
   const std::vector<TensorSpec> ab = {{"a", DType::kF32, {1}}, {"b", DType::kF32, {1}}};
   EXPECT_TRUE(throws_error([&] { resolve_tensor_map(collide, ab); }, ErrorCode::kDuplicateTensor,
@@ -194,6 +197,30 @@ TEST(TensorMapPreset, UnknownNamesAreNotPresets) {
   // A mistyped preset name lists the presets rather than failing to read a file of that name.
   EXPECT_TRUE(throws_error([] { load_tensor_map("levanter-lama"); }, ErrorCode::kInvalidArgument,
                            {"unknown preset 'levanter-lama'", "presets: levanter-llama"}));
+}
+
+// The same bad map is the same error from a file and from text (Python's
+// map='{...}'): kInvalidConfig, whatever part of it is wrong.
+TEST(TensorMapErrors, AreOneCodeFromAFileAndFromText) {
+  const testing::TempDir dir;
+  for (const std::string& text : {std::string("{"), std::string(R"j({"rules": [{"from": "a", "to": "b", "dtype": "i32"}]})j"),
+                                 std::string(R"j({"rules": [{"from": "a{", "to": "b"}]})j")}) {
+    const std::filesystem::path file = dir.path() / "map.json";
+    std::ofstream(file) << text;
+    ErrorCode from_file = ErrorCode::kInvalidArgument, from_text = ErrorCode::kInvalidArgument;
+    try {
+      load_tensor_map(file.string());
+    } catch (const Error& e) {
+      from_file = e.code();
+    }
+    try {
+      parse_tensor_map(text, "map");
+    } catch (const Error& e) {
+      from_text = e.code();
+    }
+    EXPECT_EQ(from_file, ErrorCode::kInvalidConfig) << text;
+    EXPECT_EQ(from_text, ErrorCode::kInvalidConfig) << text;
+  }
 }
 
 }  // namespace

@@ -49,7 +49,8 @@ struct TensorMap {
 };
 
 // Parses a map file's JSON and checks every rule on its own (patterns,
-// rearrange, axes, dtypes). Error(kParse) naming `label` and the rule at fault.
+// rearrange, axes, dtypes). Error(kInvalidConfig) naming `label` and the rule
+// at fault, as load_tensor_map's for a file.
 TensorMap parse_tensor_map(std::string_view json, std::string_view label);
 
 // The map as JSON, in the file format (parse_tensor_map reads it back).

@@ -17,8 +17,10 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+// A map is configuration, whichever way it comes (a file, JSON text from
+// Python): what is wrong with it is kInvalidConfig, one code everywhere.
 [[noreturn]] void bad(std::string_view what, std::string_view why) {
-  throw Error(ErrorCode::kParse, fmt::format("{}: {}", what, why));
+  throw Error(ErrorCode::kInvalidConfig, fmt::format("{}: {}", what, why));
 }
 
 std::set<std::string> names_of(const AxisGroups& groups) {
@@ -138,19 +140,7 @@ std::string read_text_file(const std::filesystem::path& path) {
   return text.str();
 }
 
-}  // namespace
-
-std::optional<std::string> TensorMapRule::unstack_axis() const {
-  return rearranged ? extra_axis(from_axes, to_axes) : std::nullopt;
-}
-
-std::optional<std::string> TensorMapRule::stack_axis() const {
-  return rearranged ? extra_axis(to_axes, from_axes) : std::nullopt;
-}
-
-std::string TensorMapRule::label() const { return fmt::format("rule {} ('{}')", index, from); }
-
-TensorMap parse_tensor_map(std::string_view text, std::string_view label) {
+TensorMap parse_map_json(std::string_view text, std::string_view label) {
   Json json;
   try {
     json = Json::parse(text);
@@ -174,6 +164,29 @@ TensorMap parse_tensor_map(std::string_view text, std::string_view label) {
   }
   if (!json.contains("rules")) bad(label, "a map file needs \"rules\"");
   return map;
+}
+
+}  // namespace
+
+std::optional<std::string> TensorMapRule::unstack_axis() const {
+  return rearranged ? extra_axis(from_axes, to_axes) : std::nullopt;
+}
+
+std::optional<std::string> TensorMapRule::stack_axis() const {
+  return rearranged ? extra_axis(to_axes, from_axes) : std::nullopt;
+}
+
+std::string TensorMapRule::label() const { return fmt::format("rule {} ('{}')", index, from); }
+
+TensorMap parse_tensor_map(std::string_view text, std::string_view label) {
+  try {
+    return parse_map_json(text, label);
+  } catch (const Error& e) {
+    // The rules' parts (patterns, rearrange, dtypes) are parsed by functions
+    // that also read flags, where a bad text is kParse; in a map it is bad config.
+    if (e.code() == ErrorCode::kParse) throw Error(ErrorCode::kInvalidConfig, e.what());
+    throw;
+  }
 }
 
 std::string tensor_map_json(const TensorMap& map) {
@@ -213,14 +226,7 @@ TensorMap load_tensor_map(std::string_view file_or_preset) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("unknown preset '{}'; presets: {} (or a map file's path)", file_or_preset, names));
   }
-  const std::string text = read_text_file(path);
-  try {
-    return parse_tensor_map(text, path.string());
-  } catch (const Error& e) {
-    // A malformed map file is bad input (exit 1), not a usage error.
-    if (e.code() == ErrorCode::kParse) throw Error(ErrorCode::kInvalidConfig, e.what());
-    throw;
-  }
+  return parse_tensor_map(read_text_file(path), path.string());
 }
 
 AxisSizes llama_axis_sizes_from_config(std::string_view config_json, std::string_view label) {
