@@ -69,15 +69,16 @@ def save(
     path: str | os.PathLike,
     *,
     metadata: Mapping[str, str] | None = None,
-    replace: bool = True,
+    replace: bool = False,
     transport: _core.Transport | None = None,
 ) -> SaveResult:
     """Saves `arrays` (name to ShardedArray) as the checkpoint folder `path`; what this process wrote.
 
     `metadata` (str to str; another type is an ArgumentTypeError naming its
-    key, not converted) is kept in the manifest. An existing checkpoint is
-    replaced at the final rename unless ``replace=False`` (then it is an
-    InvalidArgumentError); a save that fails leaves what was there.
+    key, not converted) is kept in the manifest. An existing checkpoint is an
+    AlreadyExistsError unless ``replace=True`` (then it is replaced at the
+    final rename), as every writer's output is; a save that fails leaves what
+    was there.
     """
     names, cores = _named(arrays)
     return _core._save_checkpoint(_fspath(path, "path"), names, cores, _metadata(metadata), replace, transport)
@@ -88,7 +89,7 @@ def save_async(
     path: str | os.PathLike,
     *,
     metadata: Mapping[str, str] | None = None,
-    replace: bool = True,
+    replace: bool = False,
     staging_bytes: int = _core.DEFAULT_STAGING_BYTES,
     transport: _core.Transport | None = None,
 ) -> SaveHandle:

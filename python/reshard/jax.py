@@ -339,7 +339,7 @@ def _sharded_leaves(tree: Any, transport: _core.Transport | None) -> dict[str, _
     return _collective(transport, prepare)
 
 
-def save(tree: Any, path: str | os.PathLike, *, metadata: Mapping[str, str] | None = None, replace: bool = True,
+def save(tree: Any, path: str | os.PathLike, *, metadata: Mapping[str, str] | None = None, replace: bool = False,
          transport: _core.Transport | None = None) -> _checkpoint.SaveResult:
     """Saves a pytree of jax.Arrays as a reshard checkpoint, each under its tree path
     (keys joined by dots: ``{"layers": [{"w": x}]}`` saves ``layers.0.w``).
@@ -352,7 +352,7 @@ def save(tree: Any, path: str | os.PathLike, *, metadata: Mapping[str, str] | No
 
 
 def save_async(tree: Any, path: str | os.PathLike, *, metadata: Mapping[str, str] | None = None,
-               replace: bool = True, staging_bytes: int = _core.DEFAULT_STAGING_BYTES,
+               replace: bool = False, staging_bytes: int = _core.DEFAULT_STAGING_BYTES,
                transport: _core.Transport | None = None) -> _checkpoint.SaveHandle:
     """Like ``save``, returning once this process's chunks are copied to host memory (the
     arrays may then be donated or freed); the writing and the commit go on in the

@@ -298,7 +298,7 @@ def import_checkpoint(
     best_effort: str | None = None,
     dtype: Any = None,
     sizes: Mapping[str, int] | None = None,
-    replace: bool = True,
+    replace: bool = False,
     transport: _core.Transport | None = None,
     strict: bool = False,
     base: str | os.PathLike | None = None,

@@ -244,7 +244,9 @@ TEST(CheckpointDamage, AFullDiskFailsTheSaveEverywhereAndKeepsTheOldOne) {
       arrays.push_back({"big", ShardedArray::from_function({2048}, DType::kF32, NamedSharding(Mesh({{"x", 1}}, {1}), PartitionSpec()),
                                                            topology, transport.rank(), fill)});
       try {
-        save_checkpoint(arrays, dir / "c", transport);
+        SaveOptions replacing;
+        replacing.replace = true;
+        save_checkpoint(arrays, dir / "c", transport, replacing);
       } catch (const Error& e) {
         codes[static_cast<size_t>(transport.rank())] = static_cast<int>(e.code());
         messages[static_cast<size_t>(transport.rank())] = e.what();

@@ -121,20 +121,20 @@ TEST(Checkpoint, ReplicasAreWrittenOnceAndSpreadOverTheirHolders) {
 TEST(Checkpoint, SavingAgainReplacesTheCheckpointWhole) {
   TempDir dir;
   save_on(dir / "c", layouts()[0], 1);
-  save_on(dir / "c", layouts()[4], 2);  // another process count: other data files
+  SaveOptions replacing;
+  replacing.replace = true;
+  save_on(dir / "c", layouts()[4], 2, replacing);  // another process count: other data files
   expect_restores(dir / "c", layouts()[1], 2);
   const checkpoint::Reader reader = checkpoint::Reader::open(dir / "c");
   size_t entries = 0;
   for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir / "c")) ++entries;
   EXPECT_EQ(entries, reader.manifest().files.size() + 1) << "no stale data files";
-  SaveOptions keep;
-  keep.replace = false;
-  EXPECT_THROW(save_on(dir / "c", layouts()[0], 3, keep), Error);
+  EXPECT_THROW(save_on(dir / "c", layouts()[0], 3), Error);  // replacing is never the default
   expect_restores(dir / "c", layouts()[1], 2);
-  // Never over something that is not a checkpoint.
+  // Never over something that is not a checkpoint, even when replacing.
   fs::create_directories(dir / "mine");
   { std::ofstream(dir / "mine" / "notes.txt") << "keep me"; }
-  EXPECT_THROW(save_on(dir / "mine", layouts()[0], 1), Error);
+  EXPECT_THROW(save_on(dir / "mine", layouts()[0], 1, replacing), Error);
   EXPECT_TRUE(fs::exists(dir / "mine" / "notes.txt"));
 }
 

@@ -174,10 +174,8 @@ TEST_F(CheckpointStore, AnExistingCheckpointIsRefusedUnlessReplacedAndThenLosesI
   save_on(where, layouts()[2], 1);  // 3 data files
   const auto before = objects_under(where);
   ASSERT_EQ(before.size(), 4u);
-  SaveOptions keep;
-  keep.replace = false;
   try {
-    save_on(where, layouts()[0], 2, keep);
+    save_on(where, layouts()[0], 2);  // refused: replacing is asked for, never the default
     FAIL() << "an existing checkpoint was written over";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kAlreadyExists) << e.what();
@@ -185,7 +183,9 @@ TEST_F(CheckpointStore, AnExistingCheckpointIsRefusedUnlessReplacedAndThenLosesI
   }
   EXPECT_EQ(objects_under(where), before);
 
-  save_on(where, layouts()[0], 2);  // one process: data-00001 and data-00002 are stale
+  SaveOptions replacing;
+  replacing.replace = true;
+  save_on(where, layouts()[0], 2, replacing);  // one process: data-00001 and data-00002 are stale
   save_on(dir_ / "one", layouts()[0], 2);
   EXPECT_EQ(objects_under(where), testing::read_folder_files(dir_ / "one"));
   expect_restores(where, layouts()[3], 2);
@@ -248,6 +248,7 @@ TEST_F(CheckpointStore, AFailureOnOneProcessLeavesNoManifestAndNoPendingUpload) 
     std::vector<ErrorCode> codes(3, ErrorCode::kInvalidArgument);
     SaveOptions options;
     options.staging_bytes = 64;  // several pieces a process
+    options.replace = true;
     EXPECT_THROW(testing::run_ranks(3,
                                     [&](Transport& transport) {
                                       std::vector<SaveTensor> tensors;
@@ -307,7 +308,9 @@ TEST_F(CheckpointStore, AProcessLostAtAnyStepBeforeTheManifestLeavesNoManifestAn
                                         DyingTransport dying(transport, 2, call);
                                         const auto arrays = testing::make_arrays(testing::small_model(), layout,
                                                                                  transport.rank(), 2);
-                                        save_checkpoint(arrays, where, dying);
+                                        SaveOptions options;
+                                        options.replace = replace;
+                                        save_checkpoint(arrays, where, dying, options);
                                       }),
                    Error);
       const auto after = objects_under(where);

@@ -335,7 +335,8 @@ TEST(ImportModel, MapMismatchesFailBeforeAnythingIsWritten) {
   testing::TempDir dir;
   const LlamaFolder folder = write_llama_folder(dir / "hf", false, rng);
   const CheckpointLayout layout = llama_layout();
-  const ImportOptions options;
+  ImportOptions options;
+  options.replace = true;  // the errors below come before the existing checkpoint would be replaced
   // A checkpoint already at the path stays as it was.
   testing::run_ranks(2, [&](Transport& transport) {
     import_checkpoint(dir / "hf", dir / "ck", *tensor_map_preset("levanter-llama"), layout, transport);

@@ -23,9 +23,10 @@ struct SaveOptions {
   std::optional<safetensors::Metadata> metadata;
   // Replace a checkpoint already at the path (at the final rename only; in
   // an object store, once every process's data file is uploaded).
-  // Without it an existing checkpoint is Error(kAlreadyExists). A path that
-  // holds anything but a checkpoint or an empty folder is never replaced.
-  bool replace = true;
+  // Without it an existing checkpoint is Error(kAlreadyExists), as every
+  // writer's output is (convert, export, merge). A path that holds anything
+  // but a checkpoint or an empty folder is never replaced.
+  bool replace = false;
   // save_checkpoint_async: host memory for staging copies of this
   // process's chunks. Chunks are staged in pieces (a quarter of the budget
   // at most, 64 MiB at most) that a background thread writes while the next

@@ -31,8 +31,9 @@ struct ImportOptions {
   // Without it, the adapter_config.json's base_model_name_or_path when that
   // is a local folder.
   std::optional<storage::Location> base;
-  // Replace a checkpoint already at the output path (at the final rename).
-  bool replace = true;
+  // Replace a checkpoint already at the output path (at the final rename);
+  // without it an existing one is Error(kAlreadyExists), as for every writer.
+  bool replace = false;
   std::function<void(uint64_t bytes)> progress;
   // A checkpoint saved to an object store: its data files' part size (0: the
   // store's default) and parts in flight per process (SaveOptions').

@@ -75,8 +75,11 @@ void import_step(DemoContext& ctx) {
     if (!is_lora(t)) layout.rules.push_back({t.name, framework_sharding(t, ctx.resume_mesh).spec()});
   }
   ImportResult result;
+  ImportOptions options;
+  options.replace = true;  // a second run with the same --out
   const double seconds = timed(ctx.transport, [&] {
-    result = import_checkpoint(ctx.dir / "merged", ctx.dir / "imported", levanter_llama(), layout, ctx.transport);
+    result = import_checkpoint(ctx.dir / "merged", ctx.dir / "imported", levanter_llama(), layout, ctx.transport,
+                               options);
   });
   ctx.log.step("import",
                fmt::format("import the merged model back into the framework layout on mesh {}, as the checkpoint {}",

@@ -101,6 +101,7 @@ std::vector<NamedArray> build_step(DemoContext& ctx) {
 
 void save_step(DemoContext& ctx, const std::vector<NamedArray>& arrays) {
   SaveOptions options;
+  options.replace = true;  // a second run with the same --out
   options.metadata =
       safetensors::Metadata{{std::string(kHfConfigMetadataKey), hf_config_json(ctx.model)},
                             {std::string(kLoraConfigMetadataKey), lora_config_json(demo_lora_config(ctx.model))}};

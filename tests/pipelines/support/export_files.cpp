@@ -17,6 +17,7 @@ void save_levanter_checkpoint(const std::vector<FrameworkTensor>& model, const f
     const std::vector<NamedArray> arrays = levanter_arrays(model, transport.rank());
     SaveOptions options;
     options.metadata = metadata;
+    options.replace = true;  // a test may save its fixture's checkpoint again, with other tensors
     save_checkpoint(arrays, path, transport, options);
   });
 }
