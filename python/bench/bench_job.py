@@ -196,24 +196,27 @@ def bench_checkpoint(job: Job, mib: int) -> None:
     other, other_abstract = ckpt_tree(job, mib, 1)
     tree = {k: make(a.shape, s) for (k, s), a in zip(saved.items(), abstract.values())}
     folder = shared_folder(job)
-    runs = itertools.count()
+    runs, reshard_runs = itertools.count(), itertools.count()
     checkpointer = ocp.StandardCheckpointer()
 
+    # Each run saves a new checkpoint, for both (Orbax refuses an existing one, as reshard does).
     def orbax_save() -> None:
         checkpointer.save(folder / f"orbax-{next(runs)}", tree)
         checkpointer.wait_until_finished()
 
     figures = {
         "orbax save": job.timed(orbax_save),
-        "reshard save": job.timed(lambda: rjax.save(tree, folder / "reshard", transport=job.transport)),
+        "reshard save": job.timed(lambda: rjax.save(tree, folder / f"reshard-{next(reshard_runs)}",
+                                                    transport=job.transport)),
     }
     last = folder / f"orbax-{next(runs) - 1}"
+    reshard_last = folder / f"reshard-{next(reshard_runs) - 1}"
     for name, target, orbax_target in (("the saved shardings", saved, abstract), ("others", other, other_abstract)):
         figures[f"orbax restore onto {name}"] = job.timed(lambda: jax.block_until_ready(
             checkpointer.restore(last, orbax_target)))
         figures[f"reshard restore onto {name}"] = job.timed(lambda: jax.block_until_ready(
-            rjax.restore(folder / "reshard", target, transport=job.transport)))
-        for who, restored in (("reshard", rjax.restore(folder / "reshard", target, transport=job.transport)),
+            rjax.restore(reshard_last, target, transport=job.transport)))
+        for who, restored in (("reshard", rjax.restore(reshard_last, target, transport=job.transport)),
                               ("orbax", checkpointer.restore(last, orbax_target))):
             assert all(restored[k].sharding == target[k] and holds(restored[k]) for k in target), f"{who}: {name}"
     job.transport.barrier()

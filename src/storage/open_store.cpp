@@ -1,7 +1,9 @@
 #include "reshard/storage/open_store.h"
 
+#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <string>
 #include <tuple>
 
 #include "storage/gcs/gcs_store.h"
@@ -12,8 +14,34 @@
 namespace reshard::storage {
 namespace {
 
-// One client per scheme and options: clients keep connections and tokens.
-using ClientKey = std::tuple<Scheme, int64_t, uint32_t, std::string, std::string>;
+// One client per scheme, options and environment: clients keep connections
+// and tokens, and read their endpoint, region and credentials from the
+// environment when made; a process that points the variables elsewhere (a
+// test's own server, another profile) gets a client that follows them.
+using ClientKey = std::tuple<Scheme, int64_t, uint32_t, std::string, std::string, std::string>;
+
+// The variables the drivers read when a client is made, as one string.
+std::string environment_fingerprint(Scheme scheme) {
+  static constexpr const char* kS3[] = {"AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS",
+                                        "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_ACCESS_KEY_ID",
+                                        "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_CONFIG_FILE",
+                                        "AWS_SHARED_CREDENTIALS_FILE", "AWS_EC2_METADATA_DISABLED",
+                                        "AWS_EC2_METADATA_SERVICE_ENDPOINT", "RESHARD_S3_ADDRESSING", "HOME"};
+  static constexpr const char* kGcs[] = {"STORAGE_EMULATOR_HOST", "GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_CONFIG",
+                                         "GCE_METADATA_HOST", "HOME"};
+  std::string fingerprint;
+  const auto add = [&fingerprint](const char* name) {
+    const char* value = std::getenv(name);
+    fingerprint += value == nullptr ? std::string("\x01") : std::string(value);
+    fingerprint += '\0';
+  };
+  if (scheme == Scheme::kS3) {
+    for (const char* name : kS3) add(name);
+  } else {
+    for (const char* name : kGcs) add(name);
+  }
+  return fingerprint;
+}
 
 std::mutex defaults_mutex;
 StoreOptions defaults;
@@ -42,7 +70,7 @@ std::shared_ptr<Store> open_store(const Location& where, const StoreOptions& opt
   static std::mutex mutex;
   static std::map<ClientKey, std::shared_ptr<Store>> clients;
   const ClientKey key{where.scheme(), options.timeout.count(), options.concurrency, options.s3_endpoint,
-                      options.gcs_endpoint};
+                      options.gcs_endpoint, environment_fingerprint(where.scheme())};
   const std::lock_guard lock(mutex);
   std::shared_ptr<Store>& client = clients[key];
   if (!client) {
