@@ -9,7 +9,16 @@
 
 ``session()`` initialises MPI once (asking for MPI_THREAD_MULTIPLE) and is
 finalised when the interpreter exits, after every transport is closed, as MPI
-requires (whatever Python objects still hold them). ``transport(comm)`` takes an mpi4py communicator when the program
+requires (whatever Python objects still hold them).
+
+After a transport gave up on a peer (TransportTimeoutError, PeerFailedError),
+nothing waits for that peer at exit: MPI_Finalize, which waits for every
+process of the job, is skipped, so the process ends with the status the program
+asked for and the launcher ends the job. Where something else would still wait
+at exit (MPI initialised by mpi4py, which finalises it; a ``jax.distributed``
+runtime, whose shutdown waits for every process), the process ends with status
+1 before any other exit handler runs. A transport made after a peer went silent
+is refused (PeerFailedError): MPI cannot build a communicator without it. ``transport(comm)`` takes an mpi4py communicator when the program
 already has one. Available when the extension was built with MPI
 (``available()``); on a build without, the functions raise UnsupportedError.
 """
@@ -17,6 +26,8 @@ already has one. Available when the extension was built with MPI
 from __future__ import annotations
 
 import atexit
+import os
+import sys
 from typing import Any
 
 from . import _core
@@ -108,3 +119,30 @@ def _finalize() -> None:
     global _started
     _core._mpi_finalize()  # closes every transport first
     _started = False
+
+
+def _others_wait_at_exit() -> bool:
+    """Whether an exit handler other than reshard's would wait for every process: mpi4py's
+    MPI_Finalize (MPI initialised by someone else) or jax.distributed's shutdown."""
+    if not _core._mpi_owns():
+        return True
+    jax = sys.modules.get("jax")
+    distributed = getattr(jax, "distributed", None)
+    return bool(distributed is not None and distributed.is_initialized())
+
+
+def _exit_if_given_up() -> None:
+    """The first exit handler once a transport gave up on a peer (armed by the C++ side as the
+    error is raised): ends the process rather than let anything wait for that peer."""
+    global _started
+    if not _started or not _core._mpi_gave_up():
+        return
+    cut_short = _others_wait_at_exit()
+    _finalize()  # closes the transports; the session skips MPI_Finalize
+    if cut_short:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):  # closed, or a broken pipe: nothing more to say there
+                pass
+        os._exit(1)

@@ -54,6 +54,7 @@ void translate(const std::exception_ptr& error, void*) {
   } catch (const Error& e) {
     const auto found = error_classes().find(e.name());
     PyObject* cls = found != error_classes().end() ? found->second : nullptr;
+    if (e.code() == ErrorCode::kTimeout || e.code() == ErrorCode::kPeerFailed) after_transport_failure();
     PyErr_SetString(cls != nullptr ? cls : PyExc_RuntimeError, e.what());
   }
 }

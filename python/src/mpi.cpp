@@ -168,6 +168,14 @@ std::unique_ptr<ClosableMpiTransport> make_transport(std::optional<uintptr_t> co
   options.chunk_bytes = chunk_bytes;
   options.max_bytes_in_flight = max_bytes_in_flight;
   options.timeout = milliseconds(timeout_seconds);
+  // Building a communicator is collective: with a silent member it would never
+  // end. (Not refused in the C++ library: there a peer merely slow past the
+  // timeout may build the next transport with the others, as its tests do.)
+  if (MpiSession::peer_went_silent()) {
+    throw Error(ErrorCode::kPeerFailed,
+                "cannot make a new MPI transport: this process gave up on a peer that went silent, and MPI cannot "
+                "build a communicator without it (end the job and start it again)");
+  }
   const MPI_Comm parent = comm_from_handle(comm);
   nb::gil_scoped_release release;  // collective: waits for the other processes
   return std::make_unique<ClosableMpiTransport>(std::make_unique<MpiTransport>(parent, options));
@@ -188,6 +196,20 @@ void init_session(double peer_timeout) {
 
 }  // namespace
 
+void after_transport_failure() {
+  if (!session() || !MpiSession::gave_up_on_a_peer()) return;
+  // Registered now, so that it runs before every exit handler registered
+  // earlier (jax's, which waits for every process); once is enough.
+  static bool armed = false;
+  if (armed) return;
+  armed = true;
+  try {
+    nb::module_::import_("atexit").attr("register")(nb::module_::import_("reshard.mpi").attr("_exit_if_given_up"));
+  } catch (const nb::python_error&) {
+    armed = false;  // tried again at the next failure; the error is not this one's to raise
+  }
+}
+
 void bind_mpi(nb::module_& m) {
   m.attr("_mpi_available") = true;
   m.attr("DEFAULT_MPI_CHUNK_BYTES") = MpiTransportOptions{}.chunk_bytes;
@@ -200,6 +222,8 @@ void bind_mpi(nb::module_& m) {
     session().reset();
   }, nb::call_guard<nb::gil_scoped_release>(),
         "Closes every MPI transport, then ends the session (MPI_Finalize if it initialised MPI).");
+  m.def("_mpi_gave_up", &MpiSession::gave_up_on_a_peer,
+        "Whether a transport gave up on a peer (silent or failed) with none built since.");
   m.def("_mpi_owns", [] { return session() != nullptr && session()->owns_mpi(); },
         "Whether the session initialised MPI (and so finalises it).");
   m.def("_mpi_thread_level", [] { return session() ? session()->thread_level() : -1; },
@@ -222,6 +246,8 @@ void bind_mpi(nb::module_& m) {
 namespace reshard::python {
 
 void bind_mpi(nb::module_& m) { m.attr("_mpi_available") = false; }
+
+void after_transport_failure() {}
 
 }  // namespace reshard::python
 

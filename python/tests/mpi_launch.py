@@ -23,15 +23,17 @@ _JAX_SETTINGS = ("XLA_FLAGS", "JAX_PLATFORMS", "JAX_ENABLE_X64")
 
 
 def run(script: pathlib.Path | str, *args: str, ranks: int = 0, env: dict[str, str] | None = None,
-        cwd: pathlib.Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    """`script` with `args` under ``mpirun -np ranks`` (0: as one plain process), with
+        cwd: pathlib.Path | None = None, timeout: float = 300,
+        launcher: list[str] | None = None) -> subprocess.CompletedProcess:
+    """`script` with `args` under ``mpirun -np ranks`` (0: as one plain process; `launcher`: more
+    of mpirun's options), with
     pytest's JAX settings left out unless `env` gives its own. Output is text, a byte
     that is not UTF-8 replaced: the processes share one pipe and may cut a character."""
     environment = {k: v for k, v in os.environ.items() if k not in _JAX_SETTINGS}
     environment.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", **(env or {}))
     command = [sys.executable, str(script), *args]
     if ranks:
-        command = ["mpirun", "-np", str(ranks), "--oversubscribe", *command]
+        command = ["mpirun", "-np", str(ranks), "--oversubscribe", *(launcher or []), *command]
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, errors="replace", timeout=timeout,
                           env=environment)
 

@@ -186,5 +186,26 @@ TEST(StagedFolder, ANewWriterRemovesWhatDeadWritersLeft) {
   EXPECT_TRUE(fs::is_directory(dir / "out"));
 }
 
+TEST(StagedFolder, AWriterWhoseProcessIdWasReusedIsTakenForDead) {
+  TempDir dir;
+  const auto start = process_start(::getpid());
+  ASSERT_TRUE(start.has_value());
+  // This process's id, but started at another time: a dead writer whose id this process now has.
+  const fs::path reused = dir / fmt::format(".out.tmp-reshard-{}-{}.{}-0000abcd", this_host(), ::getpid(), *start + 1);
+  const fs::path live = dir / fmt::format(".out.tmp-reshard-{}-{}.{}-0000abcd", this_host(), ::getpid(), *start);
+  for (const fs::path& staging : {reused, live}) write_text(staging / "model.safetensors", "x");
+  {
+    StagedFolder staged(dir / "out", false);
+    // Its own staging names carry its start time, so a later writer would keep it while it runs.
+    const auto owner = staging_owner(staged.staging_path().filename().string(), "out");
+    ASSERT_TRUE(owner.has_value());
+    EXPECT_EQ(owner->start, start);
+    EXPECT_FALSE(owner_is_dead(*owner));
+    staged.commit({}, {});
+  }
+  EXPECT_FALSE(fs::exists(reused));
+  EXPECT_TRUE(fs::exists(live));
+}
+
 }  // namespace
 }  // namespace reshard::storage_detail

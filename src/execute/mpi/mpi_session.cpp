@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "communicator.h"
+#include "given_up_peers.h"
 #include "mpi_error.h"
 #include "orphans.h"
 #include "reshard/layout/error.h"
@@ -64,12 +65,19 @@ MpiSession::MpiSession(MpiSessionOptions options) {
 
 MpiSession::~MpiSession() {
   if (!owns_ || mpi_finalized()) return;
+  // MPI_Finalize waits for every process of the job, the lost peer too; without
+  // it the launcher sees this process end unfinalised and ends the job.
+  if (mpi_detail::GivenUpPeers::any()) return;
   // What failed transfers left behind: MPI may still complete some of it.
   mpi_detail::Orphans::instance().cancel_all(std::chrono::milliseconds(100));
   mpi_detail::Communicator::free_retired();
   MPI_Finalize();
   mpi_detail::Orphans::instance().forget_all();
 }
+
+bool MpiSession::gave_up_on_a_peer() { return mpi_detail::GivenUpPeers::any(); }
+
+bool MpiSession::peer_went_silent() { return mpi_detail::GivenUpPeers::any_silent(); }
 
 std::chrono::milliseconds MpiSession::peer_timeout() {
   return std::chrono::milliseconds(g_peer_timeout_ms.load());

@@ -20,6 +20,7 @@
 #include "chunked_request.h"
 #include "communicator.h"
 #include "direct_request.h"
+#include "given_up_peers.h"
 #include "mpi_error.h"
 #include "nonblocking_collective.h"
 #include "orphans.h"
@@ -384,6 +385,7 @@ struct MpiTransport::State {
 MpiTransport::MpiTransport(MPI_Comm parent, MpiTransportOptions options) {
   require_mpi_initialized();
   state_ = std::make_unique<State>(parent, validated(options));
+  mpi_detail::GivenUpPeers::note_all_present();
   mpi_detail::log_peer_paths(state_->rank, state_->peer_paths);
 }
 

@@ -7,6 +7,7 @@
 
 #include "chunked_request.h"
 #include "direct_request.h"
+#include "given_up_peers.h"
 #include "orphans.h"
 #include "polled_request.h"
 #include "reshard/layout/error.h"
@@ -96,6 +97,7 @@ void ProgressEngine::progress() {
 
 void ProgressEngine::throw_if_aborted() const {
   if (aborted_) {
+    GivenUpPeers::note(false);
     throw Error(ErrorCode::kPeerFailed, fmt::format("rank {}: this rank failed: {}", rank_, *aborted_));
   }
 }
@@ -103,6 +105,7 @@ void ProgressEngine::throw_if_aborted() const {
 void ProgressEngine::throw_if_peer_failed() {
   throw_if_aborted();
   if (const auto& failure = failures_.poll()) {
+    GivenUpPeers::note(false);
     throw Error(ErrorCode::kPeerFailed,
                 fmt::format("rank {}: peer rank {} failed: {}", rank_, failure->rank, failure->message));
   }
@@ -119,12 +122,14 @@ void ProgressEngine::throw_if_peer_gone(const std::vector<int>& peers, Clock::du
   for (int peer : peers) {
     const auto silent = heartbeats_.silent_for(peer, now);
     if (silent > timeout()) {
+      GivenUpPeers::note(true);
       throw Error(ErrorCode::kTimeout,
                   fmt::format("rank {}: rank {} has been silent for {} ms (timeout {} ms){} while {}: has it died, "
                               "hung, or lost its network?",
                               rank_, peer, as_ms(silent), timeout().count(), where(peer), describe()));
     }
     if (heartbeats_.left(peer) && idle > std::min<Clock::duration>(kGoodbyeGrace, timeout())) {
+      GivenUpPeers::note(false);
       throw Error(ErrorCode::kPeerFailed,
                   fmt::format("rank {}: rank {} closed its transport while {}", rank_, peer, describe()));
     }

@@ -1,5 +1,5 @@
 // The one commit protocol of local output folders: the files are written into
-// a hidden sibling (".NAME.tmp-reshard-HOST-PID-NONCE", staging_name.h), which
+// a hidden sibling (".NAME.tmp-reshard-HOST-PID.START-NONCE", staging_name.h), which
 // then takes the folder's place, so that the folder appears complete or not
 // at all and a failure leaves what was there before.
 //

@@ -1,5 +1,6 @@
 #include "storage/local/staging_name.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -27,9 +28,35 @@ const std::string& this_host() {
   return host;
 }
 
+std::optional<unsigned long long> process_start(long pid) {
+  const int fd = ::open(fmt::format("/proc/{}/stat", pid).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::array<char, 1024> buffer{};  // the line is a few hundred bytes; the start time comes early in it
+  const ssize_t got = ::read(fd, buffer.data(), buffer.size());
+  ::close(fd);
+  if (got <= 0) return std::nullopt;
+  const std::string_view stat(buffer.data(), static_cast<size_t>(got));
+  // The command name, in parentheses, may hold spaces and ')': fields count from the last ')'.
+  const size_t name_end = stat.rfind(')');
+  if (name_end == std::string::npos) return std::nullopt;
+  std::string_view rest = std::string_view(stat).substr(name_end + 1);
+  constexpr int kFieldsBeforeStart = 19;  // fields 3 (the state) to 21; the start time is field 22
+  for (int i = 0; i < kFieldsBeforeStart; ++i) {
+    const size_t space = rest.find(' ', 1);
+    if (space == std::string_view::npos) return std::nullopt;
+    rest = rest.substr(space);
+  }
+  rest.remove_prefix(1);
+  unsigned long long start = 0;
+  const auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), start);
+  if (error != std::errc() || end == rest.data()) return std::nullopt;
+  return start;
+}
+
 std::string new_staging_name(std::string_view final_name) {
   thread_local std::mt19937_64 random(std::random_device{}());
-  return fmt::format(".{}{}{}-{}-{:08x}", final_name, kMarker, this_host(), ::getpid(),
+  static const unsigned long long start = process_start(::getpid()).value_or(0);
+  return fmt::format(".{}{}{}-{}.{}-{:08x}", final_name, kMarker, this_host(), ::getpid(), start,
                      static_cast<uint32_t>(random()));
 }
 
@@ -43,7 +70,16 @@ std::optional<StagingOwner> staging_owner(std::string_view entry, std::string_vi
   if (pid_dash == std::string_view::npos || nonce_dash == 0) return std::nullopt;
   StagingOwner owner;
   owner.host = std::string(rest.substr(0, pid_dash));
-  const std::string_view pid = rest.substr(pid_dash + 1, nonce_dash - pid_dash - 1);
+  std::string_view pid = rest.substr(pid_dash + 1, nonce_dash - pid_dash - 1);  // PID or PID.START
+  const size_t dot = pid.find('.');
+  if (dot != std::string_view::npos) {
+    const std::string_view start = pid.substr(dot + 1);
+    unsigned long long value = 0;
+    const auto [end, error] = std::from_chars(start.data(), start.data() + start.size(), value);
+    if (error != std::errc() || end != start.data() + start.size()) return std::nullopt;
+    owner.start = value;
+    pid = pid.substr(0, dot);
+  }
   const auto [end, error] = std::from_chars(pid.data(), pid.data() + pid.size(), owner.pid);
   if (error != std::errc() || end != pid.data() + pid.size() || owner.pid <= 0) return std::nullopt;
   return owner;
@@ -51,7 +87,11 @@ std::optional<StagingOwner> staging_owner(std::string_view entry, std::string_vi
 
 bool owner_is_dead(const StagingOwner& owner) {
   if (owner.host != this_host()) return false;
-  return ::kill(static_cast<pid_t>(owner.pid), 0) != 0 && errno == ESRCH;
+  if (::kill(static_cast<pid_t>(owner.pid), 0) != 0 && errno == ESRCH) return true;
+  if (!owner.start) return false;
+  // The id runs a process: the writer's, unless it started at another time (the id was reused).
+  const auto start = process_start(owner.pid);
+  return start && *start != *owner.start;
 }
 
 size_t remove_dead_stagings(const std::filesystem::path& final_path) {

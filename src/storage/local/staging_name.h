@@ -1,6 +1,7 @@
 // Names of the temporary siblings local writers stage into:
-// ".NAME.tmp-reshard-HOST-PID-NONCE". The host and process id say whose it is,
-// so that a later writer can tell a dead writer's leftover from a live one's.
+// ".NAME.tmp-reshard-HOST-PID.START-NONCE". The host, process id and the
+// process's start time say whose it is, so that a later writer can tell a dead
+// writer's leftover from a live one's, even once the id is reused.
 #pragma once
 
 #include <filesystem>
@@ -19,13 +20,20 @@ std::string new_staging_name(std::string_view final_name);
 struct StagingOwner {
   std::string host;
   long pid = 0;
+  // When the process started (clock ticks after boot); absent in names
+  // written before it was part of them.
+  std::optional<unsigned long long> start;
 };
+
+// When process `pid` of this host started (clock ticks after boot, as
+// /proc/PID/stat says); none if it does not run or cannot be read.
+std::optional<unsigned long long> process_start(long pid);
 
 // Whose staging `entry` is, when it is a staging name for `final_name`.
 std::optional<StagingOwner> staging_owner(std::string_view entry, std::string_view final_name);
 
 // Whether the owner is known to be gone: a process of this host that no
-// longer runs. Another host's staging is never taken for dead.
+// longer runs, or whose id now belongs to a process started at another time. Another host's staging is never taken for dead.
 bool owner_is_dead(const StagingOwner& owner);
 
 // Removes the staging siblings of `final_path` (files or folders) whose owner

@@ -42,6 +42,16 @@ class MpiSession {
   // peer_timeout, 60 s without one.
   static std::chrono::milliseconds peer_timeout();
 
+  // Whether a transport of this process gave up on a peer (one silent past
+  // the timeout, or one that failed) with no transport built since. Then the
+  // session does not call MPI_Finalize, which would wait for that peer: the
+  // process ends unfinalised and the launcher ends the job.
+  static bool gave_up_on_a_peer();
+  // Whether a transport of this process ever timed out on a silent peer: a new
+  // transport over a communicator with that peer would wait for it forever
+  // if it is dead or stopped (reshard.mpi refuses to make one then).
+  static bool peer_went_silent();
+
   // Ends every process of the job with `exit_code` (MPI_Abort on the world).
   // The only clean way out once a rank has failed: without ULFM, MPI cannot
   // shrink or repair a communicator that has lost a member, so the survivors

@@ -1,0 +1,63 @@
+"""Run by test_lost_peer.py under ``mpirun -np N``: the ranks reshard an array back and forth
+in a loop until the last rank stops itself (SIGSTOP) or is killed (SIGKILL) on the third
+round. Each survivor prints "rank R raised NAME", tries a new transport (refused once a peer
+went silent: "rank R refused NAME"), and calls sys.exit(1), or with RESHARD_TEST_RERAISE=1 lets
+the error end it; the job must then end. argv: how the last rank goes (stop, kill), where the
+transport comes from (reshard, mpi4py, jax: reshard's, in a process that also runs
+jax.distributed), the transport's timeout in seconds, a folder where each rank writes its
+process id."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import signal
+import sys
+
+import numpy as np
+
+import reshard
+import reshard.mpi
+from reshard import P
+
+
+def make_transport(source: str, timeout: float):
+    if source == "mpi4py":
+        from mpi4py import MPI
+
+        return reshard.mpi.transport(MPI.COMM_WORLD, timeout=timeout)
+    if source == "jax":
+        import jax
+
+        jax.distributed.initialize()  # finds Open MPI's launch by itself
+    return reshard.mpi.transport(timeout=timeout)
+
+
+def main() -> None:
+    how, source, timeout, pids = sys.argv[1], sys.argv[2], float(sys.argv[3]), pathlib.Path(sys.argv[4])
+    t = make_transport(source, timeout)
+    rank, size = t.rank, t.size
+    (pids / str(rank)).write_text(str(os.getpid()))
+    topology = reshard.Topology.uniform(size, size)
+    order = list(range(size))
+    layouts = [reshard.NamedSharding(reshard.Mesh(np.array(o), ("x",)), P("x")) for o in (order, order[::-1])]
+    array = reshard.from_host(np.arange(size * 1024, dtype=np.float32), layouts[0], topology, transport=t)
+    try:
+        for step in range(1_000_000):
+            if step == 3 and rank == size - 1:
+                os.kill(os.getpid(), signal.SIGSTOP if how == "stop" else signal.SIGKILL)
+            array = reshard.reshard(array, layouts[(step + 1) % 2], transport=t)
+    except (reshard.errors.TransportTimeoutError, reshard.errors.PeerFailedError) as e:
+        print(f"rank {rank} raised {type(e).__name__}: {e}", flush=True)
+        if os.environ.get("RESHARD_TEST_RERAISE") == "1":
+            raise
+        if isinstance(e, reshard.errors.TransportTimeoutError):
+            try:
+                make_transport("reshard", timeout)
+            except reshard.errors.PeerFailedError as refusal:
+                print(f"rank {rank} refused {type(refusal).__name__}: {refusal}", flush=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
