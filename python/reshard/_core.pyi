@@ -1013,6 +1013,11 @@ def _mpi_finalize() -> None:
     Closes every MPI transport, then ends the session (MPI_Finalize if it initialised MPI).
     """
 
+def _mpi_gave_up() -> bool:
+    """
+    Whether a transport gave up on a peer (silent or failed) with none built since.
+    """
+
 def _mpi_owns() -> bool:
     """Whether the session initialised MPI (and so finalises it)."""
 
