@@ -32,9 +32,9 @@ ShardedArray fill_import_tensor(const ImportPlan& plan, size_t output, const Imp
 // Every output of `plan`, in order, as fill_import_tensor builds each. Mapped
 // files are copied from one tensor after another (memory bandwidth is the
 // bound); objects are fetched for `tensors_in_flight` tensors at once, since
-// each slice's ranged reads wait on the store more than on the copy. The first
-// failing tensor's error (in output order) is thrown once every fill in flight
-// has ended; `progress` is called from one thread at a time.
+// each slice's ranged reads wait on the store more than on the copy. After a
+// failure no new tensor starts, and the first error is thrown once every fill
+// in flight has ended; `progress` is called from one thread at a time.
 std::vector<ShardedArray> fill_import_tensors(const ImportPlan& plan, const ImportSource& source,
                                               const Topology& topology, int process, size_t tensors_in_flight,
                                               FillStats& stats, const std::function<void(uint64_t)>& progress);

@@ -1,4 +1,4 @@
-#include "storage/gcs/gcs_for_each.h"
+#include "storage/for_each_concurrently.h"
 
 #include <algorithm>
 #include <atomic>
