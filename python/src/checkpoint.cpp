@@ -56,7 +56,7 @@ SaveOptions save_options(std::optional<MetadataItems> metadata, bool replace, ui
 SaveResult save(const std::filesystem::path& path, const std::vector<std::string>& names,
                const std::vector<ShardedArray>& arrays, std::optional<MetadataItems> metadata, bool replace,
                Transport* transport) {
-  const Place where(path, "path");
+  const storage::Location where = place(path, "path");
   const std::vector<NamedArray> named = named_arrays(names, arrays);
   const SaveOptions options = save_options(std::move(metadata), replace, SaveOptions{}.staging_bytes);
   return with_transport(transport, topology_of(named),
@@ -78,7 +78,7 @@ class PendingSave {
     handle_ = SaveHandle();
   }
 
-  static std::unique_ptr<PendingSave> start(const Place& where, const std::vector<NamedArray>& named,
+  static std::unique_ptr<PendingSave> start(const storage::Location& where, const std::vector<NamedArray>& named,
                                             const SaveOptions& options, Transport* transport) {
     auto pending = std::make_unique<PendingSave>();
     const Topology topology = topology_of(named);
@@ -111,7 +111,7 @@ class PendingSave {
 std::unique_ptr<PendingSave> save_async(const std::filesystem::path& path, const std::vector<std::string>& names,
                                         const std::vector<ShardedArray>& arrays, std::optional<MetadataItems> metadata,
                                         bool replace, uint64_t staging_bytes, Transport* transport) {
-  const Place where(path, "path");
+  const storage::Location where = place(path, "path");
   const std::vector<NamedArray> named = named_arrays(names, arrays);
   return PendingSave::start(where, named, save_options(std::move(metadata), replace, staging_bytes), transport);
 }
@@ -121,7 +121,7 @@ std::pair<std::vector<ShardedArray>, RestoreResult> restore(const std::filesyste
                                                            const std::vector<NamedSharding>& shardings,
                                                            const Topology& topology, bool verify_checksums,
                                                            Transport* transport) {
-  const Place where(path, "path");
+  const storage::Location where = place(path, "path");
   if (names.size() != shardings.size()) {
     throw Error(ErrorCode::kInvalidArgument, std::to_string(names.size()) + " names for " +
                                                  std::to_string(shardings.size()) + " shardings");
@@ -141,7 +141,7 @@ std::pair<std::vector<ShardedArray>, RestoreResult> restore(const std::filesyste
 
 RestoreResult restore_into(const std::filesystem::path& path, const std::vector<std::string>& names,
                           const std::vector<ShardedArray>& arrays, bool verify_checksums, Transport* transport) {
-  const Place where(path, "path");
+  const storage::Location where = place(path, "path");
   std::vector<NamedArray> named = named_arrays(names, arrays);  // copies share the arrays' buffers
   for (const NamedArray& array : named) array.array.check_writable();
   const RestoreOptions options{.verify_checksums = verify_checksums};
@@ -157,7 +157,7 @@ using SavePath = decltype(save_path_type(&save_checkpoint));
 
 // Refuses, before anything is read, a place save_checkpoint cannot write.
 void check_save_path(const std::filesystem::path& path, const std::string& argument) {
-  const Place where(path, argument.c_str());
+  const storage::Location where = place(path, argument.c_str());
   [[maybe_unused]] const SavePath checked = where;
 }
 

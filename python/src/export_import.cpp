@@ -72,8 +72,8 @@ ExportResult export_from_checkpoint(const std::filesystem::path& checkpoint, con
                                     bool replace, std::optional<std::string> hf_config_json,
                                     const std::optional<std::string>& lora_config_json, uint64_t part_bytes,
                                     uint32_t parts_in_flight, Transport* transport) {
-  const Place source(checkpoint, "source");
-  const Place where(out, "out");
+  const storage::Location source = place(checkpoint, "source");
+  const storage::Location where = place(out, "out");
   const TensorMap tensor_map = tensor_map_from(map);
   const ExportOptions options =
       export_options(kind, dtype, max_shard_size, optional_place(base, "base"), gather_to, replace,
@@ -89,7 +89,7 @@ ExportResult export_from_arrays(const std::vector<std::string>& names, const std
                                 bool replace, std::optional<std::string> hf_config_json,
                                 const std::optional<std::string>& lora_config_json, uint64_t part_bytes,
                                 uint32_t parts_in_flight, Transport* transport) {
-  const Place where(out, "out");
+  const storage::Location where = place(out, "out");
   if (names.size() != arrays.size()) throw Error(ErrorCode::kInvalidArgument, "as many names as arrays");
   std::vector<NamedArray> named;
   for (size_t i = 0; i < arrays.size(); ++i) named.push_back(NamedArray{names[i], arrays[i]});
@@ -150,7 +150,7 @@ void bind_export_import(nb::module_& m) {
                              const Topology& topology, nb::handle rules, std::optional<std::string> best_effort,
                              bool strict, const std::optional<std::string>& dtype, AxisSizes sizes,
                              const std::optional<std::filesystem::path>& base, Transport* transport) {
-    const Place source(hf_dir, "hf_dir");
+    const storage::Location source = place(hf_dir, "hf_dir");
     const TensorMap tensor_map = tensor_map_from(map);
     const CheckpointLayout layout{mesh, topology, rules_from_python(rules), std::move(best_effort), strict};
     const ImportOptions options = import_options(dtype, std::move(sizes), base, true);
@@ -169,8 +169,8 @@ void bind_export_import(nb::module_& m) {
                                  std::optional<std::string> best_effort, bool strict,
                                  const std::optional<std::string>& dtype, AxisSizes sizes,
                                  const std::optional<std::filesystem::path>& base, bool replace, Transport* transport) {
-    const Place source(hf_dir, "hf_dir");
-    const Place where(checkpoint, "checkpoint");
+    const storage::Location source = place(hf_dir, "hf_dir");
+    const storage::Location where = place(checkpoint, "checkpoint");
     const TensorMap tensor_map = tensor_map_from(map);
     const CheckpointLayout layout{mesh, topology, rules_from_python(rules), std::move(best_effort), strict};
     const ImportOptions options = import_options(dtype, std::move(sizes), base, replace);

@@ -72,7 +72,7 @@ using TensorEntry = std::tuple<std::string, std::string, nb::object, ReadOnlyByt
 
 void write_file(const std::filesystem::path& path, const std::vector<TensorEntry>& tensors,
                 std::optional<std::vector<std::pair<std::string, std::string>>> metadata) {
-  const Place where(path, "filename");
+  const storage::Location where = place(path, "filename");
   std::vector<st::TensorData> data;
   data.reserve(tensors.size());
   for (const auto& [name, dtype, shape, bytes] : tensors) {
@@ -108,7 +108,7 @@ void bind_formats(nb::module_& m) {
                        "An open safetensors file whose whole header was validated at open.\n"
                        "Use reshard.safetensors.safe_open; this is the compiled half.")
       .def_static("open", [](const std::filesystem::path& path, const std::string& mode) {
-        const Place where(path, "path");
+        const storage::Location where = place(path, "path");
         const st::ReadMode read = read_mode(mode);
         nb::gil_scoped_release release;
         return st::File::open(where, read);

@@ -37,7 +37,7 @@ safetensors::ReadMode folder_read_mode(const std::string& mode) {
 void bind_hf_folder(nb::module_& m) {
   nb::class_<HfFolder>(m, "HfFolder", "An open, validated Hugging Face folder (use reshard.hf.open_folder).")
       .def_static("open", [](const std::filesystem::path& folder, const std::string& mode) {
-        const Place where(folder, "path");
+        const storage::Location where = place(folder, "path");
         const safetensors::ReadMode read = folder_read_mode(mode);
         nb::gil_scoped_release release;
         return HfFolder::open(where, read);

@@ -88,8 +88,8 @@ std::optional<checkpoint::Reader> open_checkpoint(const storage::Location& where
 }
 
 nb::dict inspect(const fs::path& path) {
-  const Place where(path, "path");
-  if (const std::optional<checkpoint::Reader> reader = open_checkpoint(where.location())) {
+  const storage::Location where = place(path, "path");
+  if (const std::optional<checkpoint::Reader> reader = open_checkpoint(where)) {
     return inspect_checkpoint(*reader);
   }
   return inspect_model(open_model_files(where, safetensors::ReadMode::kPread));
@@ -98,9 +98,9 @@ nb::dict inspect(const fs::path& path) {
 // Every chunk read back against its checksums, or every tensor's bytes read;
 // the first damage is the reader's typed error naming file, tensor and chunk.
 nb::dict verify(const fs::path& path) {
-  const Place where(path, "path");
+  const storage::Location where = place(path, "path");
   nb::dict out;
-  if (const std::optional<checkpoint::Reader> found = open_checkpoint(where.location())) {
+  if (const std::optional<checkpoint::Reader> found = open_checkpoint(where)) {
     const checkpoint::Reader& reader = *found;
     const checkpoint::Manifest& manifest = reader.manifest();
     {

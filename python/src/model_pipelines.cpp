@@ -64,8 +64,8 @@ ConvertResult convert(const std::filesystem::path& src, const std::filesystem::p
                       const std::optional<std::string>& dtype, uint64_t max_shard_size, bool replace,
                       std::optional<Mesh> mesh, std::optional<Topology> topology, nb::handle rules,
                       std::optional<std::string> best_effort_axis, bool strict, Transport* transport) {
-  const Place from(src, "src");
-  const Place to(dst, "dst");
+  const storage::Location from = place(src, "src");
+  const storage::Location to = place(dst, "dst");
   ConvertOptions options;
   options.output = output ? output_from_string(*output) : convert_output_for(to, mesh.has_value());
   options.dtype = optional_dtype(dtype);
@@ -91,9 +91,9 @@ ConvertResult convert(const std::filesystem::path& src, const std::filesystem::p
 MergeLoraResult merge_lora(const std::filesystem::path& base, const std::filesystem::path& adapter,
                             const std::filesystem::path& out, const std::optional<std::string>& dtype,
                             uint64_t max_shard_size, bool replace, size_t block_bytes, int threads) {
-  const Place base_place(base, "base");
-  const Place adapter_place(adapter, "adapter");
-  const Place out_place(out, "out");
+  const storage::Location base_place = place(base, "base");
+  const storage::Location adapter_place = place(adapter, "adapter");
+  const storage::Location out_place = place(out, "out");
   MergeLoraOptions options;
   options.threads = threads;
   options.dtype = optional_dtype(dtype);

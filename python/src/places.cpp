@@ -11,9 +11,8 @@
 #include "reshard/layout/error.h"
 
 namespace reshard::python {
-namespace {
 
-storage::Location parse_argument(const std::filesystem::path& given, const char* argument) {
+storage::Location place(const std::filesystem::path& given, const char* argument) {
   try {
     return storage::Location::parse(given.native());
   } catch (const Error& e) {
@@ -21,13 +20,9 @@ storage::Location parse_argument(const std::filesystem::path& given, const char*
   }
 }
 
-}  // namespace
-
-Place::Place(const std::filesystem::path& given, const char* argument) : where_(parse_argument(given, argument)) {}
-
 void bind_places(nb::module_& m) {
   m.def("_parse_location", [](const std::filesystem::path& text, const std::string& argument) {
-    const storage::Location where = parse_argument(text, argument.c_str());
+    const storage::Location where = place(text, argument.c_str());
     return std::make_tuple(std::string(storage::scheme_name(where.scheme())), where.bucket(), where.key());
   }, nb::arg("text"), nb::arg("argument"),
         nb::sig("def _parse_location(text: str | os.PathLike, argument: str) -> tuple[str, str, str]"),
