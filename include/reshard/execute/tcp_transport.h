@@ -65,6 +65,10 @@ class TcpTransport final : public Transport {
   int size() const override;
   std::unique_ptr<Request> isend(int peer, Tag tag, std::span<const std::byte> data) override;
   std::unique_ptr<Request> irecv(int peer, Tag tag, std::span<std::byte> data) override;
+  std::unique_ptr<Request> isend_owned(int peer, Tag tag, std::span<const std::byte> data,
+                                       std::shared_ptr<const void> owner) override;
+  std::unique_ptr<Request> irecv_owned(int peer, Tag tag, std::span<std::byte> data,
+                                       std::shared_ptr<const void> owner) override;
   std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> local) override;
   void barrier() override;
   bool all_equal(uint64_t value) override;
@@ -82,7 +86,11 @@ class TcpTransport final : public Transport {
   std::string label_of(int rank) const;
 
  private:
-  std::unique_ptr<tcp_detail::Engine> engine_;
+  struct Job;
+  void check_peer(int peer) const;
+
+  std::shared_ptr<tcp_detail::Engine> engine_;  // shared with the requests, which may outlive a call
+  std::unique_ptr<Job> job_;
   int rank_;
   int size_;
   uint64_t operations_ = 0;
