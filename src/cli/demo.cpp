@@ -104,6 +104,7 @@ void log_introduction(DemoContext& ctx, const std::string& processes) {
   ctx.log.field("model", std::move(model));
   ctx.log.field("processes", ctx.transport.size());
   ctx.log.field("devices", kDevices);
+  ctx.log.field("job", job_json());
   ctx.log.field("out", ctx.options.out.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(ctx.dir.string()));
 }
 

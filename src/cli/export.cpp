@@ -121,6 +121,7 @@ void run_export(const ExportFlags& flags) {
                                         {"merged", result.merged},
                                         {"bytes", result.bytes},
                                         {"processes", processes},
+                                        {"job", job_json()},
                                         {"seconds", result.seconds.total}};
     std::cout << out.dump(2) << "\n";
     return;

@@ -1,10 +1,13 @@
-// The job this process belongs to: alone, or one rank of an MPI launch.
+// The job this process belongs to: alone, or one rank of a job that mpirun,
+// torchrun, Slurm or a plain loop of processes started.
 #pragma once
 
 #include <chrono>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace CLI {
 class App;
@@ -23,10 +26,11 @@ struct JobWorld {
   int size = 1;
 };
 
-// One process, unless an MPI launcher (mpirun, mpiexec, srun) started this
-// one: then MPI is initialised on first use and the job is MPI's world. This
-// is what `--processes` defaults to. Without MPI built in,
-// always one process.
+// One process, unless a launcher started this one as a rank of a job:
+// mpirun/mpiexec/srun with MPI (MPI is then initialised on first use and the
+// job is MPI's world), or torchrun, RESHARD_RANK/RESHARD_SIZE/
+// RESHARD_COORDINATOR or Slurm without MPI (the TCP transport; see
+// --transport). This is what `--processes` defaults to.
 JobWorld job_world();
 
 // The transport between the job's processes, created on first use. Under
@@ -50,8 +54,15 @@ std::chrono::milliseconds job_timeout();
 // Sets it; applies to a transport already created too. Positive only.
 void set_job_timeout(std::chrono::milliseconds timeout);
 
-// Adds `--timeout SECONDS` (every data-moving command takes it) to `command`.
+// Adds `--timeout SECONDS` and `--transport KIND` (every data-moving command
+// takes them) to `command`.
 void add_timeout_option(CLI::App& command);
+// Adds `--transport auto|mpi|tcp|none` alone.
+void add_transport_option(CLI::App& command);
+
+// {"transport": "tcp", "rendezvous": "torchrun", "processes": 4}: how this job
+// was formed, for the --json of every command that moves data.
+nlohmann::ordered_json job_json();
 
 // Ends the job's use of MPI and returns `exit_code`. A failure (non-zero
 // code) in a job of several processes never returns: it tells the peers

@@ -79,6 +79,16 @@ class SaveJob {
       }
     }
     detail::require_all_succeeded(reports, rank, what_, failure.error);
+    // Processes that were given different arrays, dtypes or layouts (a flag
+    // that differs on one host) would write files that do not match the
+    // manifest process 0 writes: refused on every process, before any data.
+    if (!transport_.all_equal(plan_->fingerprint())) {
+      if (rank == 0 && local()) detail::abandon_staging(path_);
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("{}: the processes do not save the same tensors (names, dtypes, shapes and layouts "
+                              "differ between them): every process must be given the same",
+                              what_));
+    }
     checksums_.assign(my_chunks().size(), {});
     detail::run_step(failure_, [&] {
       if (const auto& layout = plan_->file_of(rank)) open_data_file(*layout);

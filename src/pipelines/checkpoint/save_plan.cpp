@@ -132,4 +132,20 @@ checkpoint::Manifest SavePlan::manifest(std::span<const SaveTensor> arrays, std:
   return manifest;
 }
 
+uint64_t SavePlan::fingerprint() const {
+  // FNV-1a over the fields, in plan order.
+  uint64_t hash = 0xcbf29ce484222325ull;
+  const auto mix = [&hash](std::string_view bytes) {
+    for (const char c : bytes) hash = (hash ^ static_cast<uint8_t>(c)) * 0x100000001b3ull;
+  };
+  for (const PlannedChunk& chunk : chunks_) {
+    mix(chunk.key);
+    mix(dtype_name(chunk.dtype));
+    for (const int64_t at : chunk.box.origin()) mix(std::to_string(at) + ",");
+    for (const int64_t extent : chunk.box.shape()) mix(std::to_string(extent) + ";");
+    mix(std::to_string(chunk.writer) + "|");
+  }
+  return hash;
+}
+
 }  // namespace reshard

@@ -49,6 +49,9 @@ class SavePlan {
   static SavePlan make(std::span<const SaveTensor> tensors, int num_processes);
 
   const std::vector<PlannedChunk>& chunks() const { return chunks_; }
+  // A hash of every chunk's name, dtype, box and writer: equal on processes
+  // that plan the same save, so that they can check they do.
+  uint64_t fingerprint() const;
   // Indices into chunks() that `process` writes, in its data file's order.
   const std::vector<size_t>& chunks_of(int process) const { return by_process_.at(static_cast<size_t>(process)); }
   // The data file of `process`, or nullopt when it writes nothing.
