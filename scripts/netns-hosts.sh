@@ -4,13 +4,17 @@
 # between "hosts" go through a real network stack (Open MPI's TCP transport).
 #
 # Usage (as root):
-#   scripts/netns-hosts.sh run HOSTS RANKS_PER_HOST [--rate RATE] [--cut HOST] -- COMMAND [ARGS...]
+#   scripts/netns-hosts.sh run HOSTS RANKS_PER_HOST [--rate RATE] [--cut HOST] [--launcher tcp] -- COMMAND [ARGS...]
 #       makes the hosts, runs `mpirun -np HOSTS*RANKS_PER_HOST COMMAND ARGS` from
 #       the first, removes everything (also when the job fails or is
 #       interrupted) and exits with the job's status. --rate (a tc rate such
 #       as 50mbit) slows the last host's link; --cut takes host HOST's link
 #       down just before the launch (a host unreachable from the start). A
 #       job that fails says which hosts cannot reach the first one.
+#       --launcher tcp starts the ranks as a TPU pod or torchrun would, without
+#       mpirun: each process on its host by itself, told RESHARD_RANK,
+#       RESHARD_SIZE and RESHARD_COORDINATOR (host 0); the status is the
+#       first non-zero one of the ranks.
 #   scripts/netns-hosts.sh up HOSTS     make the hosts and leave them up
 #   scripts/netns-hosts.sh down         remove them (and any process left in them)
 #   scripts/netns-hosts.sh exec HOST COMMAND...   run a command on host HOST (0-based)
@@ -127,11 +131,12 @@ cut() { ip -n "$(host_ns "$1")" link set eth0 down; }
 run() {
   local hosts=$1 per_host=$2
   shift 2
-  local rate="" unreachable=""
+  local rate="" unreachable="" launcher_kind=mpirun
   while (($#)) && [[ $1 != -- ]]; do
     case $1 in
       --rate) rate=$2; shift 2 ;;
       --cut) unreachable=$2; shift 2 ;;
+      --launcher) launcher_kind=$2; shift 2 ;;
       *) die "unknown option '$1'" ;;
     esac
   done
@@ -145,6 +150,11 @@ run() {
   wait_until_connected "$hosts"
   [[ -z $rate ]] || limit_rate "$((hosts - 1))" "$rate"
   [[ -z $unreachable ]] || cut "$unreachable"
+  if [[ $launcher_kind == tcp ]]; then
+    run_without_launcher "$hosts" "$per_host" "$@"
+    return
+  fi
+  [[ $launcher_kind == mpirun ]] || die "--launcher takes mpirun or tcp, not '$launcher_kind'"
   local hostfile
   hostfile=$(mktemp)
   local i
@@ -166,6 +176,26 @@ run() {
   local status=0
   wait "$launcher" || status=$?
   rm -f "$hostfile"
+  ((status == 0)) || say_unreachable "$hosts" "$status"
+  return "$status"
+}
+
+# Each rank started on its host by itself, rank r on host r / RANKS_PER_HOST,
+# the coordinator (rank 0) on host 0; no process waits on another to start.
+run_without_launcher() {
+  local hosts=$1 per_host=$2
+  shift 2
+  local port=$((20000 + RANDOM % 20000)) size=$((hosts * per_host)) rank status=0 pids=()
+  for ((rank = 0; rank < size; rank++)); do
+    ip netns exec "$(host_ns $((rank / per_host)))" env RESHARD_RANK=$rank RESHARD_SIZE=$size \
+      RESHARD_COORDINATOR="$subnet.1:$port" RESHARD_NETNS_PREFIX="$prefix" "$@" &
+    pids+=($!)
+  done
+  for rank in "${!pids[@]}"; do
+    local one=0
+    wait "${pids[$rank]}" || one=$?
+    ((status != 0)) || status=$one
+  done
   ((status == 0)) || say_unreachable "$hosts" "$status"
   return "$status"
 }
