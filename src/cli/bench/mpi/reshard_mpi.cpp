@@ -32,6 +32,7 @@
 #include "cli/job.h"
 #include "../bench_model.h"
 #include "../rotating_rounds.h"
+#include "tcp_beside_mpi.h"
 #include "reshard/execute/mpi/mpi_transport.h"
 #include "reshard/execute/operations.h"
 #include "reshard/layout/error.h"
@@ -535,7 +536,10 @@ BenchReport run_reshard_mpi_benchmark() {
   MpiTransportOptions typed_options = packed_options;
   typed_options.derived_datatypes = true;
   MpiTransport typed(MPI_COMM_WORLD, typed_options);
-  Transport* const through_mpi[] = {&packed, &typed};
+  // The same processes joined again by the TCP transport (the one jobs that
+  // mpirun did not start use), measured in the same rounds as MPI's.
+  const std::unique_ptr<TcpTransport> tcp = tcp_beside(transport);
+  Transport* const through_mpi[] = {&packed, &typed, tcp.get()};
   const int64_t devices = int64_t{kDevicesPerProcess} * world.size;
   // The hosts the ranks really run on: across hosts (the namespace hosts of
   // scripts/netns-hosts.sh, a pod) plans take each element into a host once.
@@ -568,7 +572,8 @@ BenchReport run_reshard_mpi_benchmark() {
     report.figures.push_back(against_alltoallv(
         "split dimension: each transfer packed alone (one strided pass), no communication", packing,
         world.size, std::nullopt));
-    const char* const mpi_names[] = {"(through MPI, packed by reshard)", "(through MPI, derived datatypes)"};
+    const char* const mpi_names[] = {"(through MPI, packed by reshard)", "(through MPI, derived datatypes)",
+                                     "(through the TCP transport)"};
     for (size_t i = 0; i < mpi_seconds.size(); ++i) {
       Measured through = transpose;
       through.reshard_seconds = mpi_seconds[i];
@@ -576,6 +581,13 @@ BenchReport run_reshard_mpi_benchmark() {
           against_alltoallv(fmt::format("to another split dimension {}", mpi_names[i]), through, world.size,
                             std::nullopt));
     }
+    // The TCP transport beside the MPI transport's path for ranks of different
+    // hosts (packed by reshard, MPI's own TCP or shared memory underneath).
+    const double moved = static_cast<double>(transpose.matrix_bytes) / kGiB;
+    report.figures.push_back(throughput_figure(
+        fmt::format("reshard to another split dimension through the TCP transport, {}", on_cores(world.size)),
+        moved / mpi_seconds[2], "the same through the MPI transport (packed by reshard)", moved / mpi_seconds[0],
+        0.9));
     BenchFigure bytes;
     bytes.name = "bytes between processes, split dimension change";
     bytes.unit = "GiB";
