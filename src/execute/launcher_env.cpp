@@ -35,10 +35,22 @@ LauncherChoice tcp_choice(std::string rendezvous, std::string_view rank_var, std
   return choice;
 }
 
+// Where torchrun's job meets: MASTER_ADDR:MASTER_PORT, unless torchrun's own
+// agent already serves its store there (TORCHELASTIC_USE_AGENT_STORE=True,
+// as recent torchrun does), when the next port is reshard's.
+// RESHARD_COORDINATOR, where set, says otherwise.
+std::string torchrun_coordinator(const EnvLookup& env) {
+  if (auto given = env("RESHARD_COORDINATOR")) return *given;
+  int port = parse_count("MASTER_PORT", *env("MASTER_PORT"));
+  if (env("TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True") ++port;
+  if (port > 65535) throw Error(ErrorCode::kInvalidArgument, "MASTER_PORT=" + *env("MASTER_PORT") + " is not a port");
+  return *env("MASTER_ADDR") + ":" + std::to_string(port);
+}
+
 // The TCP rendezvous the environment describes, if any.
 std::optional<LauncherChoice> tcp_from_env(const EnvLookup& env) {
   if (env("RANK") && env("WORLD_SIZE") && env("MASTER_ADDR") && env("MASTER_PORT")) {
-    return tcp_choice("torchrun", "RANK", "WORLD_SIZE", *env("MASTER_ADDR") + ":" + *env("MASTER_PORT"), env);
+    return tcp_choice("torchrun", "RANK", "WORLD_SIZE", torchrun_coordinator(env), env);
   }
   auto coordinator = env("RESHARD_COORDINATOR");
   if (!coordinator) return std::nullopt;

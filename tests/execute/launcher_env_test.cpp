@@ -46,6 +46,16 @@ TEST(LauncherEnv, TorchrunIsTcpWithStoreAtMaster) {
   EXPECT_EQ(choice.coordinator, "10.0.0.1:29500");
 }
 
+// torchrun's agent holding its own store at MASTER_PORT: reshard meets on the
+// next port; RESHARD_COORDINATOR overrides both.
+TEST(LauncherEnv, TorchrunsAgentStoreKeepsItsPort) {
+  auto vars = with(kTorchrun, "TORCHELASTIC_USE_AGENT_STORE", "True");
+  EXPECT_EQ(choose_launcher(TransportKind::kAuto, true, env_of(vars)).coordinator, "10.0.0.1:29501");
+  vars = with(vars, "RESHARD_COORDINATOR", "10.0.0.1:7000");
+  EXPECT_EQ(choose_launcher(TransportKind::kAuto, true, env_of(vars)).coordinator, "10.0.0.1:7000");
+  EXPECT_THROW(choose_launcher(TransportKind::kAuto, true, env_of(with(kTorchrun, "MASTER_PORT", "70000"))), Error);
+}
+
 TEST(LauncherEnv, MpiLauncherWinsWhenMpiIsBuilt) {
   auto vars = with(kTorchrun, "OMPI_COMM_WORLD_SIZE", "4");
   EXPECT_EQ(choose_launcher(TransportKind::kAuto, true, env_of(vars)).transport, TransportKind::kMpi);
