@@ -26,6 +26,7 @@
 #include "reshard/execute/in_process_transport.h"
 #include "reshard/execute/operations.h"
 #include "reshard/execute/sharded_array.h"
+#include "reshard/execute/tcp_transport.h"
 #include "reshard/execute/transport.h"
 
 // Storage: local files and object stores.
