@@ -34,6 +34,12 @@ struct TcpTransportOptions {
   // The liveness bound (Transport::set_timeout), and how long the rendezvous
   // waits for the job's processes to arrive.
   std::chrono::milliseconds timeout{60'000};
+  // Between processes of one host that may read each other's memory (one
+  // pid namespace, ptrace allowed), a message of 64 KiB or more crosses as
+  // one kernel copy, the receiver reading it out of the sender's memory,
+  // instead of through the loopback. False (or RESHARD_SINGLE_COPY=0 in the
+  // environment) sends everything through the sockets.
+  bool single_copy = true;
   // Rank 0: called with "ip:port" once it listens, before it waits for the
   // others (to publish the address where they will look for it).
   std::function<void(const std::string& address)> on_listening;
@@ -82,8 +88,10 @@ class TcpTransport final : public Transport {
   // Rank `rank`'s host, numbered 0..H-1 by lowest rank: one kernel (boot id)
   // and one network namespace, as the MPI transport tells hosts apart.
   int host_of(int rank) const;
-  // "hostname, ip:port": how errors and logs name rank `rank`.
+  // "rank 2 (hostname, ip:port)": how errors and logs name rank `rank`.
   std::string label_of(int rank) const;
+  // Whether messages to and from `rank` cross as one kernel copy (single_copy).
+  bool reads_across(int rank) const;
 
  private:
   struct Job;

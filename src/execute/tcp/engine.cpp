@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "execute/tcp/same_host_probe.h"
+
 namespace reshard::tcp_detail {
 namespace {
 
@@ -26,6 +28,10 @@ constexpr size_t kIoSlice = size_t{4} << 20;
 constexpr size_t kReadTurn = size_t{16} << 20;
 // An abort's reason is text; anything longer is a broken peer.
 constexpr uint64_t kMaxAbortReason = 64 * 1024;
+// Messages from this size on, to a peer of this host that reads our memory,
+// cross as one kernel copy; smaller ones cost less through the socket than
+// the round trip that would announce them.
+constexpr uint64_t kReadAcrossMinBytes = 64 * 1024;
 
 // How often a peer with nothing to send says it is alive: a few times per
 // timeout, so a live peer is never mistaken for a silent one.
@@ -54,6 +60,7 @@ struct Engine::OutItem {
 struct Engine::Incoming {
   Tag tag = 0;
   std::vector<std::byte> bytes;
+  std::optional<ReadableMessage> across;  // to be read out of the sender's memory instead
   bool complete = false;
   std::shared_ptr<Op> waiting;  // a receive posted while it was still arriving
 };
@@ -73,6 +80,9 @@ struct Engine::Peer {
   std::vector<std::byte> control;
   std::map<Tag, std::deque<std::shared_ptr<Op>>> posted;
   std::map<Tag, std::deque<std::shared_ptr<Incoming>>> unexpected;
+  pid_t pid = 0;  // where this process reads the peer's memory directly; 0: never
+  std::map<uint64_t, std::shared_ptr<Op>> being_read;  // our sends it reads, by id
+  uint64_t next_read_id = 0;
   Clock::time_point last_heard = Clock::now();
   Clock::time_point last_sent = Clock::now();
   bool left = false;  // said goodbye: nothing more comes from it
@@ -82,11 +92,13 @@ struct Engine::Peer {
   bool reading_payload() const { return header_read == sizeof(FrameHeader); }
 };
 
-Engine::Engine(int rank, std::vector<Socket> connections, std::vector<std::string> labels, milliseconds timeout)
+Engine::Engine(int rank, std::vector<Socket> connections, std::vector<std::string> labels,
+               std::vector<pid_t> readable_pids, milliseconds timeout)
     : rank_(rank), timeout_(timeout), discard_(kIoSlice) {
   for (size_t r = 0; r < connections.size(); ++r) {
     auto peer = std::make_unique<Peer>();
     peer->rank = static_cast<int>(r);
+    peer->pid = r < readable_pids.size() ? readable_pids[r] : 0;
     peer->label = labels[r];
     peer->socket = std::move(connections[r]);
     if (peer->open()) {
@@ -176,10 +188,21 @@ std::shared_ptr<Op> Engine::send(int peer, Tag tag, std::span<const std::byte> d
     return op;
   }
   OutItem item;
-  item.header.kind = static_cast<uint32_t>(FrameKind::kData);
   item.header.tag = tag;
-  item.header.bytes = data.size();
-  item.op = op;
+  if (to.pid != 0 && op->keep && data.size() >= kReadAcrossMinBytes) {
+    // The caller keeps the memory alive (`keep`) until the peer says it has
+    // read it, whatever happens to the request meanwhile.
+    const ReadableMessage readable{reinterpret_cast<uintptr_t>(data.data()), data.size(), to.next_read_id++};
+    to.being_read[readable.id] = op;
+    item.header.kind = static_cast<uint32_t>(FrameKind::kReadable);
+    item.header.bytes = sizeof readable;
+    const auto* raw = reinterpret_cast<const std::byte*>(&readable);
+    item.payload.assign(raw, raw + sizeof readable);
+  } else {
+    item.header.kind = static_cast<uint32_t>(FrameKind::kData);
+    item.header.bytes = data.size();
+    item.op = op;
+  }
   to.outbox.push_back(std::move(item));
   // An idle connection takes the frame at once, from this thread; the rest
   // the progress thread writes as the connection drains.
@@ -190,19 +213,11 @@ std::shared_ptr<Op> Engine::send(int peer, Tag tag, std::span<const std::byte> d
 
 // A message to this rank itself: matched as one from a peer would be.
 void Engine::arrive_here(Peer& self, const std::shared_ptr<Op>& op) {
-  auto& waiting = self.posted[op->tag];
-  auto& stashed = self.unexpected[op->tag];
   auto message = std::make_shared<Incoming>();
   message->tag = op->tag;
   message->bytes.assign(op->out.begin(), op->out.end());
   message->complete = true;
-  if (!waiting.empty() && stashed.empty()) {
-    const auto receive = waiting.front();
-    waiting.pop_front();
-    deliver(*message, *receive);
-    return;
-  }
-  stashed.push_back(std::move(message));
+  match_arrival(self, message);
 }
 
 std::shared_ptr<Op> Engine::receive(int peer, Tag tag, std::span<std::byte> data, std::shared_ptr<const void> keep) {
@@ -233,7 +248,8 @@ void Engine::post(const std::shared_ptr<Op>& op) {
     const auto message = stashed.front();
     stashed.pop_front();
     if (message->complete) {
-      deliver(*message, *op);
+      deliver(from, *message, *op);
+      wake();  // a read across may have queued its notice
     } else {
       message->waiting = op;
     }
@@ -247,12 +263,16 @@ void Engine::post(const std::shared_ptr<Op>& op) {
 }
 
 // Copies a whole stashed message into its receive.
-void Engine::deliver(Incoming& message, Op& op) {
+void Engine::deliver(Peer& from, Incoming& message, Op& op) {
+  if (message.across) {
+    read_across(from, message, op);
+    return;
+  }
   if (op.any_size) {
     op.owned = std::move(message.bytes);
   } else if (message.bytes.size() != op.in.size()) {
     complete(op, Error(ErrorCode::kTransport,
-                       fmt::format("{} sent {} bytes with tag {}, the receive expected {}", peers_[static_cast<size_t>(op.peer)]->label,
+                       fmt::format("{} sent {} bytes with tag {}, the receive expected {}", from.label,
                                    message.bytes.size(), message.tag, op.in.size())));
     return;
   } else if (!message.bytes.empty()) {
@@ -299,6 +319,10 @@ void Engine::withdraw(const std::shared_ptr<Op>& op) noexcept {
   op->withdrawn = true;
   Peer& peer = *peers_[static_cast<size_t>(op->peer)];
   if (op->is_send) {
+    // One the peer may be reading stays as it is: its memory is kept alive.
+    for (const auto& [id, reading] : peer.being_read) {
+      if (reading == op) return;
+    }
     auto& box = peer.outbox;
     const auto it = std::find_if(box.begin(), box.end(), [&](const OutItem& item) { return item.op == op; });
     if (it == box.end()) return;
@@ -342,6 +366,8 @@ void Engine::fail_pending_of(Peer& peer, const Error& error) {
   for (OutItem& item : peer.outbox) {
     if (item.op) complete(*item.op, error);
   }
+  for (auto& [id, op] : peer.being_read) complete(*op, error);
+  peer.being_read.clear();
 }
 
 void Engine::fail_everything(const Error& error) {
@@ -525,7 +551,7 @@ bool Engine::read_some(Peer& peer) {
       into = (peer.target->any_size ? peer.target->owned.data() : peer.target->in.data()) + peer.payload_read;
     } else if (peer.stash) {
       into = peer.stash->bytes.data() + peer.payload_read;
-    } else if (peer.header.kind == static_cast<uint32_t>(FrameKind::kAbort)) {
+    } else if (peer.header.kind != static_cast<uint32_t>(FrameKind::kData)) {
       into = peer.control.data() + peer.payload_read;
     } else {
       into = discard_.data();
@@ -567,6 +593,14 @@ void Engine::begin_frame(Peer& peer) {
       peer.control.assign(static_cast<size_t>(header.bytes), std::byte{0});
       if (header.bytes == 0) end_frame(peer);
       return;
+    case FrameKind::kReadable:
+      if (header.bytes != sizeof(ReadableMessage) || peer.pid == 0) break;
+      peer.control.assign(sizeof(ReadableMessage), std::byte{0});
+      return;
+    case FrameKind::kReadDone:
+      if (header.bytes != sizeof(uint64_t)) break;
+      peer.control.assign(sizeof(uint64_t), std::byte{0});
+      return;
     case FrameKind::kData: {
       auto& waiting = peer.posted[header.tag];
       auto& stashed = peer.unexpected[header.tag];
@@ -604,17 +638,74 @@ void Engine::end_frame(Peer& peer) {
   } else if (kind == FrameKind::kAbort) {
     const std::string reason(reinterpret_cast<const char*>(peer.control.data()), peer.control.size());
     fail_everything(Error(ErrorCode::kPeerFailed, fmt::format("{} failed: {}", peer.label, reason)));
+  } else if (kind == FrameKind::kReadable) {
+    auto message = std::make_shared<Incoming>();
+    message->tag = peer.header.tag;
+    message->across.emplace();
+    std::memcpy(&*message->across, peer.control.data(), sizeof(ReadableMessage));
+    message->complete = true;
+    match_arrival(peer, message);
+    changed_.notify_all();
+  } else if (kind == FrameKind::kReadDone) {
+    uint64_t id = 0;
+    std::memcpy(&id, peer.control.data(), sizeof id);
+    if (auto found = peer.being_read.extract(id)) complete(*found.mapped(), std::nullopt);
+    changed_.notify_all();
   } else if (kind == FrameKind::kData) {
     if (peer.target) {
       complete(*peer.target, std::nullopt);
       peer.target.reset();
     } else if (peer.stash) {
       peer.stash->complete = true;
-      if (auto receive = std::move(peer.stash->waiting)) deliver(*peer.stash, *receive);
+      if (auto receive = std::move(peer.stash->waiting)) deliver(peer, *peer.stash, *receive);
       peer.stash.reset();
     }
     changed_.notify_all();
   }
+}
+
+// A whole message that arrived: to the first receive waiting for it, unless
+// earlier ones of its tag wait to be taken, else kept for a later receive.
+void Engine::match_arrival(Peer& from, const std::shared_ptr<Incoming>& message) {
+  auto& waiting = from.posted[message->tag];
+  auto& stashed = from.unexpected[message->tag];
+  if (!waiting.empty() && stashed.empty()) {
+    const auto receive = waiting.front();
+    waiting.pop_front();
+    deliver(from, *message, *receive);
+    return;
+  }
+  stashed.push_back(message);
+}
+
+// Reads a message out of its sender's memory into `op`, then tells the
+// sender, whose send completes then (and whatever this side made of it).
+void Engine::read_across(Peer& from, const Incoming& message, Op& op) {
+  const ReadableMessage& readable = *message.across;
+  if (!op.any_size && op.in.size() != readable.bytes) {
+    complete(op, Error(ErrorCode::kTransport, fmt::format("{} sent {} bytes with tag {}, the receive expected {}",
+                                                          from.label, readable.bytes, message.tag, op.in.size())));
+  } else {
+    if (op.any_size) op.owned.resize(static_cast<size_t>(readable.bytes));
+    const std::span<std::byte> into = op.any_size ? std::span<std::byte>(op.owned) : op.in;
+    if (read_peer_memory(from.pid, readable.address, into)) {
+      complete(op, std::nullopt);
+    } else {
+      complete(op, Error(ErrorCode::kPeerFailed, fmt::format("reading {}'s memory failed (pid {}): {}", from.label,
+                                                             from.pid, system_error_text(errno))));
+    }
+  }
+  send_control(from, FrameKind::kReadDone, std::as_bytes(std::span(&readable.id, 1)));
+}
+
+void Engine::send_control(Peer& to, FrameKind kind, std::span<const std::byte> payload) {
+  if (!to.open()) return;
+  OutItem item;
+  item.header.kind = static_cast<uint32_t>(kind);
+  item.header.bytes = payload.size();
+  item.payload.assign(payload.begin(), payload.end());
+  to.outbox.push_back(std::move(item));
+  if (to.outbox.size() == 1) write_to(to);
 }
 
 }  // namespace reshard::tcp_detail

@@ -44,9 +44,11 @@ struct Op {
 class Engine {
  public:
   // `connections` by rank, this rank's invalid; `labels` name each rank in
-  // errors ("rank 2 (host, 10.0.0.2:41000)").
+  // errors ("rank 2 (host, 10.0.0.2:41000)"); `readable_pids` the pid of each
+  // peer whose memory the two processes read directly (0: none), for
+  // messages that stay on their host (same_host_probe.h).
   Engine(int rank, std::vector<Socket> connections, std::vector<std::string> labels,
-         std::chrono::milliseconds timeout);
+         std::vector<pid_t> readable_pids, std::chrono::milliseconds timeout);
   // Says goodbye to the peers still there, waits briefly for that to leave,
   // and closes; never waits on a peer that has gone.
   ~Engine();
@@ -85,7 +87,10 @@ class Engine {
   void write_to(Peer& peer);
   void send_heartbeats(Clock::time_point now);
   void arrive_here(Peer& self, const std::shared_ptr<Op>& op);
-  void deliver(Incoming& message, Op& op);
+  void deliver(Peer& from, Incoming& message, Op& op);
+  void read_across(Peer& from, const Incoming& message, Op& op);
+  void send_control(Peer& to, FrameKind kind, std::span<const std::byte> payload);
+  void match_arrival(Peer& from, const std::shared_ptr<Incoming>& message);
   void complete(Op& op, std::optional<Error> error);
   void peer_lost(Peer& peer, const std::string& why);
   void peer_left(Peer& peer);

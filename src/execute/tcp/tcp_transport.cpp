@@ -7,6 +7,7 @@
 
 #include "execute/tcp/engine.h"
 #include "execute/tcp/rendezvous.h"
+#include "execute/tcp/same_host_probe.h"
 #include "reshard/layout/error.h"
 
 namespace reshard {
@@ -60,12 +61,15 @@ std::vector<int> number_hosts(const tcp_detail::JoinedJob& job) {
 struct TcpTransport::Job {
   std::vector<std::string> labels;
   std::vector<int> host_of;
+  std::vector<pid_t> readable_pids;
 };
 
 TcpTransport::TcpTransport(const TcpTransportOptions& options) : rank_(options.rank), size_(options.size) {
   tcp_detail::JoinedJob joined = tcp_detail::join_job(options);
-  job_ = std::make_unique<Job>(Job{labels_of(joined), number_hosts(joined)});
-  engine_ = std::make_shared<Engine>(rank_, std::move(joined.connections), job_->labels, options.timeout);
+  auto pids = tcp_detail::probe_same_host_peers(joined, rank_, options.single_copy, options.timeout);
+  job_ = std::make_unique<Job>(Job{labels_of(joined), number_hosts(joined), pids});
+  engine_ = std::make_shared<Engine>(rank_, std::move(joined.connections), job_->labels, std::move(pids),
+                                     options.timeout);
 }
 
 TcpTransport::~TcpTransport() = default;
@@ -152,6 +156,11 @@ int TcpTransport::processes_on_this_host() const {
 int TcpTransport::host_of(int rank) const {
   check_peer(rank);
   return job_->host_of[static_cast<size_t>(rank)];
+}
+
+bool TcpTransport::reads_across(int rank) const {
+  check_peer(rank);
+  return job_->readable_pids[static_cast<size_t>(rank)] != 0;
 }
 
 std::string TcpTransport::label_of(int rank) const {

@@ -26,6 +26,16 @@ enum class FrameKind : uint32_t {
   kHeartbeat = 2,  // nothing to say, but alive
   kAbort = 3,      // the sender failed; the payload says why
   kGoodbye = 4,    // the sender closes its transport: no more frames follow
+  // A message the receiver reads out of the sender's memory (a peer of its
+  // host that lets it): `tag`, and a ReadableMessage as payload.
+  kReadable = 5,
+  kReadDone = 6,   // the receiver has read it: the payload is its id
+};
+
+struct ReadableMessage {
+  uint64_t address = 0;
+  uint64_t bytes = 0;
+  uint64_t id = 0;
 };
 
 struct FrameHeader {

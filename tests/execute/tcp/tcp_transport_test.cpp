@@ -233,6 +233,61 @@ TEST(TcpWithdraw, AWithdrawnReceiveNeverTakesItsMessage) {
   });
 }
 
+// Owned messages of 64 KiB and more between processes of a host that may read
+// each other's memory cross as one kernel copy: whether the receive is posted
+// before or after the message is announced, and beside small ones on the
+// same tag, in order.
+void reads_across(TcpTransport& t) {
+  const int to = (t.rank() + 1) % t.size(), from = (t.rank() + t.size() - 1) % t.size();
+  if (t.size() > 1) {
+    EXPECT_TRUE(t.reads_across(to)) << t.label_of(to);
+  }
+  const Tag base = t.begin_operation();
+  const auto bytes_for = [](int sender, size_t size, int salt) {
+    auto out = std::make_shared<std::vector<std::byte>>(size);
+    for (size_t i = 0; i < size; ++i) (*out)[i] = static_cast<std::byte>((i * 7 + static_cast<size_t>(sender) * 13 + static_cast<size_t>(salt)) & 0xff);
+    return out;
+  };
+  const size_t sizes[] = {size_t{3} << 20, 100, (size_t{64} << 10) + 1};
+  std::vector<std::shared_ptr<std::vector<std::byte>>> out, in;
+  std::vector<std::unique_ptr<Request>> requests;
+  // The first receive is posted before the barrier, the others after the sends.
+  in.push_back(std::make_shared<std::vector<std::byte>>(sizes[0]));
+  requests.push_back(t.irecv_owned(from, base, *in[0], in[0]));
+  t.barrier();
+  for (int i = 0; i < 3; ++i) {
+    out.push_back(bytes_for(t.rank(), sizes[i], i));
+    requests.push_back(t.isend_owned(to, base, *out.back(), out.back()));
+  }
+  t.barrier();
+  for (int i = 1; i < 3; ++i) {
+    in.push_back(std::make_shared<std::vector<std::byte>>(sizes[i]));
+    requests.push_back(t.irecv_owned(from, base, *in.back(), in.back()));
+  }
+  for (auto& request : requests) request->wait();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(*in[static_cast<size_t>(i)], *bytes_for(from, sizes[i], i)) << "message " << i;
+}
+
+TEST(TcpSameHost, OwnedMessagesAreReadAcross) { run_tcp_threads(3, reads_across); }
+
+TEST(TcpSameHost, SingleCopyOffSendsThroughTheSockets) {
+  const int port = free_port();
+  std::vector<std::thread> ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    ranks.emplace_back([rank, port] {
+      TcpTransportOptions options;
+      options.rank = rank;
+      options.size = 2;
+      options.coordinator = fmt::format("127.0.0.1:{}", port);
+      options.timeout = 20s;
+      options.single_copy = rank == 0;  // one side unwilling: the pair is not
+      TcpTransport transport(options);
+      EXPECT_FALSE(transport.reads_across(1 - rank));
+    });
+  }
+  for (auto& rank : ranks) rank.join();
+}
+
 // Child processes' tests (registered only in a child): the suite, and the
 // failures only a real process can show.
 void child_conformance() {
@@ -241,6 +296,8 @@ void child_conformance() {
     SCOPED_TRACE(test_case.name);
     test_case.run(*transport);
   }
+  SCOPED_TRACE("ReadsAcross");
+  reads_across(*transport);
 }
 
 // Rank 1 dies (as kill -9 would leave it) or stops (SIGSTOP: a hung host)
