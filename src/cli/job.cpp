@@ -127,10 +127,14 @@ std::vector<std::string> job_peer_paths() {
 #endif
   if (const Job& j = job(); j.tcp_transport) {
     for (int peer = 0; peer < transport.size(); ++peer) {
-      paths.emplace_back(peer == transport.rank() ? "self"
-                         : j.tcp_transport->host_of(peer) == j.tcp_transport->host_of(transport.rank())
-                             ? "TCP (this host)"
-                             : "TCP (other host)");
+      const TcpTransport& tcp = *j.tcp_transport;
+      if (peer == transport.rank()) {
+        paths.emplace_back("self");
+      } else if (tcp.host_of(peer) != tcp.host_of(transport.rank())) {
+        paths.emplace_back("TCP (other host)");
+      } else {
+        paths.emplace_back(tcp.reads_across(peer) ? "single copy" : "TCP (this host)");
+      }
     }
     return paths;
   }

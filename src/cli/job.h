@@ -39,7 +39,8 @@ Transport& job_transport();
 
 // How this process's bytes reach each rank of the job, by rank: "self", and
 // under MPI "single copy" or why not ("MPI (other host)", "MPI (single copy
-// off)", "MPI (attach refused)"). Creates the transport: collective.
+// off)", "MPI (attach refused)"); over TCP "single copy", "TCP (this host)" or
+// "TCP (other host)". Creates the transport: collective.
 std::vector<std::string> job_peer_paths();
 
 // `topology` with each process on the host it really runs on (under MPI:

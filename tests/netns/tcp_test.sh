@@ -21,12 +21,12 @@ plan = json.load(open(sys.argv[1]))
 host = lambda rank: rank // 2
 for a in range(4):
     for b in range(4):
-        want = "self" if a == b else ("TCP (this host)" if host(a) == host(b) else "TCP (other host)")
+        want = "self" if a == b else ("single copy" if host(a) == host(b) else "TCP (other host)")
         assert plan["paths"][a][b] == want, (a, b, plan["paths"][a][b], want)
 assert plan["hosts"] == 2 and plan["host_of_process"] == [0, 0, 1, 1], plan
 assert plan["bytes_cross_host"] == 256, plan
 PY
-echo "ok: the TCP transport tells the namespace hosts apart; the plan crosses each host once"
+echo "ok: the TCP transport tells the namespace hosts apart (a single copy within each); the plan crosses each host once"
 
 # 2. The demo over the network, every byte checked by the demo itself.
 timeout -k 5 300 bash "$hosts" run 2 2 --launcher tcp -- "$reshard" demo --json >"$work/demo.json" \
