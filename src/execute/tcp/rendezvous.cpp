@@ -234,7 +234,8 @@ void accept_higher_ranks(JoinedJob& job, const TcpTransportOptions& options, con
 JoinedJob join_rendezvous(const TcpTransportOptions& options, const HostPort& coordinator,
                           Clock::time_point deadline) {
   const std::string role = fmt::format("the coordinator (rank 0) at {}", options.coordinator);
-  Socket to_coordinator = connect_until(coordinator, role, options.bind_address, deadline);
+  // connect_until names the address itself: "could not reach the coordinator (rank 0) at host:port".
+  Socket to_coordinator = connect_until(coordinator, "the coordinator (rank 0)", options.bind_address, deadline);
   const std::string ip = options.bind_address.empty() ? local_ip(to_coordinator) : options.bind_address;
   const Socket listener = listen_on(ip, 0);
   MessageWriter join = header(MessageKind::kJoin);

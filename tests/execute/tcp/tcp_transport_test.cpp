@@ -109,8 +109,11 @@ TEST(TcpRendezvous, NamesAnUnreachableCoordinator) {
     FAIL() << "joined a job whose coordinator is not there";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kTimeout);
-    EXPECT_NE(std::string(e.what()).find("the coordinator (rank 0) at " + options.coordinator), std::string::npos)
-        << e.what();
+    const std::string what = e.what();
+    const auto named = what.find("the coordinator (rank 0) at " + options.coordinator);
+    EXPECT_NE(named, std::string::npos) << what;
+    EXPECT_EQ(what.find(options.coordinator, named + 30 + options.coordinator.size()), std::string::npos)
+        << "the address is named twice: " << what;
   }
 }
 
