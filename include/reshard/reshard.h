@@ -21,6 +21,7 @@
 
 // Execution: buffers, sharded arrays, transports, and the operations over them.
 #include "reshard/execute/buffer.h"
+#include "reshard/execute/cached_memory.h"
 #include "reshard/execute/executor.h"
 #include "reshard/execute/host_array.h"
 #include "reshard/execute/in_process_transport.h"

@@ -23,12 +23,16 @@ from .checkpoint import save as save_checkpoint
 from .checkpoint import save_async as save_checkpoint_async
 from .pipelines import convert, export, import_checkpoint, import_model, merge_lora
 from ._inspection import inspect, verify
+from .memory import cached_memory, release_cached_memory, set_cached_memory_limit
 
 P = PartitionSpec
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "cached_memory",
+    "release_cached_memory",
+    "set_cached_memory_limit",
     "checkpoint",
     "convert",
     "export",

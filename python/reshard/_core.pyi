@@ -781,6 +781,17 @@ def _from_host(bytes: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order=
     A host array's bytes placed with `target`: each process its shards. Without a root the bytes are whole on every process and nothing is sent; with one only the root's are read and it sends each process its shards' elements.
     """
 
+def _cached_memory() -> list[int]:
+    """
+    Bytes kept for the next call: [shared arena, staging, the bound on each].
+    """
+
+def _set_cached_memory_limit(limit: int) -> None:
+    """The bound on each cache; a lower one gives the excess back at once."""
+
+def _release_cached_memory() -> None:
+    """Gives every kept page back to the kernel now."""
+
 DEFAULT_MAX_SHARD_SIZE: int = 5000000000
 
 DEFAULT_STAGING_BYTES: int = 1073741824

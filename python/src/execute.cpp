@@ -14,6 +14,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "reshard/execute/cached_memory.h"
 #include "reshard/execute/operations.h"
 #include "reshard/layout/dtype.h"
 #include "reshard/layout/error.h"
@@ -159,10 +160,24 @@ void bind_operations(nb::module_& m) {
 
 }  // namespace
 
+void bind_cached_memory(nb::module_& m) {
+  m.def(
+      "_cached_memory",
+      [] {
+        const CachedMemory held = cached_memory();
+        return std::vector<uint64_t>{held.shared_arena_bytes, held.staging_bytes, held.limit_bytes};
+      },
+      "Bytes kept for the next call: [shared arena, staging, the bound on each].");
+  m.def("_set_cached_memory_limit", &set_cached_memory_limit, nb::arg("limit"),
+        "The bound on each cache; a lower one gives the excess back at once.");
+  m.def("_release_cached_memory", &release_cached_memory, "Gives every kept page back to the kernel now.");
+}
+
 void bind_execute(nb::module_& m) {
   bind_transport(m);
   bind_sharded_array(m);
   bind_operations(m);
+  bind_cached_memory(m);
 }
 
 }  // namespace reshard::python

@@ -1,5 +1,7 @@
 #include "shared_arena.h"
 
+#include "reshard/execute/cached_memory.h"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -23,8 +25,6 @@ constexpr uint64_t kGranule = uint64_t{64} << 10;
 constexpr uint64_t kHugePage = uint64_t{2} << 20;
 // The process's arena reserves the host's memory, at most this much.
 constexpr uint64_t kMaxReserve = uint64_t{1} << 40;
-// And keeps at most an eighth of it, and at most this much, of freed ranges populated.
-constexpr uint64_t kMaxKept = uint64_t{4} << 30;
 
 uint64_t round_up(uint64_t value, uint64_t to) { return (value + to - 1) / to * to; }
 
@@ -99,7 +99,7 @@ SharedArena* SharedArena::for_process() {
   static SharedArena* const arena = []() -> SharedArena* {
     try {
       const uint64_t reserve = std::min(host_memory(), kMaxReserve);
-      return new SharedArena(reserve, std::min(reserve / 8, kMaxKept));
+      return new SharedArena(reserve, std::min(reserve / 8, cached_memory_limit()));
     } catch (const Error&) {
       return nullptr;
     }
@@ -175,6 +175,17 @@ void SharedArena::make_room_to_keep(uint64_t more) {
                       static_cast<off_t>(oldest.bytes));
     add_free(oldest.offset, oldest.bytes);
   }
+}
+
+void SharedArena::set_max_kept_bytes(uint64_t bytes) {
+  std::lock_guard guard(mutex_);
+  max_kept_ = bytes;
+  make_room_to_keep(0);
+}
+
+uint64_t SharedArena::max_kept_bytes() const {
+  std::lock_guard guard(mutex_);
+  return max_kept_;
 }
 
 bool SharedArena::contains(const void* data, uint64_t bytes) const {

@@ -75,6 +75,10 @@ class SharedArena {
   // Bytes handed out now, and freed but kept populated (rounded sizes).
   uint64_t allocated_bytes() const;
   uint64_t kept_bytes() const;
+  // The bound on kept ranges; lowering it punches out the oldest at once
+  // (0 gives every kept page back).
+  void set_max_kept_bytes(uint64_t bytes);
+  uint64_t max_kept_bytes() const;
 
  private:
   // A free range that holds `bytes` at `alignment`, carved out of the free map.

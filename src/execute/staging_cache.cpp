@@ -1,5 +1,7 @@
 #include "staging_cache.h"
 
+#include "reshard/execute/cached_memory.h"
+
 #include <algorithm>
 
 namespace reshard {
@@ -19,8 +21,8 @@ Buffer StagingCache::take(size_t size) {
 }
 
 void StagingCache::give_back(Buffer buffer) {
-  if (buffer.size() == 0 || buffer.size() > max_kept_bytes_) return;
   std::lock_guard<std::mutex> guard(mutex_);
+  if (buffer.size() == 0 || buffer.size() > max_kept_bytes_) return;
   while (kept_bytes_ + buffer.size() > max_kept_bytes_) {
     kept_bytes_ -= kept_.front().size();
     kept_.erase(kept_.begin());
@@ -34,13 +36,29 @@ size_t StagingCache::kept_bytes() const {
   return kept_bytes_;
 }
 
+size_t StagingCache::max_kept_bytes() const {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return max_kept_bytes_;
+}
+
+void StagingCache::set_max_kept_bytes(size_t bytes) {
+  std::vector<Buffer> dropped;  // freed after the lock is let go
+  std::lock_guard<std::mutex> guard(mutex_);
+  max_kept_bytes_ = bytes;
+  while (kept_bytes_ > max_kept_bytes_) {
+    kept_bytes_ -= kept_.front().size();
+    dropped.push_back(std::move(kept_.front()));
+    kept_.erase(kept_.begin());
+  }
+}
+
 size_t StagingCache::kept_buffers() const {
   std::lock_guard<std::mutex> guard(mutex_);
   return kept_.size();
 }
 
 StagingCache& StagingCache::for_process() {
-  static StagingCache cache(size_t{256} << 20);
+  static StagingCache cache(static_cast<size_t>(cached_memory_limit()));
   return cache;
 }
 

@@ -29,9 +29,11 @@ class StagingCache {
   // Bytes and buffers kept now; the bound.
   size_t kept_bytes() const;
   size_t kept_buffers() const;
-  size_t max_kept_bytes() const { return max_kept_bytes_; }
+  size_t max_kept_bytes() const;
+  // Lowering the bound drops the least recently given back buffers at once.
+  void set_max_kept_bytes(size_t bytes);
 
-  // The process's cache (256 MiB at most).
+  // The process's cache (cached_memory_limit() at most).
   static StagingCache& for_process();
 
  private:
