@@ -622,8 +622,8 @@ def _verify(path: str | os.PathLike) -> dict[str, Any]:
 
 class Transport:
     """
-    Moves bytes between the processes of a job (an MPI transport, or one rank of an
-    InProcessGroup). Operations taking transport= are collective over it.
+    Moves bytes between the processes of a job (reshard.transport(): MPI or TCP, or one
+    rank of an InProcessGroup). Operations taking transport= are collective over it.
     """
 
     @property

@@ -18,9 +18,11 @@ import logging
 import os
 import secrets
 import sys
+import threading
 from typing import Any
 
 from . import _core
+from .errors import TransportTimeoutError, UnsupportedError
 
 __all__ = ["job_transport", "transport"]
 
@@ -31,6 +33,7 @@ _log = logging.getLogger("reshard")
 _jax_made = itertools.count()
 
 _job: Any = None  # job_transport()'s, made once per process
+_job_lock = threading.Lock()  # two threads' first calls must not make two (each would wait for the other's peers)
 
 
 def _debug(message: str) -> None:
@@ -99,8 +102,9 @@ def _through_jax(jax: Any, timeout: float, bind_address: str | None) -> Any:
     state = distributed.global_state
     client = state.client
     if client is None or not state.coordinator_address:
-        raise RuntimeError("reshard.transport: JAX runs several processes but jax.distributed's client is not "
-                           "initialised (call jax.distributed.initialize() first)")
+        raise UnsupportedError("reshard.transport: JAX runs several processes but jax.distributed's client is not "
+                               "initialised (call jax.distributed.initialize() first, or pass rank, size and "
+                               "coordinator)")
     rank, size = jax.process_index(), jax.process_count()
     key = f"reshard/transport/{next(_jax_made)}"
     timeout_ms = max(1, int(timeout * 1000))
@@ -114,8 +118,6 @@ def _through_jax(jax: Any, timeout: float, bind_address: str | None) -> Any:
         token = client.blocking_key_value_get(f"{key}/token", timeout_ms)
         address = client.blocking_key_value_get(f"{key}/address", timeout_ms)
     except Exception as error:  # JAX raises its own (XlaRuntimeError) for a missed deadline
-        from .errors import TransportTimeoutError
-
         raise TransportTimeoutError(
             f"reshard.transport: process 0 of the JAX job did not publish its address ({key}) in JAX's key-value "
             f"store within {timeout} s: {error}") from error
@@ -165,9 +167,10 @@ def transport(*, rank: int | None = None, size: int | None = None, coordinator: 
 def job_transport() -> Any:
     """The job's transport (``transport()``), made on the first call and reused after."""
     global _job
-    if _job is None:
-        _job = transport()
-    return _job
+    with _job_lock:
+        if _job is None:
+            _job = transport()
+        return _job
 
 
 def for_jax(transport: Any) -> Any:
