@@ -137,8 +137,15 @@ class Job:
         if self.under_mpirun:
             import reshard.mpi
 
+            from reshard import _job_transport
+
             self.transport = reshard.mpi.transport()
             self.via = {"transport": self.transport}
+            # What transport=None would use here: the MPI job's own.
+            job = _job_transport.job_transport()
+            if (job.kind, job.rendezvous, job.rank, job.size) != ("mpi", "mpirun", self.transport.rank,
+                                                                  self.transport.size):
+                raise AssertionError(f"under mpirun the job's transport is {job.kind} via {job.rendezvous}")
         else:
             # No transport= anywhere: reshard.jax takes None for the job's own transport,
             # made once; this is the same object, for its counters and what it says it is.
