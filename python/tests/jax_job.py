@@ -14,6 +14,7 @@ argv: a folder every process sees, the seed, then phases run in order:
   save        the model pytree saved (and saved async) as ckpt-N / ckpt-N-async
   restore:M   ckpt-M (saved by M processes) restored onto two other layouts
   export      the model pytree exported as Hugging Face files to export-N
+  unpublished (without mpirun; last) a transport process 0 never makes: the others time out
 Prints "rank R ok PHASE" per phase and exits 1 on the first failure.
 """
 
@@ -386,6 +387,24 @@ class Job:
                    f"the report's pictures name no JAX id:\n{report}")
         if self.rank == 0:
             say(report)
+
+    def unpublished(self) -> None:
+        """The other processes look for a transport that process 0 never makes: each fails
+        within its timeout, naming what it waited for (a phase to run last: the others'
+        transports are numbered one ahead of process 0's after it)."""
+        import time
+
+        from reshard import _job_transport, errors
+
+        if self.rank == 0:
+            return
+        start = time.monotonic()
+        try:
+            _job_transport.transport(timeout=1.0)
+            self.check(False, "a transport was made without process 0")
+        except errors.TransportTimeoutError as e:
+            self.check("process 0 of the JAX job did not publish its address" in str(e), f"said {e}")
+        self.check(time.monotonic() - start < 20, f"waited {time.monotonic() - start:.1f} s for a 1 s timeout")
 
     # -- checkpoints and exports -----------------------------------------------
 

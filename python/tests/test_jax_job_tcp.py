@@ -53,7 +53,7 @@ def four_process_job(folder) -> str:
 
 @pytest.fixture(scope="module")
 def two_process_job(folder, four_process_job) -> str:
-    return launch(2, folder, f"layouts:{PAIRS}", "restore:4", "export")
+    return launch(2, folder, f"layouts:{PAIRS}", "restore:4", "export", "unpublished")
 
 
 def test_four_processes_move_random_layouts_to_from_host_and_save(four_process_job):
