@@ -23,6 +23,7 @@ from .checkpoint import save as save_checkpoint
 from .checkpoint import save_async as save_checkpoint_async
 from .pipelines import convert, export, import_checkpoint, import_model, merge_lora
 from ._inspection import inspect, verify
+from ._job_transport import transport
 from .memory import cached_memory, release_cached_memory, set_cached_memory_limit
 
 P = PartitionSpec
@@ -66,6 +67,7 @@ __all__ = [
     "Topology",
     "Transfer",
     "Transport",
+    "transport",
     "dtype_name",
     "errors",
     "hf",

@@ -622,8 +622,8 @@ def _verify(path: str | os.PathLike) -> dict[str, Any]:
 
 class Transport:
     """
-    Moves bytes between the processes of a job (an MPI transport, or one rank of an
-    InProcessGroup). Operations taking transport= are collective over it.
+    Moves bytes between the processes of a job (reshard.transport(): MPI or TCP, or one
+    rank of an InProcessGroup). Operations taking transport= are collective over it.
     """
 
     @property
@@ -1053,7 +1053,46 @@ class _MpiTransport(Transport):
     def closed(self) -> bool:
         """Whether close() was called."""
 
+    @property
+    def kind(self) -> str:
+        """"mpi"."""
+
+    @property
+    def rendezvous(self) -> str:
+        """How the processes met: "mpirun" (an MPI launcher)."""
+
 def _mpi_transport(comm: int | None, chunk_bytes: int, max_bytes_in_flight: int, timeout: float) -> _MpiTransport:
     """
     A transport over MPI_COMM_WORLD, or the communicator of handle `comm` (collective).
+    """
+
+class _LabeledTransport(Transport):
+    """A transport that says how it was made (reshard.transport())."""
+
+    @property
+    def kind(self) -> str:
+        """"tcp", or "none" for a job of one process."""
+
+    @property
+    def rendezvous(self) -> str:
+        """
+        How the processes met: "explicit", "jax", "torchrun", "reshard", "slurm", "single".
+        """
+
+    def label_of(self, rank: int) -> str | None:
+        """
+        How errors name process `rank` ("rank 2 (host, ip:port)"); None for a job of one.
+        """
+
+def _tcp_transport(rank: int, size: int, coordinator: str, job_token: str, bind_address: str, timeout: float, on_listening: Callable | None, rendezvous: str) -> _LabeledTransport:
+    """
+    Joins the TCP job whose rendezvous rank 0 serves at `coordinator` (collective).
+    """
+
+def _single_transport(rendezvous: str) -> _LabeledTransport:
+    """A transport of a job of one process."""
+
+def _choose_launcher(requested: str) -> tuple[str, str, int, int, str]:
+    """
+    (kind, rendezvous, rank, size, coordinator) of the job this process's launcher started.
     """

@@ -12,9 +12,11 @@ whose sharding ``jit`` on a mesh would refuse, with the plan that fixes each.
 ``export`` writes a pytree as Hugging Face files through a tensor map and
 ``load_pretrained`` reads them back onto any shardings. ``save``, ``restore``,
 ``export``, ``load_pretrained``, ``device_put``, ``from_host`` and ``to_host`` are collective
-over a transport (``reshard.mpi``). Across processes the JAX side must be one
-multi-process JAX job (``jax.distributed``) whose process indices are the
-transport's ranks: each process then moves its devices' shards. Single-process
+over a transport. Across processes the JAX side must be one multi-process JAX
+job (``jax.distributed``) whose process indices are the transport's ranks: each
+process then moves its devices' shards. ``transport=None`` means the job's own
+(``reshard.transport()``, made on first use and reused): in a JAX job without
+mpirun, TCP met through JAX's coordination service; under mpirun, MPI. Single-process
 JAX in each of several processes is refused (UnsupportedError) before anything moves.
 A collective call whose preparation fails on one process (a bad argument, an
 unknown device) fails on every process before anything moves, the others
@@ -39,7 +41,7 @@ try:
 except ImportError as e:  # pragma: no cover - exercised in a subprocess by the tests
     raise ImportError("reshard.jax needs JAX (pip install jax); the rest of reshard works without it") from e
 
-from . import _agree, _core
+from . import _agree, _core, _job_transport
 from . import array as _array
 from . import checkpoint as _checkpoint
 from . import pipelines as _pipelines
@@ -211,6 +213,7 @@ def device_put(tree: Any, shardings: Any, *, transport: _core.Transport | None =
     sharding. `donate` (a bool, or a pytree prefix of bools) deletes the donated source
     arrays once the results exist, as jax.device_put's. Collective over `transport` (a
     multi-process JAX job, see the module's note)."""
+    transport = _job_transport.for_jax(transport)
 
     def prepare() -> tuple[Any, list[Any], list[_array.ShardedArray], list[int], list[Any],
                            list[_core.NamedSharding], list[bool]]:
@@ -261,6 +264,7 @@ def to_host(tree: Any, *, transport: _core.Transport | None = None, root: int | 
     operation. Collective over `transport`: every process gets every array whole; with
     `root`, only process `root` does (the others get None leaves, and send root just the
     elements it lacks, nothing replicated twice)."""
+    transport = _job_transport.for_jax(transport)
 
     def prepare() -> tuple[Any, list[_array.ShardedArray]]:
         leaves, treedef = jax.tree_util.tree_flatten(tree)
@@ -282,6 +286,7 @@ def from_host(tree: Any, shardings: Any, *, transport: _core.Transport | None = 
     copies out its devices' slices and nothing is sent. With `root`, only process `root`'s
     values are read (the others pass leaves of the same shape and dtype, such as
     jax.ShapeDtypeStruct) and root sends each process just its shards' elements."""
+    transport = _job_transport.for_jax(transport)
 
     def prepare() -> tuple[Any, list[Any], list[_core.NamedSharding], _core.Topology]:
         leaves, treedef = jax.tree_util.tree_flatten(tree)
@@ -347,6 +352,7 @@ def save(tree: Any, path: str | os.PathLike, *, metadata: Mapping[str, str] | No
     Every process writes only the chunks its devices hold, a replicated chunk
     once; numpy leaves are saved whole. Collective over `transport`.
     """
+    transport = _job_transport.for_jax(transport)
     return _checkpoint.save(_sharded_leaves(tree, transport), path, metadata=metadata, replace=replace,
                             transport=transport)
 
@@ -359,6 +365,7 @@ def save_async(tree: Any, path: str | os.PathLike, *, metadata: Mapping[str, str
     background. ``handle.wait()`` returns the SaveResult or raises the save's error, on
     every process. `transport` must not be used by anything else until wait() returns.
     """
+    transport = _job_transport.for_jax(transport)
     return _checkpoint.save_async(_sharded_leaves(tree, transport), path, metadata=metadata, replace=replace,
                                   staging_bytes=staging_bytes, transport=transport)
 
@@ -388,6 +395,7 @@ def restore(path: str | os.PathLike, shardings: Any, *, verify_checksums: bool =
     is refused unless ``casting="same_kind"``). Each process reads only the chunks
     its devices need, checksummed.
     """
+    transport = _job_transport.for_jax(transport)
     if casting not in _CASTINGS:
         raise InvalidArgumentError(f"casting={casting!r}: one of {', '.join(map(repr, _CASTINGS))}, as numpy's")
 
@@ -452,6 +460,7 @@ def export(tree: Any, out: str | os.PathLike, tensor_map: str, *, kind: Literal[
     to a local folder or to ``s3://`` / ``gs://`` (each process uploading the parts it
     holds). Collective over `transport`.
     """
+    transport = _job_transport.for_jax(transport)
     return _pipelines.export(_sharded_leaves(tree, transport), out, tensor_map, kind=kind, dtype=dtype,
                              transport=transport, **options)
 
@@ -505,6 +514,7 @@ def load_pretrained(hf_dir: str | os.PathLike, tensor_map: str, shardings: Any =
     shapes do not (config.json's otherwise); `dtype` casts F32/F16/BF16.
     Collective over `transport`.
     """
+    transport = _job_transport.for_jax(transport)
     if shardings is not None:
         return _load_onto_shardings(hf_dir, tensor_map, shardings, mesh is not None or rules is not None
                                     or best_effort is not None, dtype, sizes, transport)

@@ -53,7 +53,7 @@ except ImportError as e:  # pragma: no cover - exercised only without tensorstor
     raise ImportError("reshard.orbax needs tensorstore (pip install tensorstore); the rest of reshard works "
                       "without it") from e
 
-from . import _agree, _core, _paths, _sources, _store_paths
+from . import _agree, _core, _job_transport, _paths, _sources, _store_paths
 from . import _orbax_base as _base
 from . import _orbax_layout as _layout
 from . import _orbax_read as _read
@@ -157,6 +157,7 @@ def restore(path: str | os.PathLike, shardings: Any, *, transport: _core.Transpo
     processes (each reads the shared files), so `transport` only says which
     process this is.
     """
+    transport = _job_transport.for_jax(transport)
     return restore_with_result(path, shardings, transport=transport, rules=rules, best_effort=best_effort,
                                topology=topology, item=item, subtree=subtree)[0]
 
@@ -166,6 +167,7 @@ def restore_with_result(path: str | os.PathLike, shardings: Any, *, transport: _
                         topology: _core.Topology | None = None, item: str | None = None,
                         subtree: str | None = None) -> tuple[Any, RestoreResult]:
     """``restore``'s arrays, and this process's RestoreResult: what it read."""
+    transport = _job_transport.for_jax(transport)
     it = _item(path, item, subtree)
     process, _ = _targets.job(transport)
     if isinstance(shardings, _core.Mesh):
@@ -266,6 +268,7 @@ def export(path: str | os.PathLike, out: str | os.PathLike, tensor_map: str, *, 
     ``restore`` for `mesh`, `rules` and `best_effort`) and writes what it
     holds; nothing is gathered.
     """
+    transport = _job_transport.for_jax(transport)
     _store_paths.parse(out, "out")  # a scheme reshard does not write, refused before anything is read
     # The reading is each process's own: agree on it, so that one process's failed read
     # fails every process at once instead of leaving them in the export until the timeout.
@@ -284,6 +287,7 @@ def convert(path: str | os.PathLike, out: str | os.PathLike, *, transport: _core
             replace: bool = False) -> _checkpoint.SaveResult:
     """Saves the checkpoint at `path` as the reshard checkpoint `out` (``reshard.restore_checkpoint``
     then restores it onto any layout). Laid out as ``export`` lays it; collective over `transport`."""
+    transport = _job_transport.for_jax(transport)
     _core._check_save_path(_paths.fspath(out, "out"), "out")  # before anything is read
     arrays = _agree.agreed(transport, lambda: _spread(path, transport, mesh, rules, best_effort, topology, item,
                                                       subtree))

@@ -46,6 +46,7 @@ void bind_pipelines(nb::module_& m);
 void bind_checkpoint(nb::module_& m);
 void bind_export_import(nb::module_& m);
 void bind_mpi(nb::module_& m);
+void bind_tcp(nb::module_& m);
 // Called (GIL held, no Python error set) as a transport's timeout or peer
 // failure becomes a Python exception: with MPI, arms reshard.mpi's exit that
 // waits for no peer given up on (mpi.cpp).

@@ -15,4 +15,5 @@ NB_MODULE(_core, m) {
   reshard::python::bind_execute(m);
   reshard::python::bind_pipelines(m);
   reshard::python::bind_mpi(m);
+  reshard::python::bind_tcp(m);
 }

@@ -233,7 +233,10 @@ void bind_mpi(nb::module_& m) {
   nb::class_<ClosableMpiTransport, Transport>(m, "_MpiTransport", "The transport between MPI processes.")
       .def("close", &ClosableMpiTransport::close, nb::call_guard<nb::gil_scoped_release>(),
            "Releases the transport's MPI resources; using it afterwards is a TransportError.")
-      .def_prop_ro("closed", &ClosableMpiTransport::closed, "Whether close() was called.");
+      .def_prop_ro("closed", &ClosableMpiTransport::closed, "Whether close() was called.")
+      .def_prop_ro("kind", [](const ClosableMpiTransport&) { return "mpi"; }, "\"mpi\".")
+      .def_prop_ro("rendezvous", [](const ClosableMpiTransport&) { return "mpirun"; },
+                   "How the processes met: \"mpirun\" (an MPI launcher).");
   m.def("_mpi_transport", &make_transport, nb::arg("comm").none(), nb::arg("chunk_bytes"),
         nb::arg("max_bytes_in_flight"), nb::arg("timeout"),
         "A transport over MPI_COMM_WORLD, or the communicator of handle `comm` (collective).");

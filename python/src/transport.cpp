@@ -1,6 +1,7 @@
 // Bindings of transports: the abstract Transport that operations take, and
 // InProcessGroup (processes as threads of this one, for tests and for
-// programs that simulate a job). The MPI transport is in mpi.cpp.
+// programs that simulate a job). The MPI transport is in mpi.cpp, the TCP one
+// in tcp.cpp.
 #include <chrono>
 #include <string>
 #include <vector>
@@ -16,7 +17,7 @@ void check_one_process(const Topology& topology) {
   if (topology.num_processes() != 1) {
     throw Error(ErrorCode::kUnsupported, "without a transport this operation runs in one process, but the topology has " +
                                              std::to_string(topology.num_processes()) +
-                                             " processes (pass transport=, e.g. reshard.mpi.transport())");
+                                             " processes (pass transport=, e.g. reshard.transport())");
   }
 }
 
@@ -87,8 +88,8 @@ nb::list all_gather_bytes(Transport& transport, nb::bytes local) {
 
 void bind_transport(nb::module_& m) {
   nb::class_<Transport>(m, "Transport",
-                        "Moves bytes between the processes of a job (an MPI transport, or one rank of an\n"
-                        "InProcessGroup). Operations taking transport= are collective over it.")
+                        "Moves bytes between the processes of a job (reshard.transport(): MPI or TCP, or one\n"
+                        "rank of an InProcessGroup). Operations taking transport= are collective over it.")
       .def_prop_ro("rank", &Transport::rank, "This process's rank.")
       .def_prop_ro("size", &Transport::size, "The number of processes.")
       .def_prop_ro("bytes_sent", [](const Transport& t) { return t.counters().bytes_sent; },

@@ -1,7 +1,10 @@
-"""Run by test_jax_job.py under ``mpirun -np N``: one multi-process JAX job
-(``jax.distributed.initialize()``, which finds Open MPI by itself; 4 CPU devices
-per process, ids p*2048.. on process p; gloo collectives), whose processes use
-reshard.jax over reshard.mpi.transport(), each touching only its own devices.
+"""Run by test_jax_job.py under ``mpirun -np N``, and by test_jax_job_tcp.py as a plain
+loop of N processes: one multi-process JAX job (4 CPU devices per process, ids p*2048..
+on process p; gloo collectives), whose processes use reshard.jax, each touching only its
+own devices. Under mpirun ``jax.distributed.initialize()`` finds Open MPI by itself and
+every call passes ``transport=reshard.mpi.transport()``; started without it
+(JAX_JOB_COORDINATOR, JAX_JOB_PROCESSES, JAX_JOB_PROCESS_ID in the environment), JAX is
+given its coordinator and no call passes a transport: reshard.jax uses the job's own.
 
 argv: a folder every process sees, the seed, then phases run in order:
   layouts:K   JAX ids, the seed's jit refusal and its fix, K random layout pairs
@@ -10,20 +13,31 @@ argv: a folder every process sees, the seed, then phases run in order:
               ranks are not JAX's processes refused, check() naming JAX ids
   save        the model pytree saved (and saved async) as ckpt-N / ckpt-N-async
   restore:M   ckpt-M (saved by M processes) restored onto two other layouts
+  export      the model pytree exported as Hugging Face files to export-N
+  unpublished (without mpirun; last) a transport process 0 never makes: the others time out
 Prints "rank R ok PHASE" per phase and exits 1 on the first failure.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import random
+import re
 import sys
 import traceback
 
 import numpy as np
 
 DEVICES_PER_PROCESS = 4
+# The model's tensors as Hugging Face names (the export phase).
+EXPORT_MAP = json.dumps({"rules": [
+    {"from": "embed", "to": "model.embed.weight"},
+    {"from": "layers.w", "to": "model.layers.{layer}.w", "rearrange": "layer a b -> a b"},
+    {"from": "layers.b", "to": "model.layers.{layer}.b", "rearrange": "layer a -> a"},
+    {"from": "step", "to": "step"},
+]})
 # The TPU order of the seed: a 4x4 mesh whose rows run across the processes.
 TPU_ORDER = [0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15]
 
@@ -101,16 +115,47 @@ def same_up_to_nan_payloads(ours: np.ndarray, theirs: np.ndarray) -> bool:
                 and ours[~nan].tobytes() == theirs[~nan].tobytes())
 
 
+def pairs_checked(output: str) -> int:
+    """The number of random layout pairs every process of a job checked (the same on each,
+    some against jax.device_put, some against numpy alone), read from the job's output."""
+    counts = {int(r): (int(n), int(j), int(o))
+              for r, n, j, o in re.findall(r"rank (\d+) pairs (\d+) jax (\d+) numpy-only (\d+)", output)}
+    assert len(set(counts.values())) == 1, counts  # every process checked the same pairs
+    pairs, with_jax, numpy_only = next(iter(counts.values()))
+    assert with_jax + numpy_only == pairs and with_jax and numpy_only
+    return pairs
+
+
 class Job:
     def __init__(self, folder: pathlib.Path, seed: int) -> None:
         import jax
 
         import reshard.jax as rjax
-        import reshard.mpi
 
         self.jax, self.rjax = jax, rjax
         self.folder, self.seed = folder, seed
-        self.transport = reshard.mpi.transport()
+        self.under_mpirun = "JAX_JOB_COORDINATOR" not in os.environ
+        if self.under_mpirun:
+            import reshard.mpi
+
+            from reshard import _job_transport
+
+            self.transport = reshard.mpi.transport()
+            self.via = {"transport": self.transport}
+            # What transport=None would use here: the MPI job's own.
+            job = _job_transport.job_transport()
+            if (job.kind, job.rendezvous, job.rank, job.size) != ("mpi", "mpirun", self.transport.rank,
+                                                                  self.transport.size):
+                raise AssertionError(f"under mpirun the job's transport is {job.kind} via {job.rendezvous}")
+        else:
+            # No transport= anywhere: reshard.jax takes None for the job's own transport,
+            # made once; this is the same object, for its counters and what it says it is.
+            from reshard import _job_transport
+
+            self.transport = _job_transport.job_transport()
+            self.via = {}
+            if (self.transport.kind, self.transport.rendezvous) != ("tcp", "jax"):
+                raise AssertionError(f"the job's transport is {self.transport.kind} via {self.transport.rendezvous}")
         self.rank, self.size = self.transport.rank, self.transport.size
         self.devices = jax.devices()
 
@@ -135,7 +180,8 @@ class Job:
         self.to_host()
         self.from_host()
         self.failures_fail_every_process()
-        self.ranks_that_are_not_jax_processes()
+        if self.under_mpirun:  # a communicator of other ranks is MPI's to make
+            self.ranks_that_are_not_jax_processes()
         self.check_names_jax_ids()
 
     def device_ids(self) -> None:
@@ -164,7 +210,7 @@ class Job:
             self.check(False, "jit moved an array between device orders, which the seed's JAX refuses")
         except ValueError as e:
             self.check("Received incompatible devices for jitted computation" in str(e), f"JAX said {e}")
-        y = self.rjax.device_put(x, natural, transport=self.transport)
+        y = self.rjax.device_put(x, natural, **self.via)
         self.check(y.sharding == natural and self.holds(y, values), "reshard.jax.device_put to the natural order")
         z = self.jax.jit(lambda v: v + 1, out_shardings=natural)(y)
         self.check(self.holds(z, values + 1), "jit on the moved array")
@@ -196,7 +242,7 @@ class Job:
                 dtype = rng.choice((np.float32, np.int8, np.int64, ml_dtypes.bfloat16, np.bool_, np.uint16))
                 batch.append((a, b, random_values(rng, a.shape, dtype)))
             xs = [self.make(v, a.jax(self.devices)) for a, _, v in batch]
-            ys = self.rjax.device_put(xs, [b.jax(self.devices) for _, b, _ in batch], transport=self.transport)
+            ys = self.rjax.device_put(xs, [b.jax(self.devices) for _, b, _ in batch], **self.via)
             for (a, b, values), x, y in zip(batch, xs, ys):
                 where = f"pair {done}: {a} -> {b}"
                 self.check(y.sharding == b.jax(self.devices), f"{where}: result sharding {y.sharding}")
@@ -233,11 +279,11 @@ class Job:
         values = model_values(self.seed)
         shardings = model_shardings(self.devices, list(range(len(self.devices)))[::-1], 4, 0)
         tree = nest({k: self.make(values[k], shardings[k]) for k in values})
-        whole = flat(self.rjax.to_host(tree, transport=self.transport))
+        whole = flat(self.rjax.to_host(tree, **self.via))
         self.check(all(whole[k].tobytes() == values[k].tobytes() and whole[k].dtype == values[k].dtype for k in values),
                    "to_host on every process")
         before = self.transport.bytes_received
-        at_root = self.rjax.to_host(tree, transport=self.transport, root=0)
+        at_root = self.rjax.to_host(tree, **self.via, root=0)
         received = self.transport.bytes_received - before
         if self.rank == 0:
             at_root = flat(at_root)
@@ -253,13 +299,13 @@ class Job:
         pass ShapeDtypeStructs and receive exactly the distinct elements their devices hold)."""
         values = model_values(self.seed)
         shardings = model_shardings(self.devices, self.interleaved(), 4, 2)
-        placed = flat(self.rjax.from_host(nest(values), nest(shardings), transport=self.transport))
+        placed = flat(self.rjax.from_host(nest(values), nest(shardings), **self.via))
         self.check(all(placed[k].sharding == shardings[k] and self.holds(placed[k], values[k]) for k in values),
                    "from_host with the values on every process")
         shapes = {k: self.jax.ShapeDtypeStruct(v.shape, v.dtype) for k, v in values.items()}
         before = self.transport.bytes_received
         placed = flat(self.rjax.from_host(nest(values if self.rank == 0 else shapes), nest(shardings),
-                                          transport=self.transport, root=0))
+                                          **self.via, root=0))
         received = self.transport.bytes_received - before
         self.check(all(self.holds(placed[k], values[k]) for k in values), "from_host(root=0)")
         held = 0 if self.rank == 0 else sum(self.held_bytes(shardings[k], values[k]) for k in values)
@@ -290,13 +336,13 @@ class Job:
         # Told, not timed out: a process that waited out its timeout would raise
         # TransportTimeoutError, which fails the job; how long it took is load's business.
         try:
-            self.rjax.device_put({"x": x}, bad, transport=self.transport)
+            self.rjax.device_put({"x": x}, bad, **self.via)
             self.check(False, "device_put with process 1's bad shardings went through")
         except errors.PeerFailedError as e:
             self.check(self.rank != 1 and "process 1" in str(e), f"rank {self.rank} got {e!r}")
         except ValueError as e:
             self.check(self.rank == 1, f"rank {self.rank} raised {e!r}, not PeerFailedError")
-        y = self.rjax.device_put(x, self.seed_sharding(list(range(len(self.devices)))[::-1]), transport=self.transport)
+        y = self.rjax.device_put(x, self.seed_sharding(list(range(len(self.devices)))[::-1]), **self.via)
         self.check(self.holds(y, values), "the transport after a failed call")
 
     def ranks_that_are_not_jax_processes(self) -> None:
@@ -342,14 +388,42 @@ class Job:
         if self.rank == 0:
             say(report)
 
-    # -- checkpoints -----------------------------------------------------------
+    def unpublished(self) -> None:
+        """The other processes look for a transport that process 0 never makes: each fails
+        within its timeout, naming what it waited for (a phase to run last: the others'
+        transports are numbered one ahead of process 0's after it)."""
+        import time
+
+        from reshard import _job_transport, errors
+
+        if self.rank == 0:
+            return
+        start = time.monotonic()
+        try:
+            _job_transport.transport(timeout=1.0)
+            self.check(False, "a transport was made without process 0")
+        except errors.TransportTimeoutError as e:
+            self.check("process 0 of the JAX job did not publish its address" in str(e), f"said {e}")
+        self.check(time.monotonic() - start < 20, f"waited {time.monotonic() - start:.1f} s for a 1 s timeout")
+
+    # -- checkpoints and exports -----------------------------------------------
+
+    def export(self) -> None:
+        """The model pytree, laid out across the job, exported as Hugging Face files to export-N
+        (the test compares them with a single process's, byte for byte)."""
+        values = model_values(self.seed)
+        shardings = model_shardings(self.devices, self.interleaved(), 4, 1)
+        tree = nest({k: self.make(values[k], shardings[k]) for k in values})
+        self.rjax.export(tree, self.folder / f"export-{self.size}", EXPORT_MAP, hf_config={"model_type": "test"},
+                         max_shard_size="2KiB", **self.via)
+
 
     def save(self) -> None:
         values = model_values(self.seed)
         shardings = model_shardings(self.devices, self.interleaved(), 4, 0)
         tree = nest({k: self.make(values[k], shardings[k]) for k in values})
-        self.rjax.save(tree, self.folder / f"ckpt-{self.size}", transport=self.transport)
-        handle = self.rjax.save_async(tree, self.folder / f"ckpt-{self.size}-async", transport=self.transport)
+        self.rjax.save(tree, self.folder / f"ckpt-{self.size}", **self.via)
+        handle = self.rjax.save_async(tree, self.folder / f"ckpt-{self.size}-async", **self.via)
         del tree  # the arrays may go once the call returns
         handle.wait()
 
@@ -363,7 +437,7 @@ class Job:
             order = list(range(len(self.devices)))
             random.Random(self.seed + variant).shuffle(order)
             shardings = model_shardings(self.devices, order, rows, variant)
-            restored = flat(self.rjax.restore(self.folder / name, nest(shardings), transport=self.transport))
+            restored = flat(self.rjax.restore(self.folder / name, nest(shardings), **self.via))
             for key in values:
                 self.check(restored[key].sharding == shardings[key], f"{name} {key}: sharding {restored[key].sharding}")
                 self.check(self.holds(restored[key], values[key]), f"{name} {key}: bytes differ")
@@ -377,7 +451,12 @@ def main() -> int:
     import jax
 
     jax.config.update("jax_cpu_collectives_implementation", "gloo")
-    jax.distributed.initialize()
+    coordinator = os.environ.get("JAX_JOB_COORDINATOR")
+    if coordinator:  # started by a plain loop of processes (jax_launch.py), as TPU pods and ssh loops start jobs
+        jax.distributed.initialize(coordinator_address=coordinator, num_processes=int(os.environ["JAX_JOB_PROCESSES"]),
+                                   process_id=int(os.environ["JAX_JOB_PROCESS_ID"]))
+    else:
+        jax.distributed.initialize()  # finds Open MPI by itself
     job = Job(folder, seed)
     try:
         for phase in phases:

@@ -6,7 +6,6 @@ processes."""
 from __future__ import annotations
 
 import pathlib
-import re
 
 import jax
 import numpy as np
@@ -14,7 +13,7 @@ import pytest
 
 import reshard.jax as rjax
 from conftest import SEED
-from jax_job import flat, model_shardings, model_values, nest
+from jax_job import flat, model_shardings, model_values, nest, pairs_checked
 from mpi_launch import needs_mpirun, ranks_that_said, run
 
 pytestmark = needs_mpirun
@@ -46,15 +45,6 @@ def two_process_job(folder) -> str:
 @pytest.fixture(scope="module")
 def four_process_job(folder, two_process_job) -> str:
     return launch(4, folder, "layouts:100", "restore:2", "save")
-
-
-def pairs_checked(output: str) -> int:
-    counts = {int(r): (int(n), int(j), int(o))
-              for r, n, j, o in re.findall(r"rank (\d+) pairs (\d+) jax (\d+) numpy-only (\d+)", output)}
-    assert len(set(counts.values())) == 1, counts  # every process checked the same pairs
-    pairs, with_jax, numpy_only = next(iter(counts.values()))
-    assert with_jax + numpy_only == pairs and with_jax and numpy_only
-    return pairs
 
 
 def test_two_processes_move_random_layouts_save_and_fail_together(two_process_job):
