@@ -31,6 +31,7 @@ from test_export_import import MAP, TOPOLOGY, framework_model, layout
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tests" / "storage" / "servers"))
 import store_servers  # noqa: E402
+from capability import import_or_skip  # noqa: E402
 from conftest import SEED  # noqa: E402
 from mpi_launch import needs_mpirun, ranks_that_said, run  # noqa: E402
 
@@ -354,7 +355,7 @@ def test_wrong_credentials_are_access_denied_without_the_secret(stores, tmp_path
 
 
 def test_orbax_checkpoints_in_a_store(stores, scheme, tmp_path_factory, rng, request):
-    orbax_cases = pytest.importorskip("orbax_cases")
+    orbax_cases = import_or_skip("orbax_cases", "Orbax (orbax_cases imports it)")
     import reshard.orbax as ro
 
     folder = tmp_path_factory.mktemp("orbax")
