@@ -1,4 +1,5 @@
-"""Shared test setup: 64 forced CPU devices for JAX, and a seeded RNG.
+"""Shared test setup: 64 forced CPU devices for JAX, a seeded RNG, and the capability marks
+(capability.py).
 
 XLA reads XLA_FLAGS when its CPU backend starts, so it is set here, before any
 test module imports jax.
@@ -11,6 +12,8 @@ import random
 import zlib
 
 import pytest
+
+import capability
 
 os.environ["XLA_FLAGS"] = (
     os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=64"
@@ -39,3 +42,11 @@ def rng(request) -> random.Random:
     seed = SEED ^ zlib.crc32(request.node.name.encode())
     print(f"RESHARD_SEED={SEED} (test seed {seed})")
     return random.Random(seed)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "capability(capability, missing, reason): made by capability.needs")
+
+
+def pytest_runtest_setup(item):
+    capability.check_marks(item)

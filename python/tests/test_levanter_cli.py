@@ -18,7 +18,7 @@ import reshard
 import reshard.orbax as ro
 from conftest import SEED
 from mpi_launch import needs_mpirun
-from test_bench_storage import reshard_binary
+from test_bench_storage import needs_binary, reshard_binary
 
 
 def files(folder) -> dict[str, bytes]:
@@ -52,10 +52,6 @@ def reshard_cmd(args: list[str], ranks: int = 0, timeout: float = 300) -> subpro
     if ranks:
         command = ["mpirun", "-np", str(ranks), "--oversubscribe", *command]
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
-
-
-needs_binary = pytest.mark.skipif(reshard_binary() is None, reason="no reshard binary (RESHARD_BIN, the "
-                                                                   "environment's, PATH)")
 
 
 @needs_binary

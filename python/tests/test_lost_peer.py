@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from capability import import_or_skip
 from mpi_launch import needs_mpirun, ranks_that_said, run
 
 pytestmark = needs_mpirun
@@ -36,9 +37,9 @@ def still_running(pid: int) -> bool:
 
 def run_job(tmp_path, ranks: int, how: str, source: str, *launcher_args: str):
     if source == "mpi4py":
-        pytest.importorskip("mpi4py")
+        import_or_skip("mpi4py")
     if source == "jax":
-        pytest.importorskip("jax")
+        import_or_skip("jax")
     start = time.monotonic()
     done = run(JOB, how, source, str(TIMEOUT_S), str(tmp_path), ranks=ranks, timeout=BOUND_S + 30,
                launcher=list(launcher_args))

@@ -14,6 +14,7 @@ import pytest
 import safetensors.numpy
 
 import reshard
+from capability import import_or_skip
 from reshard import P, errors
 
 LAYERS, EMBED, KV, QPG, HEAD_DIM, MLP, VOCAB, R = 2, 8, 2, 2, 2, 16, 16, 2
@@ -81,7 +82,7 @@ def test_replacing_is_advised_as_the_python_argument(tmp_path, gen):
 
 
 def test_jax_partition_specs_and_size_strings_are_taken_and_wrong_types_named(tmp_path, gen):
-    jax_sharding = pytest.importorskip("jax.sharding")
+    jax_sharding = import_or_skip("jax.sharding")
     theirs = reshard.NamedSharding(MESH, jax_sharding.PartitionSpec(None, ("data", "model")))
     assert theirs == reshard.NamedSharding(MESH, P(None, ("data", "model")))
     with pytest.raises(errors.InvalidArgumentError, match="spec: expected a PartitionSpec"):
@@ -152,7 +153,7 @@ def test_the_readme_rule_lays_out_a_llama_and_strict_refuses_the_misfit(tmp_path
     with pytest.raises(errors.RankError, match="transformer.norm.weight"):
         reshard.import_model(tmp_path / "hf", "levanter-llama", mesh, rules=[("*", P(None, "model"))], strict=True)
     # JAX's P in rules, as in NamedSharding; a rule that is no pair is named by its index.
-    jax_sharding = pytest.importorskip("jax.sharding")
+    jax_sharding = import_or_skip("jax.sharding")
     by_jax = reshard.import_model(tmp_path / "hf", "levanter-llama", MESH,
                                   rules=[("lm_head.*", jax_sharding.PartitionSpec("model"))])
     assert by_jax["lm_head.weight"].sharding.spec == P("model")

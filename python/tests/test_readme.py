@@ -11,15 +11,15 @@ import json
 import os
 import pathlib
 import re
-import shutil
 import subprocess
 import sys
 
 import numpy as np
-import pytest
 import safetensors.numpy
 
 import reshard
+from capability import skip_without
+from mpi_launch import mpi_missing
 from reshard import P
 
 README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
@@ -63,8 +63,8 @@ def run_block(block: str, folder: pathlib.Path, name: str):
     launcher = re.match(r"# mpirun -np (\d+) python", block)
     command = [sys.executable, str(script)]
     if launcher:
-        if not reshard.mpi.available() or shutil.which("mpirun") is None:
-            pytest.skip("reshard built without MPI, or no mpirun")
+        if mpi_missing():
+            skip_without("MPI (reshard built with it, and mpirun)", "reshard built without MPI, or no mpirun")
         command = ["mpirun", "-np", launcher.group(1), "--oversubscribe", *command]
     return subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=300, env=env)
 

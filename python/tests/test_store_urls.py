@@ -13,8 +13,10 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import signal
 import subprocess
 import sys
+import time
 
 import boto3
 import numpy as np
@@ -31,8 +33,10 @@ from test_export_import import MAP, TOPOLOGY, framework_model, layout
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tests" / "storage" / "servers"))
 import store_servers  # noqa: E402
+from capability import import_or_skip  # noqa: E402
 from conftest import SEED  # noqa: E402
 from mpi_launch import needs_mpirun, ranks_that_said, run  # noqa: E402
+from test_bench_storage import needs_binary, reshard_binary  # noqa: E402
 
 S3_BUCKET = "reshard-py"
 GCS_BUCKET = "reshard-py-gcs"
@@ -222,6 +226,49 @@ def test_damage_in_an_object_is_found_by_verify(stores, tmp_path, rng, request):
         reshard.verify(url)
 
 
+def pending_uploads(state: dict, url: str) -> list[str]:
+    """The keys of the S3 multipart uploads started and not finished under `url`."""
+    prefix = url.split("/", 3)[3].rstrip("/") + "/"
+    found = s3_client(state).list_multipart_uploads(Bucket=S3_BUCKET, Prefix=prefix)
+    return [u["Key"] for u in found.get("Uploads", [])]
+
+
+@needs_binary
+def test_a_convert_killed_mid_upload_is_cleaned_up_by_the_next(stores, tmp_path, request):
+    """`reshard convert` to S3 killed (SIGKILL) while its multipart upload is pending; the same
+    command again succeeds, and nothing is left pending under the destination."""
+    source = tmp_path / "hf"
+    source.mkdir()
+    # Two 48 MiB shards in 5 MiB parts: long enough to be caught with an upload pending.
+    reshard.safetensors.save_file({f"w{i}": np.full((3 << 20,), i, np.float32) for i in range(8)},
+                                  source / "model.safetensors")
+    url = url_of("s3", f"{request.node.name}/out")
+    command = [reshard_binary(), "convert", str(source), url, "--max-shard-size", "48MiB", "--part-size", "5MiB"]
+    writer = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not pending_uploads(stores, url) and writer.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.002)
+    # Stopped first, then killed only with its upload still pending: killed mid-upload, not after.
+    writer.send_signal(signal.SIGSTOP)
+    caught = pending_uploads(stores, url)
+    writer.kill()
+    writer.wait(timeout=30)
+    assert caught and writer.returncode == -signal.SIGKILL, (
+        f"the command ended before it could be killed mid-upload: {writer.stderr.read().decode()[-2000:]}")
+    # A reader points out what it left (on stderr: the path holds no model yet).
+    checked = subprocess.run([reshard_binary(), "verify", url], capture_output=True, text=True, timeout=120)
+    assert checked.returncode == 1 and "note: " in checked.stderr, checked.stderr
+    assert all(key in checked.stderr for key in caught), checked.stderr
+    again = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert pending_uploads(stores, url) == []
+    written = objects(stores, url)
+    assert sorted(written) == ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors",
+                               "model.safetensors.index.json"], sorted(written)
+    loaded = reshard.safetensors.load_file(f"{url}/model-00002-of-00002.safetensors")
+    assert all((array == int(name[1:])).all() for name, array in loaded.items())
+
+
 # ---------------------------------------------------------------- errors
 
 
@@ -354,7 +401,7 @@ def test_wrong_credentials_are_access_denied_without_the_secret(stores, tmp_path
 
 
 def test_orbax_checkpoints_in_a_store(stores, scheme, tmp_path_factory, rng, request):
-    orbax_cases = pytest.importorskip("orbax_cases")
+    orbax_cases = import_or_skip("orbax_cases", "Orbax (orbax_cases imports it)")
     import reshard.orbax as ro
 
     folder = tmp_path_factory.mktemp("orbax")

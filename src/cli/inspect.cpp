@@ -14,6 +14,7 @@
 #include "cli/path_checks.h"
 #include "cli/progress.h"
 #include "cli/sha256.h"
+#include "cli/unfinished_uploads.h"
 #include "formats/checksum.h"
 #include "reshard/formats/checkpoint_reader.h"
 #include "reshard/formats/model_files.h"
@@ -29,7 +30,15 @@ struct InspectOptions {
   std::string path;
   bool json = false;
   bool hash = false;
+  // What unfinished uploads left beside the path (unfinished_uploads.h).
+  std::vector<std::string> unfinished;
 };
+
+// The JSON document's "unfinished_uploads", only where there are any: the
+// contract's documents stay as they were for a path without.
+void add_unfinished(nlohmann::ordered_json& out, const InspectOptions& options) {
+  if (!options.unfinished.empty()) out["unfinished_uploads"] = options.unfinished;
+}
 
 std::vector<const Entry*> sorted_by_name(const TensorCatalog& catalog) {
   std::vector<const Entry*> entries;
@@ -66,9 +75,10 @@ void print_json(const ModelFiles& model, const InspectOptions& options) {
     if (options.hash) tensor["sha256"] = tensor_sha256(catalog, *entry);
     tensors.push_back(std::move(tensor));
   }
-  const nlohmann::ordered_json out = {{"format", model_format_name(model.format)},
-                                      {"metadata", metadata_json(catalog.metadata())},
-                                      {"tensors", std::move(tensors)}};
+  nlohmann::ordered_json out = {{"format", model_format_name(model.format)},
+                                {"metadata", metadata_json(catalog.metadata())},
+                                {"tensors", std::move(tensors)}};
+  add_unfinished(out, options);
   std::cout << out.dump(2) << "\n";
 }
 
@@ -150,6 +160,7 @@ void print_checkpoint_json(const checkpoint::Reader& reader, const InspectOption
                                 {"metadata", metadata_json(reader.manifest().metadata)}};
   if (reader.manifest().block_bytes != 0) out["block_bytes"] = reader.manifest().block_bytes;
   out["tensors"] = std::move(tensors);
+  add_unfinished(out, options);
   std::cout << out.dump(2) << "\n";
 }
 
@@ -198,6 +209,7 @@ void add_inspect_command(CLI::App& app) {
   cmd->add_flag("--hash", options->hash, "Add each tensor's sha256 (reads every byte)");
   cmd->callback([options] {
     const storage::Location where = storage::Location::parse(options->path);
+    options->unfinished = note_unfinished_uploads(where);
     if (checkpoint::is_checkpoint(where)) {
       const checkpoint::Reader reader = checkpoint::Reader::open(where);
       if (options->json) {

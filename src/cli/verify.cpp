@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/path_checks.h"
 #include "cli/progress.h"
+#include "cli/unfinished_uploads.h"
 #include "reshard/formats/checkpoint_reader.h"
 #include "reshard/formats/model_files.h"
 #include "reshard/storage/location.h"
@@ -103,6 +104,7 @@ void add_verify_command(CLI::App& app) {
       ->check(storage_location());
   cmd->callback([path] {
     const storage::Location where = storage::Location::parse(*path);
+    note_unfinished_uploads(where);
     if (checkpoint::is_checkpoint(where)) {
       verify_checkpoint(where);
       return;

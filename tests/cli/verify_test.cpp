@@ -1,9 +1,16 @@
 // `reshard verify`: exit 0 and a summary for good files and folders; exit 1
 // naming the file (and tensor) for each kind of damage; exit 2 for usage.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <array>
+#include <cstdio>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/support/run_reshard.h"
 #include "reshard/formats/safetensors_writer.h"
@@ -42,6 +49,53 @@ void expect_failure_naming(const testing::CommandResult& result, std::vector<std
   EXPECT_EQ(result.exit_code, 1) << result.out << result.err;
   EXPECT_EQ(result.err.rfind("error: ", 0), 0u) << result.err;
   for (const std::string& part : parts) EXPECT_NE(result.err.find(part), std::string::npos) << part << ": " << result.err;
+}
+
+// The id of a process of this host that has ended.
+pid_t an_ended_process() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  return child;
+}
+
+// A staging folder beside `final_path` as a killed writer of it leaves one.
+fs::path killed_writers_staging(const fs::path& final_path) {
+  std::array<char, 256> host{};
+  if (::gethostname(host.data(), host.size() - 1) != 0) std::snprintf(host.data(), host.size(), "localhost");
+  const fs::path staging = final_path.parent_path() / fmt::format(".{}.tmp-reshard-{}-{}.1-0badf00d",
+                                                                  final_path.filename().string(), host.data(),
+                                                                  an_ended_process());
+  fs::create_directories(staging);
+  testing::write_bytes(staging / "model-00001-of-00002.safetensors", "partial");
+  return staging;
+}
+
+// What a killed writer left beside the path is pointed out on stderr (and in
+// inspect's JSON), not removed; stdout's contract stays as it was.
+TEST(VerifyCommand, AKilledWritersStagingBesideThePathIsPointedOut) {
+  TempFolder dir;
+  write_two_shards(dir / "model", kIndex);
+  const auto clean = run_reshard({"inspect", (dir / "model").string(), "--json"});
+  EXPECT_EQ(clean.out.find("unfinished_uploads"), std::string::npos) << clean.out;
+  EXPECT_TRUE(clean.err.empty()) << clean.err;
+
+  const fs::path staging = killed_writers_staging(dir / "model");
+  const auto verified = run_reshard({"verify", (dir / "model").string()});
+  EXPECT_EQ(verified.exit_code, 0) << verified.err;
+  EXPECT_EQ(std::count(verified.out.begin(), verified.out.end(), '\n'), 1) << verified.out;
+  EXPECT_EQ(verified.err.rfind("note: ", 0), 0u) << verified.err;
+  EXPECT_NE(verified.err.find(staging.filename().string()), std::string::npos) << verified.err;
+  EXPECT_NE(verified.err.find("the next write of the same destination removes them"), std::string::npos)
+      << verified.err;
+
+  const auto inspected = run_reshard({"inspect", (dir / "model").string(), "--json"});
+  EXPECT_EQ(inspected.exit_code, 0) << inspected.err;
+  const auto json = nlohmann::json::parse(inspected.out);
+  ASSERT_TRUE(json.contains("unfinished_uploads")) << inspected.out;
+  EXPECT_EQ(json["unfinished_uploads"], nlohmann::json::array({staging.string()}));
+  EXPECT_EQ(json["tensors"].size(), 2u);
+  EXPECT_TRUE(fs::exists(staging)) << "a reader removed it";
 }
 
 TEST(VerifyCommand, GoodFileAndFolderPassWithOneLine) {

@@ -24,7 +24,8 @@ class TransportSuite : public ::testing::TestWithParam<std::tuple<TransportCase,
 
 TEST_P(TransportSuite, PassesOnInProcessGroup) {
   const auto& [transport_case, ranks] = GetParam();
-  run_ranks(ranks, transport_case.run);
+  testing::ThreadSideChannel side(ranks);
+  run_ranks(ranks, [&](Transport& t) { transport_case.run(t, side); });
 }
 
 INSTANTIATE_TEST_SUITE_P(InProcess, TransportSuite,

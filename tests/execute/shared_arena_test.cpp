@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "reshard/execute/buffer.h"
+#include "support/capability.h"
 #include "support/seed.h"
 
 namespace reshard::detail {
@@ -132,7 +133,7 @@ TEST(SharedArena, RandomAllocationsNeverOverlap) {
 
 TEST(SharedArena, BuffersComeFromTheProcessArenaOnlyOnceItServesThem) {
   SharedArena* arena = SharedArena::for_process();
-  if (arena == nullptr) GTEST_SKIP() << "this system refuses memory files";
+  if (arena == nullptr) RESHARD_SKIP_WITHOUT("memory files (memfd_create)") << "this system refuses them";
   if (!SharedArena::serving_allocations()) {
     Buffer before = Buffer::allocate(kMiB);
     EXPECT_FALSE(arena->contains(before.data(), before.size()));

@@ -1,7 +1,7 @@
 # Sourced by the tests of this folder, after `set -euo pipefail` and with
 # $reshard set: $hosts (the harness), a prefix of this test's own, $work (a
 # folder removed on exit), fail. Exits 77 (skipped) where the machine refuses
-# network namespaces.
+# network namespaces, 1 (failed) there under RESHARD_REQUIRE_ALL_CAPABILITIES=1.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 hosts=$here/../../scripts/netns-hosts.sh
 # A prefix of its own, so that tests running at once never share a namespace;
@@ -14,6 +14,11 @@ export RESHARD_NETNS_PREFIX=rst$$
 status=0
 bash "$hosts" check || status=$?
 if ((status == 77)); then
+  # CI's machine (and root's) can: there a skip would pass what it never ran.
+  if [[ ${RESHARD_REQUIRE_ALL_CAPABILITIES:-} == 1 ]]; then
+    echo "FAILED: RESHARD_REQUIRE_ALL_CAPABILITIES=1 says this machine can make network namespaces, but it cannot" >&2
+    exit 1
+  fi
   echo "skipped: this machine cannot make network namespaces"
   exit 77
 fi

@@ -5,8 +5,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
+#include <latch>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -89,8 +92,22 @@ TEST(BlockPipeline, ReadsTheNextBlockAndWritesTheLastWhileTransforming) {
   EXPECT_EQ(written, (std::vector<int>{0, 1, 2}));
 }
 
+// The stage that runs beside a failing one, which the test holds until the
+// failure has been thrown: the pipeline runs transform(i) beside read(i+1)
+// and write(i-1), and write(i) beside transform(i+1). Block 0's read runs
+// alone: none.
+std::optional<std::pair<std::string, size_t>> partner_of(const std::string& failing, size_t at, size_t blocks) {
+  if (failing == "transform" && at + 1 < blocks) return std::pair<std::string, size_t>{"read", at + 1};
+  if (failing == "read" && at > 0) return std::pair<std::string, size_t>{"transform", at - 1};
+  if (failing == "write" && at + 1 < blocks) return std::pair<std::string, size_t>{"transform", at + 1};
+  return std::nullopt;
+}
+
 // A failing stage: its error comes out, once no stage is running any more.
+// The failure is thrown while another stage is provably still running (it
+// started, and waits for the throw), whatever the threads' scheduling.
 TEST(BlockPipeline, TheFirstErrorComesOutOnceEveryStageHasEnded) {
+  constexpr size_t kBlocks = 8;
   for (const std::string failing : {"read", "transform", "write"}) {
     for (const size_t at : {size_t{0}, size_t{1}, size_t{4}}) {
       SCOPED_TRACE(failing + " of block " + std::to_string(at));
@@ -98,30 +115,37 @@ TEST(BlockPipeline, TheFirstErrorComesOutOnceEveryStageHasEnded) {
       std::vector<int> written;
       BlockStages stages = counting_stages(written);
       const BlockStages plain = stages;
-      const auto maybe_fail = [&](const std::string& stage, size_t i) {
-        if (stage == failing && i == at) throw std::runtime_error(stage + " failed");
-      };
-      stages.read = [&](size_t i, BlockBuffer& in) {
+      const auto partner = partner_of(failing, at, kBlocks);
+      std::latch partner_started(partner ? 1 : 0);
+      std::latch thrown(1);
+      // Each stage counts itself running; the partner stays so until the throw.
+      const auto run = [&](const std::string& stage, size_t i, const std::function<void()>& body) {
         ++running;
-        std::this_thread::sleep_for(1ms);  // still running when another stage fails
-        plain.read(i, in);
+        if (partner && partner->first == stage && partner->second == i) {
+          partner_started.count_down();
+          thrown.wait();
+        }
+        body();
         --running;
-        maybe_fail("read", i);
+        if (stage == failing && i == at) {
+          partner_started.wait();
+          thrown.count_down();
+          throw std::runtime_error(stage + " failed");
+        }
       };
+      stages.read = [&](size_t i, BlockBuffer& in) { run("read", i, [&] { plain.read(i, in); }); };
       stages.transform = [&](size_t i, std::span<const std::byte> in, BlockBuffer& out) {
-        maybe_fail("transform", i);
-        plain.transform(i, in, out);
+        run("transform", i, [&] { plain.transform(i, in, out); });
       };
       stages.write = [&](size_t i, std::span<const std::byte> out) {
-        ++running;
-        std::this_thread::sleep_for(1ms);
-        --running;
-        maybe_fail("write", i);
-        plain.write(i, out);
+        // A failing write writes nothing.
+        run("write", i, [&] {
+          if (!(failing == "write" && i == at)) plain.write(i, out);
+        });
       };
       try {
         BlockBuffers buffers;
-        run_block_pipeline(8, stages, buffers);
+        run_block_pipeline(kBlocks, stages, buffers);
         ADD_FAILURE() << "no error";
       } catch (const std::runtime_error& e) {
         EXPECT_EQ(std::string(e.what()), failing + " failed");

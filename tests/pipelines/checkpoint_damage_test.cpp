@@ -10,6 +10,7 @@
 #include <csignal>
 #include <fstream>
 #include <random>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -39,10 +40,11 @@ LayoutDef two_processes() {
 // Blocks of 16 bytes: most chunks of the small model have several.
 constexpr uint64_t kBlockBytes = 16;
 
-void save(const fs::path& path, uint64_t version, uint64_t block_bytes = kBlockBytes) {
+void save(const fs::path& path, uint64_t version, uint64_t block_bytes = kBlockBytes, bool replace = false) {
   const LayoutDef layout = two_processes();
   SaveOptions options;
   options.checksum_block_bytes = block_bytes;
+  options.replace = replace;
   testing::run_ranks(layout.processes, [&](Transport& transport) {
     save_checkpoint(testing::make_arrays(testing::small_model(), layout, transport.rank(), version), path, transport,
                     options);
@@ -266,55 +268,86 @@ TEST(CheckpointDamage, AFullDiskFailsTheSaveEverywhereAndKeepsTheOldOne) {
   for (const auto& entry : fs::directory_iterator(dir.path())) EXPECT_EQ(entry.path().filename(), "c");
 }
 
-// A save killed at a random moment leaves the previous checkpoint (or, past
-// the final rename, the new one) whole under its name, never a partial one.
-TEST(CheckpointDamage, ASaveKilledAtRandomMomentsNeverLeavesAPartialCheckpoint) {
+// Which version the checkpoint under `path` holds whole: `committed`,
+// `version`, or 0 for neither.
+uint64_t whole_version(const fs::path& path, uint64_t committed, uint64_t version) {
+  const LayoutDef one{Mesh({{"x", 4}}, {0, 1, 2, 3}), {}, 1};
+  bool is_old = true, is_new = true;
+  testing::run_ranks(1, [&](Transport& transport) {
+    const auto arrays = restore_checkpoint(path, testing::targets_for(testing::small_model(), one), transport).arrays;
+    for (const NamedArray& array : arrays) {
+      is_old = is_old && testing::mismatch(array, committed).empty();
+      is_new = is_new && testing::mismatch(array, version).empty();
+    }
+  });
+  return is_old ? committed : is_new ? version : 0;
+}
+
+// A save killed part-way leaves the previous checkpoint whole under its name,
+// never a partial one; a save not killed puts the new one there. Each kill
+// lands mid-save, not by the clock's luck: the save is stopped (SIGSTOP) at a
+// random moment after its staging folder appeared, and killed only where,
+// stopped, it has not committed (the old checkpoint is still there); a save
+// stopped past its commit runs on to its end and counts as one that finished.
+TEST(CheckpointDamage, ASaveKilledMidSaveAlwaysLeavesThePreviousCheckpoint) {
   const uint64_t seed = testing::test_seed();
   std::mt19937_64 rng(seed);
   TempDir dir;
   save(dir / "c", 1);
-  int old_seen = 0, new_seen = 0;
+  const fs::path staging = dir / ".c.tmp-reshard-ckpt";
   uint64_t committed = 1;
-  constexpr int kKills = 60;
-  const LayoutDef one{Mesh({{"x", 4}}, {0, 1, 2, 3}), {}, 1};
-  for (int kill = 0; kill < kKills; ++kill) {
-    const uint64_t version = 100 + static_cast<uint64_t>(kill);
+  constexpr int kKills = 30;
+  int kills = 0, finished = 0;
+  for (int attempt = 0; kills < kKills && attempt < 20 * kKills; ++attempt) {
+    const uint64_t version = 100 + static_cast<uint64_t>(attempt);
+    std::error_code ec;
+    fs::remove_all(staging, ec);  // a killed save's: this save's staging is the one seen next
     const pid_t pid = ::fork();
     if (pid == 0) {
       try {
-        save(dir / "c", version);
+        save(dir / "c", version, kBlockBytes, /*replace=*/true);
       } catch (...) {
         ::_exit(2);
       }
       ::_exit(0);
     }
-    ::usleep(static_cast<useconds_t>(rng() % 30000));
-    ::kill(pid, SIGKILL);
     int status = 0;
-    ::waitpid(pid, &status, 0);
-    // Whatever is under the name is whole: the last committed version, or this one.
-    bool is_old = true, is_new = true;
-    testing::run_ranks(1, [&](Transport& transport) {
-      const auto arrays = restore_checkpoint(dir / "c", testing::targets_for(testing::small_model(), one), transport).arrays;
-      for (const NamedArray& array : arrays) {
-        is_old = is_old && testing::mismatch(array, committed).empty();
-        is_new = is_new && testing::mismatch(array, version).empty();
-      }
-    });
-    ASSERT_TRUE(is_old || is_new) << "kill " << kill << " (seed " << seed << ") left a checkpoint of neither version";
-    if (is_new) {
-      committed = version;
-      ++new_seen;
+    bool ended = false;
+    while (!fs::exists(staging) && !ended) {
+      ended = ::waitpid(pid, &status, WNOHANG) == pid;
+      std::this_thread::yield();
+    }
+    if (!ended) {
+      ::usleep(static_cast<useconds_t>(rng() % 3000));
+      ::kill(pid, SIGSTOP);
+      ASSERT_EQ(::waitpid(pid, &status, WUNTRACED), pid);
+      ended = !WIFSTOPPED(status);
+    }
+    if (!ended && whole_version(dir / "c", committed, version) == committed) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      ++kills;
+      ASSERT_EQ(whole_version(dir / "c", committed, version), committed)
+          << "a save killed mid-way (attempt " << attempt << ", seed " << seed << ") left no whole old checkpoint";
     } else {
-      ++old_seen;
+      if (!ended) {
+        ::kill(pid, SIGCONT);
+        ::waitpid(pid, &status, 0);
+      }
+      ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "attempt " << attempt << ": the save failed";
+      ++finished;
+      ASSERT_EQ(whole_version(dir / "c", committed, version), version)
+          << "a finished save (attempt " << attempt << ", seed " << seed << ") did not leave its checkpoint";
+      committed = version;
     }
     for (const auto& entry : fs::directory_iterator(dir.path())) {
       const std::string name = entry.path().filename().string();
       EXPECT_TRUE(name == "c" || name.front() == '.') << "visible partial output: " << name;
     }
   }
-  std::printf("[ kills    ] %d kills (seed %llu): old checkpoint %d times, new %d times\n", kKills,
-              static_cast<unsigned long long>(seed), old_seen, new_seen);
+  std::printf("[ kills    ] %d saves killed mid-way, %d finished (seed %llu)\n", kills, finished,
+              static_cast<unsigned long long>(seed));
+  EXPECT_EQ(kills, kKills) << "saves ran too fast to be stopped mid-way";
 }
 
 }  // namespace

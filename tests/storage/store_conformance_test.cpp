@@ -282,9 +282,23 @@ TEST_P(StoreConformance, AKilledWritersUploadIsFoundAndRemovedLater) {
   const Location object = root_.child("killed.bin");
   const auto left = leave_an_upload_behind(GetParam(), object, layout);
   EXPECT_FALSE(store_->stat(object).has_value());
+  // Pointed out beside the object and under its folder (not by the memory
+  // store, which has no reader to tell), never beside another object.
+  for (const Location& where : {object, root_}) {
+    const std::vector<std::string> found = store_->unfinished_uploads(where);
+    if (GetParam() == "memory") {
+      EXPECT_TRUE(found.empty());
+      continue;
+    }
+    ASSERT_EQ(found.size(), 1u) << where.str();
+    EXPECT_NE(found[0].find("killed.bin"), std::string::npos) << found[0];
+  }
+  EXPECT_TRUE(store_->unfinished_uploads(root_.child("other.bin")).empty());
   EXPECT_EQ(store_->abort_stale_uploads(object), 1u);
   EXPECT_EQ(store_->abort_stale_uploads(object), 0u);
   EXPECT_TRUE(store_->list(root_).empty());
+  EXPECT_TRUE(store_->unfinished_uploads(object).empty());
+  EXPECT_TRUE(store_->unfinished_uploads(root_).empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Drivers, StoreConformance, ::testing::Values("local", "memory", "s3", "gs"),

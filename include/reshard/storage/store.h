@@ -87,6 +87,13 @@ class Store {
   // killed writer's parts): S3 multipart uploads, GCS components, local
   // temporary siblings. Returns how many were removed.
   virtual size_t abort_stale_uploads(const Location& object) = 0;
+  // What unfinished uploads left at `where` (the object itself, or anything
+  // under it as a folder), for a reader to point out: S3 multipart uploads
+  // and GCS upload prefixes (whose writers the store cannot tell alive or
+  // gone), local staging siblings of writers that are gone. Names as the
+  // store spells them (keys, or paths). The next write of the object removes
+  // its own (abort_stale_uploads). None by default.
+  virtual std::vector<std::string> unfinished_uploads(const Location& /*where*/) { return {}; }
 };
 
 }  // namespace reshard::storage

@@ -154,6 +154,25 @@ class GcsStore final : public storage::Store {
     return uploads.size();
   }
 
+  std::vector<std::string> unfinished_uploads(const Location& where) override {
+    check_location(where);
+    // The object's own uploads ("KEY.tmp-reshard-NONCE/"), and those of every
+    // object under it as a folder: one name per upload.
+    std::vector<GcsObject> leftovers = list_objects(*client_, where.bucket(), uploads_prefix(where.key()));
+    std::string folder = where.key();
+    if (!folder.empty() && !folder.ends_with('/')) folder += '/';
+    for (GcsObject& object : list_objects(*client_, where.bucket(), folder)) leftovers.push_back(std::move(object));
+    std::set<std::string> uploads;
+    for (const GcsObject& leftover : leftovers) {
+      const size_t marker = leftover.name.rfind(".tmp-reshard-");
+      if (marker == std::string::npos) continue;
+      const std::string key = leftover.name.substr(0, marker);
+      const std::string nonce = nonce_of(key, leftover.name);
+      if (!nonce.empty()) uploads.insert(upload_prefix(key, nonce));
+    }
+    return {uploads.begin(), uploads.end()};
+  }
+
  private:
   static void check_location(const Location& where) {
     if (where.scheme() != storage::Scheme::kGcs) {

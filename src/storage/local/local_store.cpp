@@ -126,6 +126,18 @@ class LocalStore final : public storage::Store {
   size_t abort_stale_uploads(const Location& object) override {
     return remove_dead_stagings(object.local_path());
   }
+
+  std::vector<std::string> unfinished_uploads(const Location& where) override {
+    const std::filesystem::path path = where.local_path();
+    std::vector<std::filesystem::path> found = dead_stagings(path);
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) {
+      for (std::filesystem::path& inside : dead_stagings_in(path)) found.push_back(std::move(inside));
+    }
+    std::vector<std::string> names;
+    for (const std::filesystem::path& staging : found) names.push_back(staging.lexically_normal().string());
+    return names;
+  }
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <charconv>
@@ -94,17 +95,41 @@ bool owner_is_dead(const StagingOwner& owner) {
   return start && *start != *owner.start;
 }
 
-size_t remove_dead_stagings(const std::filesystem::path& final_path) {
-  std::filesystem::path folder = final_path.parent_path();
+std::vector<std::filesystem::path> dead_stagings(const std::filesystem::path& final_path) {
+  // "out/" names the folder "out": its staging sits beside "out".
+  const std::filesystem::path path = final_path.has_filename() ? final_path : final_path.parent_path();
+  std::filesystem::path folder = path.parent_path();
   if (folder.empty()) folder = ".";
-  const std::string name = final_path.filename().string();
-  size_t removed = 0;
+  const std::string name = path.filename().string();
+  std::vector<std::filesystem::path> dead;
   std::error_code ec;
   for (std::filesystem::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
     const auto owner = staging_owner(it->path().filename().string(), name);
-    if (!owner || !owner_is_dead(*owner)) continue;
+    if (owner && owner_is_dead(*owner)) dead.push_back(it->path());
+  }
+  std::sort(dead.begin(), dead.end());
+  return dead;
+}
+
+std::vector<std::filesystem::path> dead_stagings_in(const std::filesystem::path& folder) {
+  std::vector<std::filesystem::path> dead;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string entry = it->path().filename().string();
+    const size_t marker = entry.rfind(kMarker);
+    if (entry.front() != '.' || marker == std::string::npos || marker < 2) continue;
+    const auto owner = staging_owner(entry, std::string_view(entry).substr(1, marker - 1));
+    if (owner && owner_is_dead(*owner)) dead.push_back(it->path());
+  }
+  std::sort(dead.begin(), dead.end());
+  return dead;
+}
+
+size_t remove_dead_stagings(const std::filesystem::path& final_path) {
+  size_t removed = 0;
+  for (const std::filesystem::path& staging : dead_stagings(final_path)) {
     std::error_code ignored;
-    if (std::filesystem::remove_all(it->path(), ignored) > 0) ++removed;
+    if (std::filesystem::remove_all(staging, ignored) > 0) ++removed;
   }
   return removed;
 }

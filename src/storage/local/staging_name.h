@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace reshard::storage_detail {
 
@@ -35,6 +36,13 @@ std::optional<StagingOwner> staging_owner(std::string_view entry, std::string_vi
 // Whether the owner is known to be gone: a process of this host that no
 // longer runs, or whose id now belongs to a process started at another time. Another host's staging is never taken for dead.
 bool owner_is_dead(const StagingOwner& owner);
+
+// The staging siblings of `final_path` (files or folders) whose owner is
+// dead, by path, sorted.
+std::vector<std::filesystem::path> dead_stagings(const std::filesystem::path& final_path);
+
+// Those of anything in `folder`: the staging names in it whose owner is dead.
+std::vector<std::filesystem::path> dead_stagings_in(const std::filesystem::path& folder);
 
 // Removes the staging siblings of `final_path` (files or folders) whose owner
 // is dead: what killed writers of the same file or folder left. Returns how

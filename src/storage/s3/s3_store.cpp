@@ -174,11 +174,38 @@ class S3Store final : public storage::Store {
   size_t abort_stale_uploads(const Location& object) override {
     check_object(object);
     size_t removed = 0;
+    for_each_unfinished_upload(object.bucket(), object.key(), [&](const UploadListPage::Upload& upload) {
+      if (upload.key != object.key()) return;
+      S3Request del = request("DELETE", object);
+      del.query = {{"uploadId", upload.upload_id}};
+      const HttpResponse answer = client_->send(del);
+      if (answer.ok()) ++removed;
+      else if (answer.status != 404) throw client_->error(del, answer, "aborting an unfinished upload");
+    });
+    return removed;
+  }
+
+  std::vector<std::string> unfinished_uploads(const Location& where) override {
+    check_store(where);
+    std::string folder = where.key();
+    if (!folder.empty() && !folder.ends_with('/')) folder += '/';
+    std::vector<std::string> keys;
+    for_each_unfinished_upload(where.bucket(), where.key(), [&](const UploadListPage::Upload& upload) {
+      if (upload.key == where.key() || upload.key.starts_with(folder)) keys.push_back(upload.key);
+    });
+    return keys;
+  }
+
+ private:
+  // `visit` on each multipart upload of `bucket` started and not finished
+  // whose key starts with `prefix`, page by page.
+  template <class Visit>
+  void for_each_unfinished_upload(const std::string& bucket, const std::string& prefix, Visit&& visit) {
     UploadListPage page;
     do {
-      S3Request get = bucket_request("GET", object.bucket());
+      S3Request get = bucket_request("GET", bucket);
       // No encoding-type=url: SeaweedFS declares it here but sends keys unencoded.
-      get.query = {{"uploads", ""}, {"prefix", object.key()}};
+      get.query = {{"uploads", ""}, {"prefix", prefix}};
       if (page.truncated) {
         get.query.emplace_back("key-marker", page.next_key_marker);
         get.query.emplace_back("upload-id-marker", page.next_upload_id_marker);
@@ -186,19 +213,10 @@ class S3Store final : public storage::Store {
       const HttpResponse response = client_->send(get);
       if (!response.ok()) throw client_->error(get, response, "listing unfinished uploads");
       page = parse_list_uploads(response.body);
-      for (const UploadListPage::Upload& upload : page.uploads) {
-        if (upload.key != object.key()) continue;
-        S3Request del = request("DELETE", object);
-        del.query = {{"uploadId", upload.upload_id}};
-        const HttpResponse answer = client_->send(del);
-        if (answer.ok()) ++removed;
-        else if (answer.status != 404) throw client_->error(del, answer, "aborting an unfinished upload");
-      }
+      for (const UploadListPage::Upload& upload : page.uploads) visit(upload);
     } while (page.truncated);
-    return removed;
   }
 
- private:
   static S3Request request(std::string method, const Location& where) {
     S3Request request;
     request.method = std::move(method);

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "execute/shared_arena.h"
+#include "support/capability.h"
 
 namespace reshard::mpi_detail {
 namespace {
@@ -21,7 +22,7 @@ TEST(PeerArena, MapsAnArenaAndReadsItsRunsInPlace) {
   for (size_t i = 0; i < (size_t{1} << 20); ++i) data[i] = static_cast<std::byte>(i * 31);
   const auto mapped = PeerArena::map(::getpid(), arena.fd(), arena.base_address(), arena.reserved_bytes(),
                                      arena.token());
-  if (!mapped) GTEST_SKIP() << "this kernel refuses pidfd_getfd";
+  if (!mapped) RESHARD_SKIP_WITHOUT("pidfd_getfd") << "this kernel refuses it";
   const RunGroup rows{reinterpret_cast<uintptr_t>(data) + 100, 64, 4096, 200};
   const auto local = mapped->to_local(std::span(&rows, 1));
   ASSERT_TRUE(local.has_value());

@@ -21,6 +21,7 @@
 #include "reshard/execute/buffer.h"
 #include "reshard/layout/error.h"
 #include "strided_reshard_check.h"
+#include "support/capability.h"
 
 namespace reshard {
 namespace {
@@ -31,6 +32,13 @@ using testing::world_transport;
 bool opted_out() {
   const char* value = std::getenv("RESHARD_SINGLE_COPY");
   return value != nullptr && std::string_view(value) == "0";
+}
+
+// The run turned the shared-memory path off, itself or with all single copy
+// (RESHARD_SHARED_MEMORY=0, RESHARD_SINGLE_COPY=0): no path the machine lacks.
+bool shared_memory_opted_out() {
+  const char* value = std::getenv("RESHARD_SHARED_MEMORY");
+  return opted_out() || (value != nullptr && std::string_view(value) == "0");
 }
 
 // Every rank's view of which peers it copies with directly, gathered.
@@ -69,7 +77,9 @@ TEST_F(SingleCopyMpi, PairsAgreeAndEveryPairOfThisHostCopiesDirectly) {
   if (opted_out()) {
     EXPECT_FALSE(direct) << "RESHARD_SINGLE_COPY=0 must turn it off";
   }
-  if (!opted_out() && !direct) GTEST_SKIP() << "this host forbids cross-memory attach: MPI carries every message";
+  if (!opted_out() && !direct) {
+    RESHARD_SKIP_WITHOUT("cross-memory attach") << "this host forbids it: MPI carries every message";
+  }
 }
 
 // Strided or contiguous on either side, each way round the ring: the sender
@@ -200,7 +210,10 @@ TEST_F(SingleCopyMpi, EveryRankOfThisJobIsOnHostZeroUnderThisHostsName) {
 TEST_F(SingleCopyMpi, APeerTheKernelRefusesGoesThroughMpiSaysSoAndStillDeliversEveryByte) {
   MpiTransport& t = world_transport();
   if (t.size() < 2) GTEST_SKIP() << "needs two ranks";
-  if (!t.copies_directly_with((t.rank() + 1) % t.size())) GTEST_SKIP() << "no single copy here to refuse";
+  if (!t.copies_directly_with((t.rank() + 1) % t.size())) {
+    if (opted_out()) GTEST_SKIP() << "this run turned single copy off (RESHARD_SINGLE_COPY=0): none to refuse";
+    RESHARD_SKIP_WITHOUT("cross-memory attach") << "no single copy here to refuse";
+  }
   std::optional<MpiTransport> refused;
   {
     // Rank 0 plays a process whose memory the kernel will not let its peers
@@ -235,7 +248,10 @@ TEST_F(SingleCopyMpi, SharedMemoryPairsReadArenaBuffersAndEachOptOutFallsBackToT
   if (setting != nullptr && std::string_view(setting) == "0") {
     EXPECT_NE(direct, PeerPath::kSharedMemory) << "RESHARD_SHARED_MEMORY=0 must turn it off";
   }
-  if (direct != PeerPath::kSharedMemory) GTEST_SKIP() << "no shared memory here: " << t.describe_paths();
+  if (direct != PeerPath::kSharedMemory) {
+    if (shared_memory_opted_out()) GTEST_SKIP() << "this run turned shared memory off: " << t.describe_paths();
+    RESHARD_SKIP_WITHOUT("shared memory between ranks") << t.describe_paths();
+  }
   // From now on this process's large buffers live where its peers map them.
   const detail::SharedArena* arena = detail::SharedArena::for_process();
   ASSERT_NE(arena, nullptr);
@@ -291,7 +307,8 @@ TEST_F(SingleCopyMpi, SendersWriteStridedMessagesIntoArenaPeersAndReceiversReadT
   MpiTransport& t = world_transport();
   if (t.size() < 2) GTEST_SKIP() << "needs two ranks";
   if (t.path_to((t.rank() + 1) % t.size()) != PeerPath::kSharedMemory) {
-    GTEST_SKIP() << "no shared memory here: " << t.describe_paths();
+    if (shared_memory_opted_out()) GTEST_SKIP() << "this run turned shared memory off: " << t.describe_paths();
+    RESHARD_SKIP_WITHOUT("shared memory between ranks") << t.describe_paths();
   }
   // Rows to columns: 256-byte rows of each source shard into stretches of
   // the targets (1024 rows: target shards of 256 KiB, in the arena). The

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "execute/support/transport_suite.h"
+#include "mpi_side_channel.h"
 #include "mpi_world.h"
 
 namespace reshard::testing {
@@ -12,7 +13,10 @@ namespace {
 class MpiConformance : public MpiTest {
  public:
   explicit MpiConformance(TransportCase test_case) : case_(std::move(test_case)) {}
-  void TestBody() override { case_.run(world_transport()); }
+  void TestBody() override {
+    MpiSideChannel side(MPI_COMM_WORLD);
+    case_.run(world_transport(), side);
+  }
 
  private:
   TransportCase case_;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "execute/support/side_channel.h"
 #include "reshard/execute/transport.h"
 
 namespace reshard::testing {
@@ -13,9 +14,11 @@ namespace reshard::testing {
 // job at once (threads of one process, or MPI processes: it assumes neither),
 // checks with GoogleTest's EXPECT macros, and never waits on a check's outcome,
 // so a failed check cannot hang the other ranks. Works at any number of ranks.
+// `side` carries events beside the transport (one channel for all the ranks
+// of one run of the case).
 struct TransportCase {
   std::string name;
-  std::function<void(Transport& transport)> run;
+  std::function<void(Transport& transport, SideChannel& side)> run;
 };
 
 // Every case, in a fixed order; each takes its own tags from begin_operation().
