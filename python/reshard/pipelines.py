@@ -20,10 +20,11 @@ from ._paths import fspath as _fspath
 ConvertResult = _core.ConvertResult
 MergeLoraResult = _core.MergeLoraResult
 ExportResult = _core.ExportResult
+ExportTimes = _core.ExportTimes
 ImportResult = _core.ImportResult
 
-__all__ = ["ConvertResult", "ExportResult", "ImportResult", "MergeLoraResult", "convert", "export", "import_model",
-           "merge_lora"]
+__all__ = ["ConvertResult", "ExportResult", "ExportTimes", "ImportResult", "MergeLoraResult", "convert", "export",
+           "import_model", "merge_lora"]
 
 
 def _byte_size(value: int | str, argument: str) -> int:
