@@ -12,7 +12,7 @@
 #include "cli/demo/demo_files.h"
 #include "cli/demo/demo_reference.h"
 #include "cli/support/run_reshard.h"
-#include "pipelines/lora/lora_merge.h"
+#include "pipelines/lora/merge_box.h"
 #include "reshard/execute/in_process_transport.h"
 #include "reshard/formats/safetensors_writer.h"
 #include "reshard/layout/error.h"

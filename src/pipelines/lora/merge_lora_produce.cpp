@@ -5,8 +5,8 @@
 
 #include "layout/float_convert.h"
 #include "pipelines/common/block_pipeline.h"
-#include "pipelines/lora/lora_merge.h"
-#include "pipelines/lora/merge_math.h"
+#include "pipelines/lora/merge_box.h"
+#include "pipelines/lora/dora_and_rounding.h"
 #include "reshard/formats/safetensors_layout.h"
 
 namespace reshard::pipelines_detail {

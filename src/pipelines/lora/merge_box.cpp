@@ -1,4 +1,4 @@
-#include "pipelines/lora/lora_merge.h"
+#include "pipelines/lora/merge_box.h"
 
 #include <algorithm>
 #include <vector>
@@ -8,8 +8,8 @@
 
 #include "layout/float_convert.h"
 #include "pipelines/common/block_pipeline.h"
-#include "pipelines/lora/merge_math.h"
-#include "pipelines/lora/merge_rows.h"
+#include "pipelines/lora/dora_and_rounding.h"
+#include "pipelines/lora/merge_typed_rows.h"
 #include "pipelines/tensor_map/strided_copy.h"
 #include "reshard/layout/error.h"
 

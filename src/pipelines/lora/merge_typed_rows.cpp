@@ -1,12 +1,12 @@
-#include "pipelines/lora/merge_rows.h"
+#include "pipelines/lora/merge_typed_rows.h"
 
 #include <algorithm>
 #include <vector>
 
 #include "layout/copy_bytes.h"
 #include "layout/float_convert.h"
-#include "pipelines/lora/merge_kernel.h"
-#include "pipelines/lora/merge_math.h"
+#include "pipelines/lora/merge_f32_kernel.h"
+#include "pipelines/lora/dora_and_rounding.h"
 
 namespace reshard::pipelines_detail {
 namespace {

@@ -1,4 +1,4 @@
-#include "pipelines/lora/merge_math.h"
+#include "pipelines/lora/dora_and_rounding.h"
 
 #include <cmath>
 #include <cstddef>

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "layout/float_convert.h"
-#include "pipelines/lora/merge_kernel.h"
-#include "pipelines/lora/merge_rows.h"
+#include "pipelines/lora/merge_f32_kernel.h"
+#include "pipelines/lora/merge_typed_rows.h"
 #include "support/seed.h"
 
 namespace reshard::pipelines_detail {
