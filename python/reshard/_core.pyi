@@ -813,6 +813,12 @@ class SaveResult:
     def waves(self) -> int:
         """Staging waves (asynchronous saves)."""
 
+    @property
+    def peak_staged_bytes(self) -> int:
+        """
+        Asynchronous saves: the most bytes this process held staged in host memory at once.
+        """
+
     def __repr__(self) -> str: ...
 
 class RestoreResult:
@@ -864,6 +870,37 @@ def _check_save_path(path: str | os.PathLike, argument: str) -> None:
 def _restore_checkpoint_into(path: str | os.PathLike, names: Sequence[str], arrays: Sequence[_ShardedArray], verify_checksums: bool, transport: Transport | None = None) -> RestoreResult:
     """Fills the arrays' shards with the tensors of their names (collective)."""
 
+class ExportTimes:
+    """
+    Where one process's export time went, in seconds. Writing runs on a thread of its own beside reading and producing, so the phases overlap and need not add up to the total.
+    """
+
+    @property
+    def read(self) -> float:
+        """Reading source bytes (a part of produce)."""
+
+    @property
+    def produce(self) -> float:
+        """Producing this process's blocks, reads included."""
+
+    @property
+    def write(self) -> float:
+        """Writing them at their offsets (or, gathering, on the writing process)."""
+
+    @property
+    def sync(self) -> float:
+        """Flushing this process's writes to storage, once per file."""
+
+    @property
+    def commit(self) -> float:
+        """Agreeing with the peers, and committing the folder."""
+
+    @property
+    def total(self) -> float:
+        """The whole export."""
+
+    def __repr__(self) -> str: ...
+
 class ExportResult:
     """What an export wrote."""
 
@@ -886,6 +923,10 @@ class ExportResult:
     @property
     def bytes_written(self) -> int:
         """Tensor bytes this process wrote."""
+
+    @property
+    def seconds(self) -> ExportTimes:
+        """Where this process's time went (ExportTimes)."""
 
     def __repr__(self) -> str: ...
 
@@ -940,6 +981,10 @@ class ConvertResult:
     @property
     def bytes(self) -> int:
         """Tensor bytes of the output."""
+
+    @property
+    def peak_staged_bytes(self) -> int:
+        """A checkpoint output: the most bytes this process held staged at once."""
 
     @property
     def carried(self) -> list[str]:

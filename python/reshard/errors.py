@@ -12,9 +12,13 @@ from . import _core
 
 
 class ReshardError(Exception):
-    """Base of every reshard error. ``code`` is the C++ ErrorCode's name."""
+    """Base of every reshard error. ``code`` is the C++ ErrorCode's name; ``kind``, on an error the
+    library raised, the C++ ErrorKind's name: the class's ``code``, or a finer one where a layer
+    names a case of its own (``"no_lora_config"``, ``"part_size_out_of_range"``), so that callers
+    decide by it, never by the message's text."""
 
     code: str = ""
+    kind: str = ""
 
 
 class LayoutError(ReshardError, ValueError):

@@ -20,10 +20,11 @@ from ._paths import fspath as _fspath
 ConvertResult = _core.ConvertResult
 MergeLoraResult = _core.MergeLoraResult
 ExportResult = _core.ExportResult
+ExportTimes = _core.ExportTimes
 ImportResult = _core.ImportResult
 
-__all__ = ["ConvertResult", "ExportResult", "ImportResult", "MergeLoraResult", "convert", "export", "import_model",
-           "merge_lora"]
+__all__ = ["ConvertResult", "ExportResult", "ExportTimes", "ImportResult", "MergeLoraResult", "convert", "export",
+           "import_model", "merge_lora"]
 
 
 def _byte_size(value: int | str, argument: str) -> int:
@@ -209,12 +210,12 @@ def export(
             result = _core._export_checkpoint(_fspath(source, "source"), *args)
     except InvalidArgumentError as e:
         # The library names the checkpoint's metadata key; a Python caller passes the argument.
-        if lora_config is None and "no LoRA config" in str(e):
+        if lora_config is None and e.kind == "no_lora_config":
             where = "" if isinstance(source, Mapping) else f" (and {_fspath(source, 'source')} holds none in its metadata)"
             raise InvalidArgumentError(f"kind={kind!r} needs the LoRA config (r, lora_alpha): pass lora_config=, "
                                        f"adapter_config.json as a dict or its text{where}") from None
         # The store's limits on part sizes, said of the argument that chose one.
-        if part_size is not None and "a part size of" in str(e):
+        if part_size is not None and e.kind == "part_size_out_of_range":
             raise InvalidArgumentError(f"part_size={part_size!r}: {e}") from None
         raise
     if kind != "adapter" and hf_config is None:

@@ -166,6 +166,8 @@ void bind_stats(nb::module_& m) {
       .def_ro("chunks_written", &SaveResult::chunks_written, "Chunks this process wrote.")
       .def_ro("bytes_written", &SaveResult::bytes_written, "Chunk bytes this process wrote.")
       .def_ro("waves", &SaveResult::waves, "Staging waves (asynchronous saves).")
+      .def_ro("peak_staged_bytes", &SaveResult::peak_staged_bytes,
+              "Asynchronous saves: the most bytes this process held staged in host memory at once.")
       .def("__repr__", [](const SaveResult& s) {
         return "SaveResult(chunks_written=" + std::to_string(s.chunks_written) +
                ", bytes_written=" + std::to_string(s.bytes_written) + ", waves=" + std::to_string(s.waves) + ")";

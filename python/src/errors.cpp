@@ -1,7 +1,9 @@
 // reshard::Error becomes a Python exception of the class registered for its
 // kind's name (reshard/errors.py defines them: ValueError subclasses for bad
 // layouts and arguments, OSError for I/O, one class per file-format rule),
-// with the C++ message unchanged.
+// with the C++ message unchanged and the kind's name as its `kind` (finer than
+// the class where a layer names a case of its own, as kNoLoraConfig), so that
+// Python decides by the kind, never by the message's text.
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -52,10 +54,19 @@ void translate(const std::exception_ptr& error, void*) {
   try {
     std::rethrow_exception(error);
   } catch (const Error& e) {
-    const auto found = error_classes().find(e.name());
-    PyObject* cls = found != error_classes().end() ? found->second : nullptr;
+    // A kind with no class of its own (a case one caller tells apart) is raised as its code's class.
+    auto found = error_classes().find(e.name());
+    if (found == error_classes().end()) found = error_classes().find(error_code_name(e.code()));
+    PyObject* cls = found != error_classes().end() ? found->second : PyExc_RuntimeError;
     if (e.code() == ErrorCode::kTimeout || e.code() == ErrorCode::kPeerFailed) after_transport_failure();
-    PyErr_SetString(cls != nullptr ? cls : PyExc_RuntimeError, e.what());
+    PyObject* exception = PyObject_CallOneArg(cls, nb::str(e.what()).ptr());
+    if (exception == nullptr) return;  // constructing it raised: that error stands
+    if (PyObject_SetAttrString(exception, "kind", nb::str(e.name().data(), e.name().size()).ptr()) != 0) {
+      Py_DECREF(exception);
+      return;
+    }
+    PyErr_SetObject(cls, exception);
+    Py_DECREF(exception);
   }
 }
 

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nanobind/stl/filesystem.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
@@ -115,12 +116,26 @@ ImportOptions import_options(const std::optional<std::string>& dtype, AxisSizes 
 }  // namespace
 
 void bind_export_import(nb::module_& m) {
+  nb::class_<ExportTimes>(m, "ExportTimes",
+                          "Where one process's export time went, in seconds. Writing runs on a thread of its own "
+                          "beside reading and producing, so the phases overlap and need not add up to the total.")
+      .def_ro("read", &ExportTimes::read, "Reading source bytes (a part of produce).")
+      .def_ro("produce", &ExportTimes::produce, "Producing this process's blocks, reads included.")
+      .def_ro("write", &ExportTimes::write, "Writing them at their offsets (or, gathering, on the writing process).")
+      .def_ro("sync", &ExportTimes::sync, "Flushing this process's writes to storage, once per file.")
+      .def_ro("commit", &ExportTimes::commit, "Agreeing with the peers, and committing the folder.")
+      .def_ro("total", &ExportTimes::total, "The whole export.")
+      .def("__repr__", [](const ExportTimes& t) {
+        return fmt::format("ExportTimes(read={:.3f}, produce={:.3f}, write={:.3f}, sync={:.3f}, commit={:.3f}, "
+                           "total={:.3f})", t.read, t.produce, t.write, t.sync, t.commit, t.total);
+      });
   nb::class_<ExportResult>(m, "ExportResult", "What an export wrote.")
       .def_ro("tensors", &ExportResult::tensors, "Tensors in the output.")
       .def_ro("merged", &ExportResult::merged, "Weights a LoRA delta was merged into.")
       .def_ro("files", &ExportResult::files, "Weight files written.")
       .def_ro("bytes", &ExportResult::bytes, "Tensor bytes of the output.")
       .def_ro("bytes_written", &ExportResult::bytes_written, "Tensor bytes this process wrote.")
+      .def_ro("seconds", &ExportResult::seconds, "Where this process's time went (ExportTimes).")
       .def("__repr__", [](const ExportResult& r) {
         return "ExportResult(tensors=" + std::to_string(r.tensors) + ", merged=" + std::to_string(r.merged) +
                ", files=" + std::to_string(r.files) + ", bytes=" + std::to_string(r.bytes) +

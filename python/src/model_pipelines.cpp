@@ -117,6 +117,8 @@ void bind_pipelines(nb::module_& m) {
       .def_ro("files", &ConvertResult::files, "Files written (data files for a checkpoint).")
       .def_ro("tensors", &ConvertResult::tensors, "Tensors written.")
       .def_ro("bytes", &ConvertResult::bytes, "Tensor bytes of the output.")
+      .def_ro("peak_staged_bytes", &ConvertResult::peak_staged_bytes,
+              "A checkpoint output: the most bytes this process held staged at once.")
       .def_ro("carried", &ConvertResult::carried, "A folder output: the non-weight files written beside the weights.")
       .def_ro("warnings", &ConvertResult::warnings, "What the output lacks that its users will miss.")
       .def("__repr__", [](const ConvertResult& r) {

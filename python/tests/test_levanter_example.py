@@ -1,4 +1,4 @@
-"""examples/levanter_checkpoint_export.py as the README runs it, against the local S3 server (and
+"""examples/levanter_checkpoint_export.py as docs/checkpoints.md runs it, against the local S3 server (and
 the GCS one, and a local folder): a 4-process JAX job saves a LoRA run's state to s3:// as Levanter does, `mpirun -np 4 reshard export`
 writes the PEFT adapter and the merged model to s3://, and a 4-process job checks them against numpy
 and loads the merged model onto another mesh with reshard.jax.load_pretrained."""

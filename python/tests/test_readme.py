@@ -1,5 +1,6 @@
-"""README.md's Python blocks run as written (as tests/package runs its C++ block): each in a
-fresh interpreter with 8 forced CPU devices for JAX, in a folder holding the files the block
+"""The Python blocks of README.md and docs/*.md run as written (as tests/package runs their C++
+programs): each in a fresh interpreter with 8 forced CPU devices for JAX, in a folder holding
+the files the block
 names (its first comment line says which), and a block headed ``# mpirun -np N python ...``
 under ``mpirun -np N``. A block that starts a multi-process JAX job (jax.distributed) is not
 run here: test_jax_job.py runs those calls in real 2- and 4-process JAX jobs; nor is one
@@ -22,14 +23,17 @@ from capability import skip_without
 from mpi_launch import mpi_missing
 from reshard import P
 
-README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 LAYERS, EMBED, KV, HEAD_DIM, MLP, VOCAB = 2, 8, 4, 2, 16, 16  # one query head per KV head
 CONFIG = {"model_type": "llama", "hidden_size": EMBED, "num_attention_heads": KV, "num_key_value_heads": KV,
           "head_dim": HEAD_DIM, "intermediate_size": MLP, "vocab_size": VOCAB, "num_hidden_layers": LAYERS}
 
 
-def python_blocks() -> list[str]:
-    return re.findall(r"^```python\n(.*?)^```$", README.read_text(), flags=re.S | re.M)
+def python_blocks() -> list[tuple[str, str]]:
+    """(page, block) for every Python block, README.md first, then docs/ in name order."""
+    return [(page.relative_to(ROOT).as_posix(), block) for page in PAGES
+            for block in re.findall(r"^```python\n(.*?)^```$", page.read_text(), flags=re.S | re.M)]
 
 
 def levanter_llama(gen) -> dict[str, np.ndarray]:
@@ -69,18 +73,19 @@ def run_block(block: str, folder: pathlib.Path, name: str):
     return subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=300, env=env)
 
 
-def test_the_readme_python_blocks_run_as_written(tmp_path, rng):
+def test_the_readme_and_docs_python_blocks_run_as_written(tmp_path, rng):
     import reshard.mpi  # noqa: F401  (for reshard.mpi.available)
 
     blocks = python_blocks()
-    assert len(blocks) >= 3, "README.md lost its Python blocks"
+    assert len(blocks) >= 4, "README.md and docs/ lost their Python blocks"
+    assert any(page == "README.md" for page, _ in blocks), "README.md lost its Python quickstart"
     prepare_folder(tmp_path, np.random.default_rng(rng.randrange(2**32)))
     ran = 0
-    for i, block in enumerate(blocks):
+    for i, (page, block) in enumerate(blocks):
         if "jax.distributed.initialize()" in block or block.startswith("# Not run by python/tests/test_readme.py"):
             continue  # a multi-process JAX job (test_jax_job.py runs its calls), or a sketch over the user's files
         done = run_block(block, tmp_path, f"block{i}")
-        assert done.returncode == 0, f"README.md's Python block {i} failed:\n{block}\n{done.stdout}\n{done.stderr}"
+        assert done.returncode == 0, f"{page}'s Python block ({i}) failed:\n{block}\n{done.stdout}\n{done.stderr}"
         ran += 1
     assert ran >= 2
     # What the blocks said they wrote is there.

@@ -170,7 +170,7 @@ void print_checkpoint_text(const checkpoint::Reader& reader, const InspectOption
   uint64_t elements = 0;
   for (const checkpoint::TensorEntry* tensor : sorted_by_name(manifest)) {
     const uint64_t bytes = checkpoint::dense_bytes(tensor->dtype, tensor->shape);
-    elements += bytes / static_cast<uint64_t>(dtype_bits(tensor->dtype) / 8);
+    elements += bytes / static_cast<uint64_t>(element_bytes(tensor->dtype));
     out += fmt::format("{}  {}  [{}]  {} bytes  {} chunk{}  saved as {}{}\n", tensor->name, dtype_name(tensor->dtype),
                        fmt::join(tensor->shape, ", "), bytes, tensor->chunks.size(), tensor->chunks.size() == 1 ? "" : "s",
                        tensor->layout.empty() ? "(unknown layout)" : tensor->layout,

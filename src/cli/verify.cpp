@@ -73,7 +73,7 @@ void verify_checkpoint(const storage::Location& where) {
       reader.read_chunk(tensor, c, bytes);
       progress.advance(bytes.size());
     }
-    elements += checkpoint::dense_bytes(tensor.dtype, tensor.shape) / static_cast<uint64_t>(dtype_bits(tensor.dtype) / 8);
+    elements += checkpoint::dense_bytes(tensor.dtype, tensor.shape) / static_cast<uint64_t>(element_bytes(tensor.dtype));
   }
   progress.finish();
   uint64_t blocks = 0;

@@ -168,7 +168,7 @@ uint64_t Reader::read_chunk_blocks(const TensorEntry& tensor, size_t index, std:
   // A version 1 chunk is one block as long as the chunk.
   const uint64_t block_bytes = chunk.blocks.empty() ? std::max<uint64_t>(chunk.length, 1) : state_->manifest.block_bytes;
   const size_t blocks = static_cast<size_t>(block_count(chunk.length, block_bytes));
-  const uint64_t element_bytes = static_cast<uint64_t>(dtype_bits(tensor.dtype) / 8);
+  const auto element_bytes = static_cast<uint64_t>(reshard::element_bytes(tensor.dtype));
   const Box local = Box::whole(chunk.box.shape());
   std::vector<char> needed(blocks, 0);
   for (const Box& part : parts) {
@@ -219,7 +219,7 @@ void Reader::read_chunk_part(const TensorEntry& tensor, size_t index, const Box&
 }
 
 void Reader::read_box(const TensorEntry& tensor, const Box& box, std::span<std::byte> out) const {
-  const uint64_t element_bytes = static_cast<uint64_t>(dtype_bits(tensor.dtype) / 8);
+  const auto element_bytes = static_cast<uint64_t>(reshard::element_bytes(tensor.dtype));
   if (out.size() != dense_bytes(tensor.dtype, box.shape())) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("tensor {}: box {} needs {} bytes, the buffer has {}", json_quoted(tensor.name),

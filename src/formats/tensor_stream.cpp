@@ -51,8 +51,8 @@ void stream_tensor(const safetensors::File& file, const safetensors::TensorInfo&
                             dtype_name(out)));
   }
   // Whole elements per piece, so each piece converts on its own.
-  const size_t in_width = static_cast<size_t>(dtype_bits(tensor.dtype) / 8);
-  const size_t out_width = static_cast<size_t>(dtype_bits(out) / 8);
+  const size_t in_width = element_bytes(tensor.dtype);
+  const size_t out_width = element_bytes(out);
   const size_t block = std::max(block_bytes / in_width, size_t{1}) * in_width;
   std::vector<std::byte> converted;
   for_each_piece(file, tensor, block, buffer, [&](std::span<const std::byte> piece) {

@@ -45,6 +45,8 @@ std::string_view dtype_name(DType dtype) { return info(dtype).name; }
 
 int dtype_bits(DType dtype) { return info(dtype).bits; }
 
+size_t element_bytes(DType dtype) { return static_cast<size_t>(dtype_bits(dtype) / 8); }
+
 std::optional<DType> parse_dtype(std::string_view name) {
   for (size_t i = 0; i < kInfo.size(); ++i) {
     if (equals_ignoring_case(kInfo[i].name, name)) return static_cast<DType>(i);

@@ -107,8 +107,8 @@ void convert_floats(DType from, std::span<const std::byte> src, DType to, std::s
                 fmt::format("cannot cast {} to {}: only F32, F16 and BF16 are cast",
                             dtype_name(from), dtype_name(to)));
   }
-  const size_t in_size = static_cast<size_t>(dtype_bits(from) / 8);
-  const size_t out_size = static_cast<size_t>(dtype_bits(to) / 8);
+  const size_t in_size = element_bytes(from);
+  const size_t out_size = element_bytes(to);
   // Divide rather than multiply: count * size can wrap and let a short buffer pass.
   if (src.size() % in_size != 0 || src.size() / in_size != count ||
       dst.size() % out_size != 0 || dst.size() / out_size != count) {

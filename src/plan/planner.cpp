@@ -164,7 +164,7 @@ class BatchPlanner {
                                                  const Topology& topology) {
     on_host_.clear();
     for (const ProcessHolder& holder : array.chooser->processes_holding(src_chunk)) {
-      if (topology.host_of_process(holder.first) == host) on_host_.push_back(holder);
+      if (topology.host_of_process(holder.process) == host) on_host_.push_back(holder);
     }
     return on_host_;
   }
@@ -198,10 +198,10 @@ class BatchPlanner {
     const auto holders = on_host.empty() ? array.chooser->processes_holding(piece.src_chunk) : on_host;
     if (holders.size() <= 1) {  // none is impossible; least_loaded says so
       if (holders.empty()) return array.chooser->least_loaded(piece.src_chunk, piece.bytes);
-      add_fixed(array, holders.front().first, piece.bytes);
-      return holders.front().second;
+      add_fixed(array, holders.front().process, piece.bytes);
+      return holders.front().device;
     }
-    if (!options_.balance_senders) return holders.front().second;
+    if (!options_.balance_senders) return holders.front().device;
     const size_t group = on_host.empty() ? group_of(array, piece.src_chunk) : group_of(on_host);
     groups_[group].bytes = checked_add(groups_[group].bytes, piece.bytes, "bytes shared by holder processes");
     array.pending.push_back({array.stage0.size(), group, piece.bytes, piece.src_chunk});
@@ -230,7 +230,7 @@ class BatchPlanner {
   // The send group of exactly these holder processes.
   size_t group_of(std::span<const ProcessHolder> holder_processes) {
     std::vector<int> holders;
-    for (const auto& [process, device] : holder_processes) holders.push_back(process);
+    for (const ProcessHolder& holder : holder_processes) holders.push_back(holder.process);
     const auto [it, inserted] = group_ids_.try_emplace(holders, groups_.size());
     if (inserted) groups_.push_back({std::move(holders), 0});
     return it->second;
@@ -241,8 +241,8 @@ class BatchPlanner {
     const int process = groups_[group].holders[holder];
     const auto holders = array.chooser->processes_holding(src_chunk);
     const auto it = std::lower_bound(holders.begin(), holders.end(), process,
-                                     [](const ProcessHolder& p, int wanted) { return p.first < wanted; });
-    return it->second;  // the group's holders are some of the chunk's
+                                     [](const ProcessHolder& p, int wanted) { return p.process < wanted; });
+    return it->device;  // the group's holders are some of the chunk's
   }
 
   // The array's transfers: stage 0 with every pending piece given its

@@ -37,8 +37,8 @@ ReplicaChooser::ReplicaChooser(const NamedSharding& src, const Tiling& src_tilin
     std::sort(first, last);  // by process, then device: each process's first entry is its lowest holder
     processes_begin_[c] = processes_.size();
     for (auto it = first; it != last; ++it) {
-      devices_.push_back(it->second);
-      if (processes_.size() == processes_begin_[c] || processes_.back().first != it->first) processes_.push_back(*it);
+      devices_.push_back(it->device);
+      if (processes_.size() == processes_begin_[c] || processes_.back().process != it->process) processes_.push_back(*it);
     }
     std::sort(devices_.begin() + static_cast<std::ptrdiff_t>(devices_begin_[c]), devices_.end());
   }
@@ -60,8 +60,8 @@ std::optional<DeviceId> ReplicaChooser::local(int64_t src_chunk, DeviceId dst, i
   if (std::binary_search(devices.begin(), devices.end(), dst)) return dst;
   const std::span<const ProcessHolder> processes = processes_holding(src_chunk);
   const auto home = std::lower_bound(processes.begin(), processes.end(), dst_process,
-                                     [](const ProcessHolder& p, int process) { return p.first < process; });
-  if (home != processes.end() && home->first == dst_process) return home->second;
+                                     [](const ProcessHolder& p, int process) { return p.process < process; });
+  if (home != processes.end() && home->process == dst_process) return home->device;
   return std::nullopt;
 }
 
@@ -73,11 +73,11 @@ DeviceId ReplicaChooser::least_loaded(int64_t src_chunk, uint64_t bytes) {
   }
   auto least = processes.begin();
   for (auto it = processes.begin(); it != processes.end(); ++it) {
-    if (sent_[static_cast<size_t>(it->first)] < sent_[static_cast<size_t>(least->first)]) least = it;
+    if (sent_[static_cast<size_t>(it->process)] < sent_[static_cast<size_t>(least->process)]) least = it;
   }
-  uint64_t& sent = sent_[static_cast<size_t>(least->first)];
+  uint64_t& sent = sent_[static_cast<size_t>(least->process)];
   sent = checked_add(sent, bytes, "bytes sent by one process");
-  return least->second;
+  return least->device;
 }
 
 DeviceId ReplicaChooser::choose(int64_t src_chunk, DeviceId dst, int dst_process, uint64_t bytes) {

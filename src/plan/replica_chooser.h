@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
-#include <utility>
+#include <compare>
 #include <vector>
 
 #include "chunk_pieces.h"
@@ -20,7 +20,13 @@ namespace reshard::plan_detail {
 // be offered to it in the plan's deterministic order.
 class ReplicaChooser {
  public:
-  using ProcessHolder = std::pair<int, DeviceId>;  // a process and its lowest device holding a chunk
+  // A process holding a chunk, and its lowest device that holds it. Ordered by
+  // process, then device (so a sorted run's first entry per process is its lowest).
+  struct ProcessHolder {
+    int process = 0;
+    DeviceId device = 0;
+    friend auto operator<=>(const ProcessHolder&, const ProcessHolder&) = default;
+  };
 
   ReplicaChooser(const NamedSharding& src, const Tiling& src_tiling, const ChunkIndex& src_index,
                  const Topology& topology);

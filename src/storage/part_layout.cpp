@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "reshard/layout/error.h"
+#include "reshard/storage/storage_error.h"
 
 namespace reshard::storage {
 namespace {
@@ -32,7 +33,7 @@ PartLayout::PartLayout(uint64_t object_bytes, uint64_t part_bytes)
 PartLayout PartLayout::plan(uint64_t object_bytes, uint64_t wanted_part_bytes, const PartRules& rules) {
   if (wanted_part_bytes != 0 &&
       (wanted_part_bytes < rules.min_part_bytes || wanted_part_bytes > rules.max_part_bytes)) {
-    throw Error(ErrorCode::kInvalidArgument,
+    throw Error(kPartSizeOutOfRange,
                 fmt::format("a part size of {} is outside this store's limits ({} to {})", mib(wanted_part_bytes),
                             mib(rules.min_part_bytes), mib(rules.max_part_bytes)));
   }

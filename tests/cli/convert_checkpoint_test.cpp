@@ -35,7 +35,7 @@ void write_model(const fs::path& path, std::mt19937_64& rng) {
   for (const auto& spec : specs) {
     uint64_t n = 1;
     for (uint64_t d : spec.shape) n *= d;
-    std::vector<std::byte> b(static_cast<size_t>(n) * static_cast<size_t>(dtype_bits(spec.dtype) / 8));
+    std::vector<std::byte> b(static_cast<size_t>(n) * element_bytes(spec.dtype));
     for (std::byte& x : b) x = static_cast<std::byte>(rng() & 0xFF);
     bytes.push_back(std::move(b));
   }

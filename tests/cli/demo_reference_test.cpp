@@ -12,7 +12,7 @@
 #include "cli/demo/demo_files.h"
 #include "cli/demo/demo_reference.h"
 #include "cli/support/run_reshard.h"
-#include "pipelines/lora/lora_merge.h"
+#include "pipelines/lora/merge_box.h"
 #include "reshard/execute/in_process_transport.h"
 #include "reshard/formats/safetensors_writer.h"
 #include "reshard/layout/error.h"
@@ -32,7 +32,7 @@ float float_of(uint32_t bits) {
 
 // The reference's bytes of an HF tensor, little-endian as stored.
 std::vector<std::byte> reference_bytes(const DemoModel& model, const HfTensor& t) {
-  const size_t element = static_cast<size_t>(dtype_bits(t.dtype) / 8);
+  const size_t element = element_bytes(t.dtype);
   std::vector<std::byte> bytes(t.elements() * element);
   for (uint64_t i = 0; i < t.elements(); ++i) {
     const uint32_t bits = hf_element_bits(model, t, i);

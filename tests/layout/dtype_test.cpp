@@ -41,6 +41,17 @@ TEST(DType, NamesAndBitsFollowTheEnumOrder) {
   }
 }
 
+TEST(DType, ElementBytesAreWholeBytesAndZeroBelowAByte) {
+  EXPECT_EQ(element_bytes(DType::kF32), 4u);
+  EXPECT_EQ(element_bytes(DType::kBF16), 2u);
+  EXPECT_EQ(element_bytes(DType::kF64), 8u);
+  EXPECT_EQ(element_bytes(DType::kBool), 1u);
+  for (int i = 0; i < kNumDTypes; ++i) {
+    const auto dtype = static_cast<DType>(i);
+    EXPECT_EQ(element_bytes(dtype), static_cast<size_t>(dtype_bits(dtype) / 8)) << dtype_name(dtype);
+  }
+}
+
 TEST(DType, EnumeratorsSitAtTheirSafetensorsPositions) {
   EXPECT_EQ(static_cast<int>(DType::kBool), 0);
   EXPECT_EQ(static_cast<int>(DType::kF16), 13);

@@ -233,7 +233,7 @@ TEST(FloatConvert, ConvertFloatsEveryPairOfTypes) {
   const std::vector<std::byte> bf16 = bytes_of(bf16_values);
   const uint64_t n = values.size();
   auto convert = [&](DType from, const std::vector<std::byte>& src, DType to) {
-    std::vector<std::byte> dst(n * static_cast<size_t>(dtype_bits(to) / 8));
+    std::vector<std::byte> dst(n * element_bytes(to));
     convert_floats(from, src, to, dst, n);
     return dst;
   };

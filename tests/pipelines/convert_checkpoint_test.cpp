@@ -32,7 +32,7 @@ void write_source(const fs::path& path) {
   for (const auto& spec : specs) {
     uint64_t n = 1;
     for (uint64_t d : spec.shape) n *= d;
-    std::vector<std::byte> b(static_cast<size_t>(n) * static_cast<size_t>(dtype_bits(spec.dtype) / 8));
+    std::vector<std::byte> b(static_cast<size_t>(n) * element_bytes(spec.dtype));
     // Small floats: a cast to BF16 is exact where the low bits are zero.
     for (size_t i = 0; i < b.size(); ++i) b[i] = i % 4 < 2 ? std::byte{0} : static_cast<std::byte>(rng() & 0x3F);
     bytes.push_back(std::move(b));

@@ -68,7 +68,7 @@ TEST_F(ExportFailureTest, MapErrorsNameTensorAndRuleBeforeWriting) {
   ExportOptions merge;
   merge.kind = ExportKind::kMergedModel;
   EXPECT_TRUE(testing::throws_error([&] { run_export(2, *tensor_map_preset("levanter-llama"), merge); },
-                                    ErrorCode::kInvalidArgument, {"no LoRA config"}));
+                                    kNoLoraConfig, {"no LoRA config"}));
   ExportOptions gather;
   gather.gather_to = 2;
   EXPECT_TRUE(testing::throws_error([&] { run_export(2, *tensor_map_preset("levanter-llama"), gather); },

@@ -55,7 +55,7 @@ embeddings.*                  model,data
 lm_head.weight                P(('model', 'data'))
 )";
 
-size_t width(DType dtype) { return static_cast<size_t>(dtype_bits(dtype) / 8); }
+size_t width(DType dtype) { return element_bytes(dtype); }
 
 // data=2, model=2 over devices in another order than the processes own them
 // (process 0 has devices 0 and 1, process 1 has 2 and 3).

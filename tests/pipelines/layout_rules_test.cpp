@@ -20,7 +20,7 @@ CheckpointLayout layout_with(std::vector<LayoutRule> rules, bool strict) {
 }
 
 TEST(LayoutRules, ARuleLongerThanTheRankPassesToTheNextMatchingRuleThenReplication) {
-  // The README's rule: every tensor's second dimension over "model".
+  // docs/checkpoints.md's rule: every tensor's second dimension over "model".
   const CheckpointLayout broad = layout_with({{"*", PartitionSpec::parse("None,model")}}, false);
   EXPECT_EQ(broad.sharding_for("w", {8, 16}).spec(), PartitionSpec::parse("None,model"));
   EXPECT_EQ(broad.sharding_for("norm.weight", {16}).spec(), PartitionSpec());

@@ -24,7 +24,7 @@ int64_t uniform(std::mt19937_64& rng, int64_t lo, int64_t hi) {
   return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
 }
 
-size_t width(DType dtype) { return static_cast<size_t>(dtype_bits(dtype) / 8); }
+size_t width(DType dtype) { return element_bytes(dtype); }
 
 // One element converted as the copy must: the same bits, or a float cast
 // rounding to nearest even.

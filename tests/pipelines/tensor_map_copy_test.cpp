@@ -70,7 +70,7 @@ int64_t volume(const Shape& shape) {
   return n;
 }
 
-size_t width(DType dtype) { return static_cast<size_t>(dtype_bits(dtype) / 8); }
+size_t width(DType dtype) { return element_bytes(dtype); }
 
 Bytes random_bytes(size_t size, std::mt19937_64& rng) {
   Bytes bytes(size);

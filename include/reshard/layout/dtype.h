@@ -1,6 +1,7 @@
 // Element types: every safetensors dtype, its name, and its width in bits.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -22,6 +23,10 @@ std::string_view dtype_name(DType dtype);
 
 // Bits per element: 4, 6, 8, 16, 32 or 64.
 int dtype_bits(DType dtype);
+
+// Bytes per element (dtype_bits / 8); 0 for a sub-byte type, which only
+// callers that take whole-byte types divide by.
+size_t element_bytes(DType dtype);
 
 // Parses a safetensors name in any case ("bf16", "F8_E4M3"). nullopt if unknown.
 std::optional<DType> parse_dtype(std::string_view name);

@@ -15,6 +15,7 @@
 #include "reshard/execute/transport.h"
 #include "reshard/formats/hf_split.h"
 #include "reshard/layout/dtype.h"
+#include "reshard/layout/error.h"
 #include "reshard/pipelines/lora_config.h"
 #include "reshard/pipelines/named_array.h"
 #include "reshard/pipelines/tensor_map.h"
@@ -31,6 +32,11 @@ inline constexpr std::string_view kLoraConfigMetadataKey = "reshard.lora_config"
 // generation_config.json, carried from the folder a checkpoint was made from
 // to the folders made from it.
 inline constexpr std::string_view kGenerationConfigMetadataKey = "reshard.generation_config";
+
+// An export that needs a LoRA config (an adapter, a merge) found none, neither
+// in its options nor in the checkpoint's metadata: kInvalidArgument under a name
+// of its own, so that a front end can say which of its arguments gives one.
+inline constexpr ErrorKind kNoLoraConfig{ErrorCode::kInvalidArgument, "no_lora_config"};
 
 enum class ExportKind {
   kModel,        // the map's non-LoRA outputs as a Hugging Face model folder

@@ -20,7 +20,11 @@ inline constexpr ErrorKind kStoreUnreachable{ErrorCode::kIo, "store_unreachable"
 // Any other refusal of the store: the message has the HTTP status and the
 // store's own error code.
 inline constexpr ErrorKind kStoreError{ErrorCode::kIo, "store_error"};
-// Every kind above, for front ends that map each name to an error of their own.
+// A part size asked for is outside the store's limits: kInvalidArgument under a
+// name of its own, so that a front end can name the argument that chose it.
+// Not in kAll: it is a bad argument, not a refusal of the store.
+inline constexpr ErrorKind kPartSizeOutOfRange{ErrorCode::kInvalidArgument, "part_size_out_of_range"};
+// Every kind above but kPartSizeOutOfRange, for front ends that map each name to an error of their own.
 inline constexpr ErrorKind kAll[] = {kObjectNotFound, kBucketNotFound, kAccessDenied, kStoreUnreachable, kStoreError};
 
 }  // namespace reshard::storage

@@ -20,7 +20,7 @@
 #include "cli/bench_report.h"
 #include "rotating_rounds.h"
 #include "formats/hf_folder_writer.h"
-#include "pipelines/lora/lora_merge.h"
+#include "pipelines/lora/merge_box.h"
 #include "reshard/formats/safetensors_layout.h"
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/lora_config.h"

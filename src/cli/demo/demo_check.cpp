@@ -105,7 +105,7 @@ void check_stored(std::string_view name, DType dtype, const Shape& shape, std::s
     });
     return;
   }
-  const size_t element_bytes = static_cast<size_t>(dtype_bits(dtype) / 8);
+  const size_t element_bytes = reshard::element_bytes(dtype);
   uint64_t elements = 1;
   for (const int64_t d : shape) elements *= static_cast<uint64_t>(d);
   if (bytes.size() != elements * element_bytes) {

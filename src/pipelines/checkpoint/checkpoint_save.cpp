@@ -394,7 +394,7 @@ class StagedSave {
       const uint64_t piece_bytes = detail::piece_bytes_for(job_->options().staging_bytes);
       for (size_t i = 0; i < job_->my_chunks().size(); ++i) {
         const PlannedChunk& chunk = job_->my_chunk(i);
-        const auto element_bytes = static_cast<uint64_t>(dtype_bits(chunk.dtype) / 8);
+        const auto element_bytes = static_cast<uint64_t>(reshard::element_bytes(chunk.dtype));
         const std::vector<Box> pieces = detail::contiguous_pieces(chunk.box, element_bytes, piece_bytes);
         for (size_t k = 0; k < pieces.size(); ++k) {
           const uint64_t bytes = checkpoint::dense_bytes(chunk.dtype, pieces[k].shape());
@@ -444,7 +444,7 @@ detail::ChunkFill fill_from_arrays(const SaveJob& job) {
       first = first * static_cast<uint64_t>(chunk.box.shape()[d]) +
               static_cast<uint64_t>(piece.origin()[d] - chunk.box.origin()[d]);
     }
-    const auto offset = static_cast<size_t>(first * static_cast<uint64_t>(dtype_bits(chunk.dtype) / 8));
+    const auto offset = static_cast<size_t>(first * static_cast<uint64_t>(element_bytes(chunk.dtype)));
     if (offset + out.size() > shard.size()) {
       throw Error(ErrorCode::kInvalidArgument, fmt::format("chunk {}: piece {} passes the end of its shard", chunk.key,
                                                            piece.to_string()));

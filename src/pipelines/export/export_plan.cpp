@@ -47,7 +47,7 @@ BaseTensors lookup(const Side& side) {
 LoraConfig require_lora_config(const ExportOptions& options, const ExportConfigs& fallback, std::string_view why) {
   if (options.lora_config) return *options.lora_config;
   if (!fallback.lora_config) {
-    throw Error(ErrorCode::kInvalidArgument,
+    throw Error(kNoLoraConfig,
                 fmt::format("no LoRA config ({} needs r and lora_alpha): {} has no metadata '{}'", why,
                             fallback.label, kLoraConfigMetadataKey));
   }

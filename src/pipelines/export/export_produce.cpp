@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "pipelines/lora/lora_merge.h"
-#include "pipelines/lora/merge_math.h"
+#include "pipelines/lora/merge_box.h"
+#include "pipelines/lora/dora_and_rounding.h"
 #include "pipelines/tensor_map/tensor_map_copy.h"
 #include "reshard/layout/error.h"
 

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "pipelines/lora/lora_merge.h"
+#include "pipelines/lora/merge_box.h"
 #include "pipelines/lora/peft_keys.h"
 #include "reshard/formats/safetensors_layout.h"
 #include "reshard/layout/error.h"

@@ -5,8 +5,8 @@
 
 #include "layout/float_convert.h"
 #include "pipelines/common/block_pipeline.h"
-#include "pipelines/lora/lora_merge.h"
-#include "pipelines/lora/merge_math.h"
+#include "pipelines/lora/merge_box.h"
+#include "pipelines/lora/dora_and_rounding.h"
 #include "reshard/formats/safetensors_layout.h"
 
 namespace reshard::pipelines_detail {
@@ -41,7 +41,7 @@ class MergedBlocks {
     const Shape shape = shape_of(*w.info);
     rows_ = shape[0];
     cols_ = shape[1];
-    row_bytes_ = static_cast<size_t>(cols_) * bytes_per_element(w.info->dtype);
+    row_bytes_ = static_cast<size_t>(cols_) * element_bytes(w.info->dtype);
     const size_t widest_row = std::max<size_t>({row_bytes_, static_cast<size_t>(cols_) * 4, 1});
     block_ = static_cast<int64_t>(std::max<size_t>(1, blocking.block_bytes / widest_row));
     min_rows_ = static_cast<int64_t>(std::max<size_t>(1, kMinMergeBytesPerThread / widest_row));
@@ -125,7 +125,7 @@ void produce_merged_weight(const TensorCatalog& w_catalog, const Entry& w, const
     scales = dora_factors(blocks, read_f32(adapter, adapter.tensors()[*module.magnitude]), module.fan_in_fan_out,
                           buffers);
   }
-  const size_t out_width = bytes_per_element(out_dtype);
+  const size_t out_width = element_bytes(out_dtype);
   std::vector<float> merged;  // DoRA's unrounded block: it outlives the stages that use it
   BlockStages stages;
   stages.read = [&](size_t block, BlockBuffer& raw) { blocks.read(block, raw); };
@@ -158,7 +158,7 @@ void produce_merged_bias(const TensorCatalog& catalog, const Entry& bias, const 
   std::vector<float> values = read_f32(catalog, bias);
   const std::vector<float> lora = read_f32(adapter, adapter.tensors()[*module.bias]);
   add_lora_bias(values, lora, module.scaling);
-  std::vector<std::byte> out(values.size() * bytes_per_element(out_dtype));
+  std::vector<std::byte> out(values.size() * element_bytes(out_dtype));
   round_and_cast(values, bias.info->dtype, out_dtype, out);
   sink(out);
 }

@@ -27,7 +27,7 @@ void write_text_file(const fs::path& path, const std::string& text) {
 
 std::string layer_name(int64_t layer, const std::string& rest) { return fmt::format("model.layers.{}.{}", layer, rest); }
 
-size_t width(DType dtype) { return static_cast<size_t>(dtype_bits(dtype) / 8); }
+size_t width(DType dtype) { return element_bytes(dtype); }
 
 }  // namespace
 

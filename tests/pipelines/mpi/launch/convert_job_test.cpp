@@ -38,7 +38,7 @@ class ConvertJob : public ::testing::Test {
     for (const auto& spec : specs) {
       uint64_t n = 1;
       for (uint64_t d : spec.shape) n *= d;
-      std::vector<std::byte> b(static_cast<size_t>(n) * static_cast<size_t>(reshard::dtype_bits(spec.dtype) / 8));
+      std::vector<std::byte> b(static_cast<size_t>(n) * reshard::element_bytes(spec.dtype));
       for (std::byte& x : b) x = static_cast<std::byte>(rng() & 0xFF);
       bytes.push_back(std::move(b));
     }

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "layout/float_convert.h"
-#include "pipelines/lora/merge_kernel.h"
-#include "pipelines/lora/merge_rows.h"
+#include "pipelines/lora/merge_f32_kernel.h"
+#include "pipelines/lora/merge_typed_rows.h"
 #include "support/seed.h"
 
 namespace reshard::pipelines_detail {
@@ -125,7 +125,7 @@ struct RowsCase {
 
 // W as `dtype`'s bytes, and its values as f32 (exactly representable).
 Bytes encode(const std::vector<float>& values, DType dtype) {
-  Bytes bytes(values.size() * static_cast<size_t>(dtype_bits(dtype) / 8));
+  Bytes bytes(values.size() * element_bytes(dtype));
   convert_floats(DType::kF32, std::as_bytes(std::span(values)), dtype, bytes, values.size());
   return bytes;
 }
@@ -150,7 +150,7 @@ TEST_P(MergeRowsTest, EveryValueIsTheDefinitionRoundedToWsDtype) {
   const Bytes w = encode(w_values, c.w_dtype);
   const std::vector<float> left = random_floats(static_cast<size_t>(c.rows * r), rng);
   const std::vector<float> right = random_floats(static_cast<size_t>(r * c.cols), rng);
-  Bytes out(count * static_cast<size_t>(dtype_bits(c.out_dtype) / 8));
+  Bytes out(count * element_bytes(c.out_dtype));
 
   merge_rows(left, right, r, 0.75f, c.rows, c.cols, c.w_dtype, w, c.out_dtype, out);
 
@@ -164,7 +164,7 @@ TEST_P(MergeRowsTest, EveryValueIsTheDefinitionRoundedToWsDtype) {
   const std::vector<float> rounded = decode(encode(merged, c.w_dtype), c.w_dtype, count);
   const Bytes expected = encode(rounded, c.out_dtype);
   for (size_t n = 0; n < count; ++n) {
-    const size_t width = static_cast<size_t>(dtype_bits(c.out_dtype) / 8);
+    const size_t width = element_bytes(c.out_dtype);
     ASSERT_EQ(std::memcmp(out.data() + n * width, expected.data() + n * width, width), 0)
         << "value " << n << " (row " << n / static_cast<size_t>(c.cols) << ") of [" << c.rows << ", " << c.cols
         << "] r=" << r;

@@ -1,4 +1,4 @@
-#include "pipelines/lora/merge_math.h"
+#include "pipelines/lora/dora_and_rounding.h"
 
 #include <cmath>
 #include <cstddef>
@@ -13,8 +13,6 @@ size_t feature_of(const F32Rows& block, bool transposed, size_t i, size_t j) {
 }
 
 }  // namespace
-
-size_t bytes_per_element(DType dtype) { return static_cast<size_t>(dtype_bits(dtype) / 8); }
 
 void add_squares(const F32Rows& block, bool transposed, std::span<double> squares) {
   const auto cols = static_cast<size_t>(block.cols);
@@ -57,7 +55,7 @@ void round_and_cast(std::span<const float> values, DType w_dtype, DType out_dtyp
     convert_floats(DType::kF32, f32, out_dtype, out, count);
     return;
   }
-  const size_t size = values.size() * bytes_per_element(w_dtype);
+  const size_t size = values.size() * element_bytes(w_dtype);
   if (scratch.size() < size) scratch.resize(size);
   const std::span<std::byte> rounded = std::span(scratch).first(size);
   convert_floats(DType::kF32, f32, w_dtype, rounded, count);

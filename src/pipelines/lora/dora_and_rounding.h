@@ -34,9 +34,6 @@ void apply_scales(F32Rows block, bool transposed, std::span<const float> scales)
 // lora_bias: each bias value plus scaling times lora_B's bias, in f32.
 void add_lora_bias(std::span<float> bias, std::span<const float> lora_bias, float scaling);
 
-// Bytes per element of the float dtypes a merge reads and writes (F32, F16, BF16).
-size_t bytes_per_element(DType dtype);
-
 // `values` rounded to `w_dtype` (round to nearest even), then written as
 // `out_dtype` into `out`, which holds exactly that many values of it.
 void round_and_cast(std::span<const float> values, DType w_dtype, DType out_dtype, std::span<std::byte> out);

@@ -1,6 +1,6 @@
 // LoRA merge against a plain dense computation written here: f32 and bf16
 // bases, rsLoRA, rank/alpha patterns, fan_in_fan_out, and boxes of W.
-#include "pipelines/lora/lora_merge.h"
+#include "pipelines/lora/merge_box.h"
 
 #include <cmath>
 #include <cstring>

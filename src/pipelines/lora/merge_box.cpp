@@ -1,4 +1,4 @@
-#include "pipelines/lora/lora_merge.h"
+#include "pipelines/lora/merge_box.h"
 
 #include <algorithm>
 #include <vector>
@@ -8,8 +8,8 @@
 
 #include "layout/float_convert.h"
 #include "pipelines/common/block_pipeline.h"
-#include "pipelines/lora/merge_math.h"
-#include "pipelines/lora/merge_rows.h"
+#include "pipelines/lora/dora_and_rounding.h"
+#include "pipelines/lora/merge_typed_rows.h"
 #include "pipelines/tensor_map/strided_copy.h"
 #include "reshard/layout/error.h"
 
@@ -24,7 +24,7 @@ std::vector<float> read_f32(const LoraFactor& factor, const Box& box) {
     factor.read(box, std::as_writable_bytes(std::span(values)));
     return values;
   }
-  std::vector<std::byte> raw(count * pipelines_detail::bytes_per_element(factor.dtype));
+  std::vector<std::byte> raw(count * element_bytes(factor.dtype));
   factor.read(box, raw);
   convert_floats(factor.dtype, raw, DType::kF32, std::as_writable_bytes(std::span(values)), count);
   return values;
@@ -74,8 +74,8 @@ bool check_merge(const LoraDelta& delta, const Box& w_box, DType w_dtype, size_t
                  size_t out_size) {
   if (w_box.rank() != 2) throw Error(ErrorCode::kInvalidArgument, "LoRA merge: the weight box must be 2-D");
   const auto count = static_cast<size_t>(w_box.shape()[0] * w_box.shape()[1]);
-  const size_t w_width = pipelines_detail::bytes_per_element(w_dtype);
-  const size_t out_width = pipelines_detail::bytes_per_element(out_dtype);
+  const size_t w_width = element_bytes(w_dtype);
+  const size_t out_width = element_bytes(out_dtype);
   if (w_size != count * w_width || out_size != count * out_width) {
     throw Error(ErrorCode::kInvalidArgument, fmt::format("LoRA merge: box {} needs {} and {} bytes, got {} and {}",
                                                          w_box.to_string(), count * w_width, count * out_width,

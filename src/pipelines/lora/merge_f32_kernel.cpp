@@ -1,4 +1,4 @@
-#include "pipelines/lora/merge_kernel.h"
+#include "pipelines/lora/merge_f32_kernel.h"
 
 #include <cstring>
 #include <vector>

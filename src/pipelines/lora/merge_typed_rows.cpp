@@ -1,12 +1,12 @@
-#include "pipelines/lora/merge_rows.h"
+#include "pipelines/lora/merge_typed_rows.h"
 
 #include <algorithm>
 #include <vector>
 
 #include "layout/copy_bytes.h"
 #include "layout/float_convert.h"
-#include "pipelines/lora/merge_kernel.h"
-#include "pipelines/lora/merge_math.h"
+#include "pipelines/lora/merge_f32_kernel.h"
+#include "pipelines/lora/dora_and_rounding.h"
 
 namespace reshard::pipelines_detail {
 namespace {
@@ -38,7 +38,7 @@ class TileWriter {
   TileWriter& operator=(const TileWriter&) = delete;
 
   void write(const float* tile, int64_t rows, int64_t cols, int64_t row, int64_t col) {
-    const size_t out_width = bytes_per_element(out_dtype_);
+    const size_t out_width = element_bytes(out_dtype_);
     std::byte* at = out_.data() + static_cast<size_t>(row * out_cols_ + col) * out_width;
     const auto row_bytes = static_cast<size_t>(out_cols_) * out_width;
     if (streaming_) {
@@ -72,7 +72,7 @@ void merge_rows(std::span<const float> left, std::span<const float> right, int64
   }
   std::vector<float> tile(static_cast<size_t>(kTileRows * kTileStride));
   std::byte* const tile_bytes = reinterpret_cast<std::byte*>(tile.data());
-  const size_t w_width = bytes_per_element(w_dtype);
+  const size_t w_width = element_bytes(w_dtype);
   TileWriter writer(w_dtype, out_dtype, out, cols);
   for (int64_t row = 0; row < rows; row += kTileRows) {
     const int64_t tile_rows = std::min(kTileRows, rows - row);
