@@ -13,10 +13,13 @@
 #include <fmt/format.h>
 
 #include "execute/launcher_env.h"
+#include "execute/support/file_side_channel.h"
+#include "execute/support/side_channel.h"
 #include "execute/support/transport_suite.h"
 #include "execute/tcp/socket.h"
 #include "execute/support/tcp_job.h"
 #include "reshard/layout/error.h"
+#include "support/temp_dir.h"
 
 namespace reshard::testing {
 namespace {
@@ -31,7 +34,8 @@ class TcpThreadsConformance : public ::testing::TestWithParam<int> {};
 TEST_P(TcpThreadsConformance, EveryCase) {
   for (const TransportCase& test_case : transport_cases()) {
     SCOPED_TRACE(test_case.name);
-    run_tcp_threads(GetParam(), [&](TcpTransport& transport) { test_case.run(transport); });
+    ThreadSideChannel side(GetParam());
+    run_tcp_threads(GetParam(), [&](TcpTransport& transport) { test_case.run(transport, side); });
   }
 }
 
@@ -62,7 +66,9 @@ std::string outputs(const std::vector<ChildResult>& results) {
 class TcpProcessConformance : public ::testing::TestWithParam<int> {};
 
 TEST_P(TcpProcessConformance, EveryCase) {
-  const auto results = run_tcp_processes(GetParam(), "TcpChild.Conformance", {"RESHARD_TCP_CHILD=1"});
+  const TempDir side_folder;  // the processes' side channel (FileSideChannel)
+  const auto results = run_tcp_processes(GetParam(), "TcpChild.Conformance",
+                                         {"RESHARD_TCP_CHILD=1", "RESHARD_TCP_SIDE_DIR=" + side_folder.path().string()});
   for (const ChildResult& result : results) ASSERT_EQ(result.status, 0) << outputs(results);
   // Every case ran in every process: a child that skipped them all would also exit 0.
   for (const ChildResult& result : results) EXPECT_NE(result.output.find("[  PASSED  ] 1 test"), std::string::npos) << outputs(results);
@@ -295,9 +301,12 @@ TEST(TcpSameHost, SingleCopyOffSendsThroughTheSockets) {
 // failures only a real process can show.
 void child_conformance() {
   auto transport = child_transport();
+  const char* side_folder = std::getenv("RESHARD_TCP_SIDE_DIR");
+  ASSERT_NE(side_folder, nullptr) << "the parent names the side channel's folder";
+  FileSideChannel side(side_folder, transport->size());
   for (const TransportCase& test_case : transport_cases()) {
     SCOPED_TRACE(test_case.name);
-    test_case.run(*transport);
+    test_case.run(*transport, side);
   }
   SCOPED_TRACE("ReadsAcross");
   reads_across(*transport);
