@@ -17,12 +17,6 @@ if(RESHARD_WITH_MPI STREQUAL "AUTO")
 elseif(RESHARD_WITH_MPI)
   find_package(MPI REQUIRED COMPONENTS CXX)
 endif()
-# Gloo (Debian's libgloo-dev) for the TCP transport of jobs not started by
-# mpirun (issue 39). Debian's 0.0~git20220518 ships the tcp and ibverbs
-# transports and file/hash/prefix/redis stores but no TCPStore, so reshard
-# serves its own rendezvous store. Optional until the transport lands.
-find_package(Gloo CONFIG QUIET)
-set(RESHARD_HAVE_GLOO ${Gloo_FOUND})
 if(RESHARD_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

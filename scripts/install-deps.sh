@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build clang-14 libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev libssl-dev libcurl4-openssl-dev libtinyxml2-dev
-  libopenmpi-dev openmpi-bin libgloo-dev
+  libopenmpi-dev openmpi-bin
   python3 python3-dev python3-venv ccache
 )
 
