@@ -6,7 +6,8 @@
 
 #include "cli/benchmarks.h"
 #include "cli/commands.h"
-#include "cli/job.h"
+#include "cli/job_options.h"
+#include "job/job.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::cli {

@@ -15,7 +15,8 @@
 
 #include "cli/commands.h"
 #include "cli/demo/demo_steps.h"
-#include "cli/job.h"
+#include "cli/job_options.h"
+#include "job/job.h"
 #include "reshard/execute/in_process_transport.h"
 #include "reshard/layout/error.h"
 

@@ -22,7 +22,7 @@
 
 #include "cli/bench/bench_job.h"
 #include "cli/bench_report.h"
-#include "cli/job.h"
+#include "job/job.h"
 #include "reshard/execute/transport.h"
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/checkpoint_restore.h"

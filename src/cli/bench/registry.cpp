@@ -1,6 +1,6 @@
 #include "cli/benchmarks.h"
 
-#include "cli/job.h"
+#include "job/job.h"
 
 namespace reshard::cli {
 

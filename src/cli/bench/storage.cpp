@@ -23,7 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/bench_report.h"
-#include "cli/job.h"
+#include "job/job.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::cli {

@@ -29,7 +29,7 @@
 #include "cli/bench_report.h"
 #include "layout/box_copy.h"
 #include "layout/copy_bytes.h"
-#include "cli/job.h"
+#include "job/job.h"
 #include "../bench_model.h"
 #include "../rotating_rounds.h"
 #include "tcp_beside_mpi.h"

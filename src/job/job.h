@@ -1,5 +1,6 @@
 // The job this process belongs to: alone, or one rank of a job that mpirun,
-// torchrun, Slurm or a plain loop of processes started.
+// torchrun, Slurm or a plain loop of processes started. Shared by the front
+// ends that run as one (the command line, its benchmarks and its demo).
 #pragma once
 
 #include <chrono>
@@ -9,16 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
-namespace CLI {
-class App;
-}
+#include "execute/launcher_env.h"
 
 namespace reshard {
+
 class Topology;
 class Transport;
-}
-
-namespace reshard::cli {
 
 // This process's rank and the number of processes in the job.
 struct JobWorld {
@@ -55,11 +52,9 @@ std::chrono::milliseconds job_timeout();
 // Sets it; applies to a transport already created too. Positive only.
 void set_job_timeout(std::chrono::milliseconds timeout);
 
-// Adds `--timeout SECONDS` and `--transport KIND` (every data-moving command
-// takes them) to `command`.
-void add_timeout_option(CLI::App& command);
-// Adds `--transport auto|mpi|tcp|none` alone.
-void add_transport_option(CLI::App& command);
+// How the job's processes find each other, instead of RESHARD_TRANSPORT or
+// auto. Takes effect when the job starts (its first use).
+void set_job_transport(TransportKind kind);
 
 // {"transport": "tcp", "rendezvous": "torchrun", "processes": 4}: how this job
 // was formed, for the --json of every command that moves data.
@@ -72,4 +67,4 @@ nlohmann::ordered_json job_json();
 // may still be waiting on. Call once, on the way out of main().
 int finish_job(int exit_code);
 
-}  // namespace reshard::cli
+}  // namespace reshard
