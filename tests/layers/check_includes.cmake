@@ -6,7 +6,7 @@
 #   cmake -DSOURCE_DIR=<repository> -P check_includes.cmake
 cmake_minimum_required(VERSION 3.25)
 
-set(layers layout plan execute storage formats pipelines job cli)
+set(layers layout plan execute storage formats pipelines job bench cli)
 # What each layer may include besides itself: the layers it links.
 set(allowed_layout "")
 set(allowed_plan layout)
@@ -18,8 +18,10 @@ set(allowed_formats layout storage)
 set(allowed_pipelines layout plan execute storage formats)
 # The job a front end runs as: a transport and the stores' timeouts.
 set(allowed_job layout plan execute storage)
+# The benchmarks run as the job, over every layer (and beside their internals).
+set(allowed_bench layout plan execute storage formats pipelines job)
 # The front end may include the umbrella header ("api") too.
-set(allowed_cli layout plan execute storage formats pipelines job api)
+set(allowed_cli layout plan execute storage formats pipelines job bench api)
 
 if(NOT SOURCE_DIR)
   message(FATAL_ERROR "check_includes.cmake: pass -DSOURCE_DIR=<repository>")

@@ -1,8 +1,8 @@
-#include "bench_model.h"
+#include "bench/bench_model.h"
 
 #include <fmt/format.h>
 
-namespace reshard::cli {
+namespace reshard::bench {
 namespace {
 
 std::vector<DeviceId> processes_take_turns(const Topology& topology) {
@@ -68,4 +68,4 @@ uint64_t model_bytes(const std::vector<BenchTensor>& model) {
   return bytes;
 }
 
-}  // namespace reshard::cli
+}  // namespace reshard::bench

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace reshard::cli {
+namespace reshard::bench {
 
 // One measured figure and the baseline it is judged against.
 struct BenchFigure {
@@ -35,4 +35,4 @@ BenchFigure time_figure(std::string name, double value_ms, std::string baseline_
                         double baseline_ms, std::optional<double> target_ms);
 BenchFigure bytes_figure(std::string name, uint64_t value_bytes, std::string baseline_name, uint64_t baseline_bytes);
 
-}  // namespace reshard::cli
+}  // namespace reshard::bench

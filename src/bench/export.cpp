@@ -3,7 +3,7 @@
 // layers exported to a Hugging Face folder beside writing the same bytes with
 // plain write() calls, and each process's peak memory during the export
 // beside the model's size; merge-lora's figures come from
-// src/cli/bench/merge_lora.cpp. RESHARD_BENCH_EXPORT_BYTES sets the model's
+// src/bench/merge_lora.cpp. RESHARD_BENCH_EXPORT_BYTES sets the model's
 // size (2 GiB).
 #include <fcntl.h>
 #include <stdlib.h>
@@ -20,17 +20,17 @@
 
 #include <fmt/format.h>
 
-#include "cli/bench/bench_job.h"
-#include "cli/bench_report.h"
+#include "bench/bench_job.h"
+#include "bench/bench_report.h"
 #include "job/job.h"
 #include "reshard/execute/transport.h"
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/checkpoint_save.h"
 #include "reshard/pipelines/export_model.h"
 
-namespace reshard::cli {
+namespace reshard::bench {
 
-std::vector<BenchFigure> merge_lora_figures();  // src/cli/bench/merge_lora.cpp
+std::vector<BenchFigure> merge_lora_figures();  // src/bench/merge_lora.cpp
 
 namespace {
 
@@ -223,4 +223,4 @@ BenchReport run_export_benchmark() {
   return report;
 }
 
-}  // namespace reshard::cli
+}  // namespace reshard::bench

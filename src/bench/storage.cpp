@@ -22,11 +22,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/bench_report.h"
+#include "bench/bench_report.h"
 #include "job/job.h"
 #include "reshard/layout/error.h"
 
-namespace reshard::cli {
+namespace reshard::bench {
 namespace {
 
 namespace fs = std::filesystem;
@@ -147,4 +147,4 @@ BenchReport run_storage_benchmark() {
   return report;
 }
 
-}  // namespace reshard::cli
+}  // namespace reshard::bench

@@ -22,12 +22,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/bench_report.h"
+#include "bench/bench_report.h"
 #include "reshard/formats/safetensors_reader.h"
 #include "reshard/formats/safetensors_writer.h"
 #include "reshard/layout/error.h"
 
-namespace reshard::cli {
+namespace reshard::bench {
 namespace {
 
 namespace fs = std::filesystem;
@@ -332,4 +332,4 @@ BenchReport run_io_benchmark() {
   return report;
 }
 
-}  // namespace reshard::cli
+}  // namespace reshard::bench

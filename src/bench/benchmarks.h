@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "cli/bench_report.h"
+#include "bench/bench_report.h"
 
-namespace reshard::cli {
+namespace reshard::bench {
 
 struct BenchmarkEntry {
   std::string name;                       // "reshard", "plan", "io", "export"
@@ -16,7 +16,7 @@ struct BenchmarkEntry {
 };
 
 // Every benchmark, in the order `reshard bench all` runs them. Each lives in
-// src/cli/bench/<name>.cpp and is listed in src/cli/bench/registry.cpp.
+// src/bench/<name>.cpp and is listed in src/bench/registry.cpp.
 std::vector<BenchmarkEntry> all_benchmarks();
 
-}  // namespace reshard::cli
+}  // namespace reshard::bench

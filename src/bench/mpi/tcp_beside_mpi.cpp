@@ -1,4 +1,4 @@
-#include "tcp_beside_mpi.h"
+#include "bench/mpi/tcp_beside_mpi.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -13,7 +13,7 @@
 
 #include "reshard/layout/error.h"
 
-namespace reshard::cli {
+namespace reshard::bench {
 namespace {
 
 // The address other hosts reach this one at: the first IPv4 address of an
@@ -66,4 +66,4 @@ std::unique_ptr<TcpTransport> tcp_beside(Transport& mpi) {
   return std::make_unique<TcpTransport>(options);
 }
 
-}  // namespace reshard::cli
+}  // namespace reshard::bench

@@ -10,16 +10,16 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "cli/bench_report.h"
-#include "bench_model.h"
-#include "rotating_rounds.h"
+#include "bench/bench_model.h"
+#include "bench/bench_report.h"
+#include "bench/rotating_rounds.h"
 #include "layout/copy_bytes.h"
 #include "reshard/execute/in_process_transport.h"
 #include "reshard/execute/operations.h"
 #include "reshard/layout/error.h"
 #include "reshard/plan/planner.h"
 
-namespace reshard::cli {
+namespace reshard::bench {
 namespace {
 
 constexpr int kThreads = 2;
@@ -271,4 +271,4 @@ BenchReport run_reshard_benchmark() {
   return report;
 }
 
-}  // namespace reshard::cli
+}  // namespace reshard::bench

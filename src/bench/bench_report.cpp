@@ -1,6 +1,6 @@
-#include "cli/bench_report.h"
+#include "bench/bench_report.h"
 
-namespace reshard::cli {
+namespace reshard::bench {
 
 bool BenchFigure::met() const {
   if (target_ratio && ratio < *target_ratio) return false;
@@ -48,4 +48,4 @@ BenchFigure bytes_figure(std::string name, uint64_t value_bytes, std::string bas
   return f;
 }
 
-}  // namespace reshard::cli
+}  // namespace reshard::bench

@@ -7,7 +7,7 @@
 #include "reshard/execute/sharded_array.h"
 #include "reshard/layout/sharding.h"
 
-namespace reshard::cli {
+namespace reshard::bench {
 
 struct BenchTensor {
   std::string name;
@@ -34,4 +34,4 @@ std::vector<ShardedArray> allocate_model(const std::vector<BenchTensor>& model, 
 // The model's bytes.
 uint64_t model_bytes(const std::vector<BenchTensor>& model);
 
-}  // namespace reshard::cli
+}  // namespace reshard::bench

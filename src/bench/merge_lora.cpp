@@ -17,8 +17,8 @@
 
 #include <fmt/format.h>
 
-#include "cli/bench_report.h"
-#include "rotating_rounds.h"
+#include "bench/bench_report.h"
+#include "bench/rotating_rounds.h"
 #include "formats/hf_folder_writer.h"
 #include "pipelines/lora/merge_box.h"
 #include "reshard/formats/safetensors_layout.h"
@@ -27,7 +27,7 @@
 #include "reshard/pipelines/merge_lora.h"
 #include "reshard/pipelines/peft_adapter.h"
 
-namespace reshard::cli {
+namespace reshard::bench {
 namespace {
 
 namespace fs = std::filesystem;
@@ -215,4 +215,4 @@ std::vector<BenchFigure> merge_lora_figures() {
   };
 }
 
-}  // namespace reshard::cli
+}  // namespace reshard::bench

@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-namespace reshard::cli {
+namespace reshard::bench {
 
 // The least seconds each of `runs` took (each returns the seconds it took),
 // over at least `rounds` rounds and at least one per run: round r times the
@@ -30,4 +30,4 @@ inline std::vector<double> least_seconds_in_rotating_rounds(std::span<const std:
   return least;
 }
 
-}  // namespace reshard::cli
+}  // namespace reshard::bench

@@ -11,12 +11,12 @@
 
 #include <fmt/format.h>
 
-#include "cli/bench_report.h"
+#include "bench/bench_report.h"
 #include "reshard/layout/error.h"
 #include "reshard/plan/plan_cache.h"
 #include "reshard/plan/planner.h"
 
-namespace reshard::cli {
+namespace reshard::bench {
 namespace {
 
 // ---- The baseline: what planning looks like without per-dimension search ----
@@ -265,4 +265,4 @@ BenchReport run_plan_benchmark() {
   return report;
 }
 
-}  // namespace reshard::cli
+}  // namespace reshard::bench

@@ -16,7 +16,7 @@
 #include "reshard/execute/transport.h"
 #include "reshard/layout/error.h"
 
-namespace reshard::cli {
+namespace reshard::bench {
 
 // Seconds of `f` on this process, all processes starting together and the
 // last one's end counting (the collectives inside end together). Starts from
@@ -46,4 +46,4 @@ inline std::filesystem::path shared_scratch(Transport& transport, std::string_vi
   return std::filesystem::path(std::string(reinterpret_cast<const char*>(all[0].data()), all[0].size()));
 }
 
-}  // namespace reshard::cli
+}  // namespace reshard::bench

@@ -1,17 +1,17 @@
-#include "cli/benchmarks.h"
+#include "bench/benchmarks.h"
 
 #include "job/job.h"
 
-namespace reshard::cli {
+namespace reshard::bench {
 
-BenchReport run_reshard_benchmark();  // src/cli/bench/reshard.cpp
-BenchReport run_io_benchmark();       // src/cli/bench/io.cpp
-BenchReport run_plan_benchmark();     // src/cli/bench/plan.cpp
-BenchReport run_checkpoint_benchmark();  // src/cli/bench/checkpoint.cpp
-BenchReport run_export_benchmark();      // src/cli/bench/export.cpp
-BenchReport run_storage_benchmark();     // src/cli/bench/storage.cpp
+BenchReport run_reshard_benchmark();  // src/bench/reshard.cpp
+BenchReport run_io_benchmark();       // src/bench/io.cpp
+BenchReport run_plan_benchmark();     // src/bench/plan.cpp
+BenchReport run_checkpoint_benchmark();  // src/bench/checkpoint.cpp
+BenchReport run_export_benchmark();      // src/bench/export.cpp
+BenchReport run_storage_benchmark();     // src/bench/storage.cpp
 #if RESHARD_WITH_MPI
-BenchReport run_reshard_mpi_benchmark();  // src/cli/bench/mpi/reshard_mpi.cpp
+BenchReport run_reshard_mpi_benchmark();  // src/bench/mpi/reshard_mpi.cpp
 #endif
 
 std::vector<BenchmarkEntry> all_benchmarks() {
@@ -43,4 +43,4 @@ std::vector<BenchmarkEntry> all_benchmarks() {
   return entries;
 }
 
-}  // namespace reshard::cli
+}  // namespace reshard::bench

@@ -26,19 +26,19 @@
 
 #include <fmt/format.h>
 
-#include "cli/bench_report.h"
+#include "bench/bench_model.h"
+#include "bench/bench_report.h"
+#include "bench/mpi/tcp_beside_mpi.h"
+#include "bench/rotating_rounds.h"
+#include "job/job.h"
 #include "layout/box_copy.h"
 #include "layout/copy_bytes.h"
-#include "job/job.h"
-#include "../bench_model.h"
-#include "../rotating_rounds.h"
-#include "tcp_beside_mpi.h"
 #include "reshard/execute/mpi/mpi_transport.h"
 #include "reshard/execute/operations.h"
 #include "reshard/layout/error.h"
 #include "reshard/plan/planner.h"
 
-namespace reshard::cli {
+namespace reshard::bench {
 namespace {
 
 constexpr int kRepetitions = 5;
@@ -603,4 +603,4 @@ BenchReport run_reshard_mpi_benchmark() {
   return report;
 }
 
-}  // namespace reshard::cli
+}  // namespace reshard::bench

@@ -20,15 +20,15 @@
 
 #include <fmt/format.h>
 
-#include "cli/bench/bench_job.h"
-#include "cli/bench_report.h"
+#include "bench/bench_job.h"
+#include "bench/bench_report.h"
 #include "job/job.h"
 #include "reshard/execute/transport.h"
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/checkpoint_restore.h"
 #include "reshard/pipelines/checkpoint_save.h"
 
-namespace reshard::cli {
+namespace reshard::bench {
 namespace {
 
 namespace fs = std::filesystem;
@@ -198,4 +198,4 @@ BenchReport run_checkpoint_benchmark() {
   return report;
 }
 
-}  // namespace reshard::cli
+}  // namespace reshard::bench
