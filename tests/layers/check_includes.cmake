@@ -6,7 +6,7 @@
 #   cmake -DSOURCE_DIR=<repository> -P check_includes.cmake
 cmake_minimum_required(VERSION 3.25)
 
-set(layers layout plan execute storage formats pipelines job bench cli)
+set(layers layout plan execute storage formats pipelines job bench demo cli)
 # What each layer may include besides itself: the layers it links.
 set(allowed_layout "")
 set(allowed_plan layout)
@@ -20,8 +20,9 @@ set(allowed_pipelines layout plan execute storage formats)
 set(allowed_job layout plan execute storage)
 # The benchmarks run as the job, over every layer (and beside their internals).
 set(allowed_bench layout plan execute storage formats pipelines job)
+set(allowed_demo layout plan execute storage formats pipelines job)
 # The front end may include the umbrella header ("api") too.
-set(allowed_cli layout plan execute storage formats pipelines job bench api)
+set(allowed_cli layout plan execute storage formats pipelines job bench demo api)
 
 if(NOT SOURCE_DIR)
   message(FATAL_ERROR "check_includes.cmake: pass -DSOURCE_DIR=<repository>")

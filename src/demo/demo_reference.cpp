@@ -1,10 +1,10 @@
-#include "cli/demo/demo_reference.h"
+#include "demo/demo_reference.h"
 
 #include <cstring>
 
 #include <fmt/format.h>
 
-namespace reshard::cli::demo {
+namespace reshard::demo {
 namespace {
 
 float f32_of(uint32_t bits) {
@@ -143,4 +143,4 @@ uint16_t round_to_bf16(float value) {
   return static_cast<uint16_t>((bits + 0x7FFFu + lsb) >> 16);
 }
 
-}  // namespace reshard::cli::demo
+}  // namespace reshard::demo

@@ -1,4 +1,4 @@
-#include "cli/demo/demo_model.h"
+#include "demo/demo_model.h"
 
 #include <algorithm>
 #include <cstring>
@@ -9,7 +9,7 @@
 #include "layout/checked.h"
 #include "reshard/layout/error.h"
 
-namespace reshard::cli::demo {
+namespace reshard::demo {
 namespace {
 
 constexpr const char* kStacked = "transformer.layers.stacked.";
@@ -240,4 +240,4 @@ LoraConfig demo_lora_config(const DemoModel& model) {
   return config;
 }
 
-}  // namespace reshard::cli::demo
+}  // namespace reshard::demo

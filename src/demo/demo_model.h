@@ -14,7 +14,7 @@
 #include "reshard/layout/sharding.h"
 #include "reshard/pipelines/lora_config.h"
 
-namespace reshard::cli::demo {
+namespace reshard::demo {
 
 // The model's dimensions (--layers, --embed, ...) and the seed of its values.
 struct ModelSizes {
@@ -109,4 +109,4 @@ NamedSharding framework_sharding(const FrameworkTensor& tensor, const Mesh& mesh
 std::string hf_config_json(const DemoModel& model);
 LoraConfig demo_lora_config(const DemoModel& model);
 
-}  // namespace reshard::cli::demo
+}  // namespace reshard::demo

@@ -13,7 +13,7 @@
 #include "reshard/layout/box.h"
 #include "reshard/layout/dtype.h"
 
-namespace reshard::cli::demo {
+namespace reshard::demo {
 
 // What a check compared and what differed.
 struct CheckTally {
@@ -49,4 +49,4 @@ void check_stored(std::string_view name, DType dtype, const Shape& shape, std::s
 // WHAT: N of M elements differ; first: ...", naming the lowest rank's first.
 CheckTally agree_on_check(const CheckTally& local, Transport& transport, std::string_view what);
 
-}  // namespace reshard::cli::demo
+}  // namespace reshard::demo

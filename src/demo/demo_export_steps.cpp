@@ -3,15 +3,15 @@
 // merged model imported back into the framework layout elsewhere.
 #include <fmt/format.h>
 
-#include "cli/demo/demo_export_checks.h"
-#include "cli/demo/demo_steps.h"
+#include "demo/demo_export_checks.h"
+#include "demo/demo_steps.h"
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/checkpoint_restore.h"
 #include "reshard/pipelines/export_model.h"
 #include "reshard/pipelines/import_model.h"
 #include "reshard/pipelines/tensor_map.h"
 
-namespace reshard::cli::demo {
+namespace reshard::demo {
 namespace {
 
 TensorMap levanter_llama() { return tensor_map_preset("levanter-llama").value(); }
@@ -106,4 +106,4 @@ void restore_imported_step(DemoContext& ctx) {
   check_restored(ctx, restored.arrays, ctx.train_mesh, true, "import");
 }
 
-}  // namespace reshard::cli::demo
+}  // namespace reshard::demo

@@ -1,16 +1,16 @@
-#include "cli/demo/demo_export_checks.h"
+#include "demo/demo_export_checks.h"
 
 #include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/demo/demo_files.h"
-#include "cli/demo/demo_reference.h"
+#include "demo/demo_files.h"
+#include "demo/demo_reference.h"
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/lora_config.h"
 
-namespace reshard::cli::demo {
+namespace reshard::demo {
 namespace {
 
 namespace fs = std::filesystem;
@@ -164,4 +164,4 @@ CheckTally check_model_folder(DemoContext& ctx, const fs::path& folder, bool mer
   return agree_on_check(local, ctx.transport, fmt::format("the {}model {}", merged ? "merged " : "", folder.string()));
 }
 
-}  // namespace reshard::cli::demo
+}  // namespace reshard::demo

@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/demo/demo_check.h"
+#include "demo/demo_check.h"
 
-namespace reshard::cli::demo {
+namespace reshard::demo {
 
 class DemoLog {
  public:
@@ -52,4 +52,4 @@ std::string bytes_text(uint64_t bytes);
 // "387 MB/s"; "-" when the time is too short to measure.
 std::string rate_text(uint64_t bytes, double seconds);
 
-}  // namespace reshard::cli::demo
+}  // namespace reshard::demo

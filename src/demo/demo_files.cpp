@@ -1,4 +1,4 @@
-#include "cli/demo/demo_files.h"
+#include "demo/demo_files.h"
 
 #include <fstream>
 #include <set>
@@ -10,7 +10,7 @@
 #include "reshard/formats/file_rules.h"
 #include "reshard/layout/error.h"
 
-namespace reshard::cli::demo {
+namespace reshard::demo {
 namespace {
 
 namespace fs = std::filesystem;
@@ -115,4 +115,4 @@ std::string read_stored_bytes(const StoredTensor& tensor) {
 
 std::string read_text_file(const fs::path& path) { return read_range(path, 0, file_size_of(path)); }
 
-}  // namespace reshard::cli::demo
+}  // namespace reshard::demo

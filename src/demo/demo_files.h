@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace reshard::cli::demo {
+namespace reshard::demo {
 
 // Where one tensor's bytes are, as its file's header says.
 struct StoredTensor {
@@ -42,4 +42,4 @@ std::string read_stored_bytes(const StoredTensor& tensor);
 // The whole file as text.
 std::string read_text_file(const std::filesystem::path& path);
 
-}  // namespace reshard::cli::demo
+}  // namespace reshard::demo

@@ -1,4 +1,4 @@
-#include "cli/demo/demo_check.h"
+#include "demo/demo_check.h"
 
 #include <bit>
 #include <cstring>
@@ -9,7 +9,7 @@
 
 #include "reshard/layout/error.h"
 
-namespace reshard::cli::demo {
+namespace reshard::demo {
 namespace {
 
 static_assert(std::endian::native == std::endian::little, "stored tensors are little-endian, as this host");
@@ -157,4 +157,4 @@ CheckTally agree_on_check(const CheckTally& local, Transport& transport, std::st
   return total;
 }
 
-}  // namespace reshard::cli::demo
+}  // namespace reshard::demo

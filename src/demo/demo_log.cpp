@@ -1,10 +1,10 @@
-#include "cli/demo/demo_log.h"
+#include "demo/demo_log.h"
 
 #include <iostream>
 
 #include <fmt/format.h>
 
-namespace reshard::cli::demo {
+namespace reshard::demo {
 namespace {
 
 double mb_per_s(uint64_t bytes, double seconds) { return seconds > 0 ? static_cast<double>(bytes) / 1e6 / seconds : 0; }
@@ -95,4 +95,4 @@ void DemoLog::finish(const std::string& closing) {
   print("\n" + closing);
 }
 
-}  // namespace reshard::cli::demo
+}  // namespace reshard::demo

@@ -1,4 +1,4 @@
-#include "cli/demo/demo_steps.h"
+#include "demo/demo_steps.h"
 
 #include <unistd.h>
 
@@ -8,14 +8,14 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "cli/demo/demo_reference.h"
+#include "demo/demo_reference.h"
 #include "reshard/layout/sharding_picture.h"
 #include "reshard/pipelines/checkpoint_restore.h"
 #include "reshard/pipelines/checkpoint_save.h"
 #include "reshard/pipelines/export_model.h"
 #include "reshard/pipelines/lora_config.h"
 
-namespace reshard::cli::demo {
+namespace reshard::demo {
 namespace {
 
 uint64_t flat_of(std::span<const int64_t> index, const Shape& shape) {
@@ -174,4 +174,4 @@ void restore_step(DemoContext& ctx) {
   check_restored(ctx, restored.arrays, ctx.resume_mesh, false, "restore");
 }
 
-}  // namespace reshard::cli::demo
+}  // namespace reshard::demo

@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <string_view>
 
-#include "cli/demo/demo_check.h"
-#include "cli/demo/demo_steps.h"
+#include "demo/demo_check.h"
+#include "demo/demo_steps.h"
 
-namespace reshard::cli::demo {
+namespace reshard::demo {
 
 // Collective. adapter_model.safetensors holds exactly hf_adapter_tensors,
 // each equal to the framework factor it comes from; adapter_config.json has
@@ -25,4 +25,4 @@ CheckTally check_adapter_folder(DemoContext& ctx, const std::filesystem::path& f
 CheckTally check_model_folder(DemoContext& ctx, const std::filesystem::path& folder, bool merged,
                               std::string_view flip);
 
-}  // namespace reshard::cli::demo
+}  // namespace reshard::demo

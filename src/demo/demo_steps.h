@@ -9,14 +9,14 @@
 #include <string_view>
 #include <vector>
 
-#include "cli/demo/demo_log.h"
-#include "cli/demo/demo_model.h"
+#include "demo/demo_log.h"
+#include "demo/demo_model.h"
 #include "reshard/execute/transport.h"
 #include "reshard/layout/mesh.h"
 #include "reshard/layout/topology.h"
 #include "reshard/pipelines/named_array.h"
 
-namespace reshard::cli::demo {
+namespace reshard::demo {
 
 // The checks --self-test-flip can corrupt (one bit, before comparing).
 inline constexpr std::string_view kFlipSteps[] = {"restore", "adapter", "merged", "import"};
@@ -82,4 +82,4 @@ CheckTally check_restored(DemoContext& ctx, std::vector<NamedArray>& restored, c
 // Rank 0's picture (to the log) of `tensor` laid out on `mesh`, when it is 1-D or 2-D.
 void log_picture(DemoContext& ctx, const FrameworkTensor& tensor, const Mesh& mesh);
 
-}  // namespace reshard::cli::demo
+}  // namespace reshard::demo

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "cli/demo/demo_model.h"
+#include "demo/demo_model.h"
 
-namespace reshard::cli::demo {
+namespace reshard::demo {
 
 // One tensor of a Hugging Face model or PEFT adapter, and where it comes from.
 struct HfTensor {
@@ -43,4 +43,4 @@ uint32_t merged_framework_bits(const DemoModel& model, const FrameworkTensor& te
 // f32 to bf16, round to nearest even (NaN stays a quiet NaN).
 uint16_t round_to_bf16(float value);
 
-}  // namespace reshard::cli::demo
+}  // namespace reshard::demo
