@@ -18,7 +18,7 @@ set(allowed_formats layout storage)
 set(allowed_pipelines layout plan execute storage formats)
 # The job a front end runs as: a transport and the stores' timeouts.
 set(allowed_job layout plan execute storage)
-# The benchmarks run as the job, over every layer (and beside their internals).
+# The benchmarks and the demo run as the job, over every layer (internals included).
 set(allowed_bench layout plan execute storage formats pipelines job)
 set(allowed_demo layout plan execute storage formats pipelines job)
 # The front end may include the umbrella header ("api") too.
@@ -126,5 +126,5 @@ message(STATUS "includes between layers:\n${summary}")
 if(violations)
   list(JOIN violations "\n  " shown)
   message(FATAL_ERROR "includes against the layering (layout < plan < execute < pipelines, "
-                      "formats on layout alone, cli on top; installed headers on installed ones):\n  ${shown}")
+                      "formats on layout alone, then job < bench, demo < cli; installed headers on installed ones):\n  ${shown}")
 endif()
