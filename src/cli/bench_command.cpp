@@ -4,13 +4,17 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "cli/benchmarks.h"
+#include "bench/benchmarks.h"
 #include "cli/commands.h"
-#include "cli/job.h"
+#include "cli/job_options.h"
+#include "job/job.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::cli {
 namespace {
+
+using bench::BenchFigure;
+using bench::BenchReport;
 
 nlohmann::json figure_json(const BenchFigure& f) {
   nlohmann::json j = {{"name", f.name},         {"unit", f.unit},         {"value", f.value},
@@ -53,7 +57,7 @@ void add_bench_command(CLI::App& app) {
     const bool reports = job_world().rank == 0;
     nlohmann::json out = nlohmann::json::array();
     bool found = false;
-    for (const BenchmarkEntry& entry : all_benchmarks()) {
+    for (const bench::BenchmarkEntry& entry : bench::all_benchmarks()) {
       if (*which != "all" && *which != entry.name) continue;
       found = true;
       if (reports) std::cerr << fmt::format("bench {}: {}\n", entry.name, entry.description);

@@ -16,10 +16,11 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/job.h"
+#include "cli/job_options.h"
 #include "cli/layout_options.h"
 #include "cli/path_checks.h"
 #include "cli/progress.h"
+#include "job/job.h"
 #include "reshard/execute/transport.h"
 #include "reshard/layout/error.h"
 #include "reshard/layout/parse.h"

@@ -10,7 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/commands.h"
-#include "cli/job.h"
+#include "cli/job_options.h"
 #include "cli/path_checks.h"
 #include "cli/progress.h"
 #include "cli/upload_flags.h"

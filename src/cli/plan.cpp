@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/job.h"
 #include "cli/layout_options.h"
+#include "job/job.h"
 #include "reshard/execute/transport.h"
 #include "reshard/layout/error.h"
 #include "reshard/layout/parse.h"

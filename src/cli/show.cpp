@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/job.h"
 #include "cli/layout_options.h"
+#include "job/job.h"
 #include "reshard/layout/error.h"
 #include "reshard/layout/sharding_picture.h"
 

@@ -8,10 +8,10 @@
 
 #include <gtest/gtest.h>
 
-#include "cli/demo/demo_export_checks.h"
-#include "cli/demo/demo_files.h"
-#include "cli/demo/demo_reference.h"
 #include "cli/support/run_reshard.h"
+#include "demo/demo_export_checks.h"
+#include "demo/demo_files.h"
+#include "demo/demo_reference.h"
 #include "pipelines/lora/merge_box.h"
 #include "reshard/execute/in_process_transport.h"
 #include "reshard/formats/safetensors_writer.h"
@@ -19,7 +19,7 @@
 #include "reshard/pipelines/lora_config.h"
 #include "support/seed.h"
 
-namespace reshard::cli::demo {
+namespace reshard::demo {
 namespace {
 
 namespace fs = std::filesystem;
@@ -242,4 +242,4 @@ TEST_F(DemoFolderCheck, FailsOnUnmergedWeights) {
 }
 
 }  // namespace
-}  // namespace reshard::cli::demo
+}  // namespace reshard::demo

@@ -1,4 +1,4 @@
-#include "cli/bench/rotating_rounds.h"
+#include "bench/rotating_rounds.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <functional>
 #include <vector>
 
-namespace reshard::cli {
+namespace reshard::bench {
 namespace {
 
 // Three runs whose time is set by the place they are timed at: the first of
@@ -47,4 +47,4 @@ TEST(RotatingRounds, RunsAtLeastOneRoundPerRun) {
 }
 
 }  // namespace
-}  // namespace reshard::cli
+}  // namespace reshard::bench

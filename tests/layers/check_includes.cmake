@@ -6,7 +6,7 @@
 #   cmake -DSOURCE_DIR=<repository> -P check_includes.cmake
 cmake_minimum_required(VERSION 3.25)
 
-set(layers layout plan execute storage formats pipelines cli)
+set(layers layout plan execute storage formats pipelines job bench demo cli)
 # What each layer may include besides itself: the layers it links.
 set(allowed_layout "")
 set(allowed_plan layout)
@@ -16,8 +16,13 @@ set(allowed_storage layout)
 # File bytes know boxes and dtypes, never a plan or a transport.
 set(allowed_formats layout storage)
 set(allowed_pipelines layout plan execute storage formats)
+# The job a front end runs as: a transport and the stores' timeouts.
+set(allowed_job layout plan execute storage)
+# The benchmarks and the demo run as the job, over every layer (internals included).
+set(allowed_bench layout plan execute storage formats pipelines job)
+set(allowed_demo layout plan execute storage formats pipelines job)
 # The front end may include the umbrella header ("api") too.
-set(allowed_cli layout plan execute storage formats pipelines api)
+set(allowed_cli layout plan execute storage formats pipelines job bench demo api)
 
 if(NOT SOURCE_DIR)
   message(FATAL_ERROR "check_includes.cmake: pass -DSOURCE_DIR=<repository>")
@@ -121,5 +126,5 @@ message(STATUS "includes between layers:\n${summary}")
 if(violations)
   list(JOIN violations "\n  " shown)
   message(FATAL_ERROR "includes against the layering (layout < plan < execute < pipelines, "
-                      "formats on layout alone, cli on top; installed headers on installed ones):\n  ${shown}")
+                      "formats on layout alone, then job < bench, demo < cli; installed headers on installed ones):\n  ${shown}")
 endif()
