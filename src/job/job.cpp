@@ -61,11 +61,18 @@ void log_choice(const LauncherChoice& choice) {
              choice.rendezvous, choice.coordinator.empty() ? "" : " at " + choice.coordinator, choice.rank, choice.size);
 }
 
+// Whether this build has the MPI transport (RESHARD_WITH_MPI is defined only when it does).
+#if RESHARD_WITH_MPI
+constexpr bool kBuiltWithMpi = true;
+#else
+constexpr bool kBuiltWithMpi = false;
+#endif
+
 Job& started_job() {
   Job& j = job();
   if (j.started) return j;
   j.started = true;
-  j.choice = choose_launcher(requested_kind(j), RESHARD_WITH_MPI != 0, process_env());
+  j.choice = choose_launcher(requested_kind(j), kBuiltWithMpi, process_env());
 #if RESHARD_WITH_MPI
   if (j.choice.transport == TransportKind::kMpi) {
     j.session = std::make_unique<MpiSession>(MpiSessionOptions{j.timeout});
