@@ -6,6 +6,7 @@
 // lifetime is not the caller's to choose, and MPI_Finalize must come after
 // every transport is gone and before the process ends.
 #include "bindings.h"
+#include "forwarding_transport.h"
 
 #if RESHARD_PYTHON_WITH_MPI
 
@@ -45,7 +46,7 @@ OpenTransports& open_transports() {
 
 // An MpiTransport that can be closed: after close() every use is
 // Error(kTransport), and the MPI resources are already released.
-class ClosableMpiTransport final : public Transport {
+class ClosableMpiTransport final : public ForwardingTransport {
  public:
   explicit ClosableMpiTransport(std::unique_ptr<MpiTransport> inner) : inner_(std::move(inner)) {
     const std::lock_guard guard(open_transports().lock);
@@ -76,58 +77,8 @@ class ClosableMpiTransport final : public Transport {
     for (ClosableMpiTransport* t : open_transports().open) t->close();
   }
 
-  int rank() const override { return get().rank(); }
-  int size() const override { return get().size(); }
-  std::unique_ptr<Request> isend(int peer, Tag tag, std::span<const std::byte> data) override {
-    return get().isend(peer, tag, data);
-  }
-  std::unique_ptr<Request> irecv(int peer, Tag tag, std::span<std::byte> data) override {
-    return get().irecv(peer, tag, data);
-  }
-  std::unique_ptr<Request> isend_owned(int peer, Tag tag, std::span<const std::byte> data,
-                                       std::shared_ptr<const void> owner) override {
-    return get().isend_owned(peer, tag, data, std::move(owner));
-  }
-  std::unique_ptr<Request> irecv_owned(int peer, Tag tag, std::span<std::byte> data,
-                                       std::shared_ptr<const void> owner) override {
-    return get().irecv_owned(peer, tag, data, std::move(owner));
-  }
-  std::unique_ptr<Request> isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs,
-                                        std::shared_ptr<const void> owner) override {
-    return get().isend_gather(peer, tag, runs, std::move(owner));
-  }
-  std::unique_ptr<Request> irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,
-                                         std::shared_ptr<const void> owner) override {
-    return get().irecv_scatter(peer, tag, runs, std::move(owner));
-  }
-  std::unique_ptr<Request> irecv_scatter_rows(int peer, Tag tag, std::span<const RunRows> rows,
-                                              std::shared_ptr<const void> owner) override {
-    return get().irecv_scatter_rows(peer, tag, rows, std::move(owner));
-  }
-  std::vector<std::unique_ptr<Request>> isend_gather_all(std::span<const GatherSend> sends, int threads) override {
-    return get().isend_gather_all(sends, threads);
-  }
-  bool copies_with_sends() const override { return get().copies_with_sends(); }
-  std::vector<std::unique_ptr<Request>> isend_gather_all_with_copies(std::span<const GatherSend> sends, int threads,
-                                                                     std::span<const LocalCopy> copies) override {
-    return get().isend_gather_all_with_copies(sends, threads, copies);
-  }
-  std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> local) override {
-    return get().all_gather(local);
-  }
-  void barrier() override { get().barrier(); }
-  bool all_equal(uint64_t value) override { return get().all_equal(value); }
-  TransportCounters counters() const override { return get().counters(); }
-  Tag begin_operation() override { return get().begin_operation(); }
-  void abort(std::string_view reason) noexcept override {
-    if (inner_) inner_->abort(reason);
-  }
-  void set_timeout(std::chrono::milliseconds timeout) override { get().set_timeout(timeout); }
-  std::chrono::milliseconds timeout() const override { return get().timeout(); }
-  int processes_on_this_host() const override { return get().processes_on_this_host(); }
-
  private:
-  MpiTransport& get() const {
+  Transport& target() const override {
     if (!inner_) throw Error(ErrorCode::kTransport, "this MPI transport was closed");
     return *inner_;
   }

@@ -17,6 +17,7 @@
 #include <nanobind/stl/unique_ptr.h>
 
 #include "bindings.h"
+#include "forwarding_transport.h"
 #include "reshard/execute/in_process_transport.h"
 #include "reshard/execute/tcp_transport.h"
 #include "reshard/layout/error.h"
@@ -34,7 +35,7 @@ constexpr bool kMpiBuilt = false;
 // A transport and the words that say how it was made: "tcp" or "none", and
 // the rendezvous ("jax", "torchrun", "explicit", "single", ...). Owns it (and,
 // for a job of one, the one-process group it belongs to).
-class LabeledTransport final : public Transport {
+class LabeledTransport final : public ForwardingTransport {
  public:
   LabeledTransport(std::unique_ptr<Transport> inner, std::string kind, std::string rendezvous)
       : inner_(std::move(inner)), kind_(std::move(kind)), rendezvous_(std::move(rendezvous)) {}
@@ -59,56 +60,8 @@ class LabeledTransport final : public Transport {
     return std::nullopt;
   }
 
-  int rank() const override { return get().rank(); }
-  int size() const override { return get().size(); }
-  std::unique_ptr<Request> isend(int peer, Tag tag, std::span<const std::byte> data) override {
-    return get().isend(peer, tag, data);
-  }
-  std::unique_ptr<Request> irecv(int peer, Tag tag, std::span<std::byte> data) override {
-    return get().irecv(peer, tag, data);
-  }
-  std::unique_ptr<Request> isend_owned(int peer, Tag tag, std::span<const std::byte> data,
-                                       std::shared_ptr<const void> owner) override {
-    return get().isend_owned(peer, tag, data, std::move(owner));
-  }
-  std::unique_ptr<Request> irecv_owned(int peer, Tag tag, std::span<std::byte> data,
-                                       std::shared_ptr<const void> owner) override {
-    return get().irecv_owned(peer, tag, data, std::move(owner));
-  }
-  std::unique_ptr<Request> isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs,
-                                        std::shared_ptr<const void> owner) override {
-    return get().isend_gather(peer, tag, runs, std::move(owner));
-  }
-  std::unique_ptr<Request> irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,
-                                         std::shared_ptr<const void> owner) override {
-    return get().irecv_scatter(peer, tag, runs, std::move(owner));
-  }
-  std::unique_ptr<Request> irecv_scatter_rows(int peer, Tag tag, std::span<const RunRows> rows,
-                                              std::shared_ptr<const void> owner) override {
-    return get().irecv_scatter_rows(peer, tag, rows, std::move(owner));
-  }
-  std::vector<std::unique_ptr<Request>> isend_gather_all(std::span<const GatherSend> sends, int threads) override {
-    return get().isend_gather_all(sends, threads);
-  }
-  bool copies_with_sends() const override { return get().copies_with_sends(); }
-  std::vector<std::unique_ptr<Request>> isend_gather_all_with_copies(std::span<const GatherSend> sends, int threads,
-                                                                     std::span<const LocalCopy> copies) override {
-    return get().isend_gather_all_with_copies(sends, threads, copies);
-  }
-  std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> local) override {
-    return get().all_gather(local);
-  }
-  void barrier() override { get().barrier(); }
-  bool all_equal(uint64_t value) override { return get().all_equal(value); }
-  TransportCounters counters() const override { return get().counters(); }
-  Tag begin_operation() override { return get().begin_operation(); }
-  void abort(std::string_view reason) noexcept override { get().abort(reason); }
-  void set_timeout(std::chrono::milliseconds timeout) override { get().set_timeout(timeout); }
-  std::chrono::milliseconds timeout() const override { return get().timeout(); }
-  int processes_on_this_host() const override { return get().processes_on_this_host(); }
-
  private:
-  Transport& get() const { return inner_ ? *inner_ : group_->transport(0); }
+  Transport& target() const override { return inner_ ? *inner_ : group_->transport(0); }
 
   std::unique_ptr<Transport> inner_;
   std::unique_ptr<InProcessGroup> group_;
