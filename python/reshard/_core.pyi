@@ -951,18 +951,84 @@ class ImportResult:
         The configs saved as checkpoint metadata (config.json, adapter_config.json).
         """
 
-def _export_checkpoint(checkpoint: str | os.PathLike, out: str | os.PathLike, map: str, kind: str, dtype: str | None, max_shard_size: int, base: str | os.PathLike | None, gather_to: int | None, replace: bool, hf_config_json: str | None, lora_config_json: str | None, part_bytes: int, parts_in_flight: int, transport: Transport | None = None) -> ExportResult:
+class ExportOptions:
+    """What export writes and how (keywords only)."""
+
+    def __init__(self, *, kind: str = 'model', dtype: str | None = None, max_shard_size: int = 5000000000, base: str | os.PathLike | None = None, gather_to: int | None = None, replace: bool = False, hf_config_json: str | None = None, lora_config_json: str | None = None, part_bytes: int = 0, parts_in_flight: int = 4) -> None: ...
+
+    @property
+    def kind(self) -> str:
+        """'model', 'adapter' or 'merged'."""
+
+    @property
+    def dtype(self) -> str | None:
+        """The float type F32/F16/BF16 outputs are cast to; None: kept."""
+
+    @property
+    def max_shard_size(self) -> int:
+        """Largest weight file, in bytes."""
+
+    @property
+    def base(self) -> str | None:
+        """The base model adapter keys are checked against."""
+
+    @property
+    def gather_to(self) -> int | None:
+        """The one process that writes; None: every process."""
+
+    @property
+    def replace(self) -> bool:
+        """Write over an existing folder's weight files."""
+
+    @property
+    def hf_config_json(self) -> str | None:
+        """config.json's text; None: the checkpoint's."""
+
+    @property
+    def has_lora_config(self) -> bool:
+        """Whether a LoRA config (adapter_config.json) was given."""
+
+    @property
+    def part_bytes(self) -> int:
+        """An object-store output's part size; 0: the store's."""
+
+    @property
+    def parts_in_flight(self) -> int:
+        """Parts uploaded at once per process."""
+
+class ImportOptions:
+    """How import reads and saves (keywords only)."""
+
+    def __init__(self, *, dtype: str | None = None, sizes: Mapping[str, int] = {}, base: str | os.PathLike | None = None, replace: bool = False) -> None: ...
+
+    @property
+    def dtype(self) -> str | None:
+        """The float type F32/F16/BF16 tensors are cast to; None: kept."""
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        """Axis sizes the shapes alone do not give."""
+
+    @property
+    def base(self) -> str | None:
+        """An adapter's base model, whose config.json gives the sizes."""
+
+    @property
+    def replace(self) -> bool:
+        """Replace a checkpoint already at the output path."""
+
+def _export_checkpoint(checkpoint: str | os.PathLike, out: str | os.PathLike, map: str, options: ExportOptions, transport: Transport | None = None) -> ExportResult:
     """
     Exports a framework-layout checkpoint through a tensor map (collective).
     """
 
-def _export_arrays(names: Sequence[str], arrays: Sequence[_ShardedArray], out: str | os.PathLike, map: str, kind: str, dtype: str | None, max_shard_size: int, base: str | os.PathLike | None, gather_to: int | None, replace: bool, hf_config_json: str | None, lora_config_json: str | None, part_bytes: int, parts_in_flight: int, transport: Transport | None = None) -> ExportResult:
+def _export_arrays(names: Sequence[str], arrays: Sequence[_ShardedArray], out: str | os.PathLike, map: str, options: ExportOptions, transport: Transport | None = None) -> ExportResult:
     """Exports sharded arrays through a tensor map (collective)."""
 
-def _import_arrays(hf_dir: str | os.PathLike, map: str, mesh: Mesh, topology: Topology, rules: object | None, best_effort: str | None, strict: bool, dtype: str | None, sizes: Mapping[str, int], base: str | os.PathLike | None, transport: Transport | None = None) -> tuple[list[tuple[str, _ShardedArray]], ImportResult]:
+def _import_arrays(hf_dir: str | os.PathLike, map: str, layout: CheckpointLayout, options: ImportOptions, transport: Transport | None = None) -> tuple[list[tuple[str, _ShardedArray]], ImportResult]:
     """Imports a Hugging Face folder as sharded arrays (collective)."""
 
-def _import_checkpoint(hf_dir: str | os.PathLike, checkpoint: str | os.PathLike, map: str, mesh: Mesh, topology: Topology, rules: object | None, best_effort: str | None, strict: bool, dtype: str | None, sizes: Mapping[str, int], base: str | os.PathLike | None, replace: bool, transport: Transport | None = None) -> ImportResult:
+def _import_checkpoint(hf_dir: str | os.PathLike, checkpoint: str | os.PathLike, map: str, layout: CheckpointLayout, options: ImportOptions, transport: Transport | None = None) -> ImportResult:
     """
     Imports a Hugging Face folder as a framework-layout checkpoint (collective).
     """
@@ -1037,7 +1103,58 @@ class MergeLoraResult:
 
     def __repr__(self) -> str: ...
 
-def _convert(src: str | os.PathLike, dst: str | os.PathLike, output: str | None, dtype: str | None, max_shard_size: int, replace: bool, mesh: Mesh | None, topology: Topology | None, rules: str | Sequence[tuple[str, PartitionSpec]] | None, best_effort_axis: str | None, strict: bool, transport: Transport | None = None) -> ConvertResult:
+class CheckpointLayout:
+    """How a checkpoint's tensors are laid out on a mesh (keywords only)."""
+
+    def __init__(self, *, mesh: Mesh, topology: Topology, rules: str | Sequence[tuple[str, PartitionSpec]] | None = None, best_effort_axis: str | None = None, strict: bool = False) -> None: ...
+
+    @property
+    def mesh(self) -> Mesh:
+        """The mesh tensors are laid out on."""
+
+    @property
+    def topology(self) -> Topology:
+        """Where the mesh's devices are."""
+
+    @property
+    def best_effort_axis(self) -> str | None:
+        """Shard over this axis instead of by the rules."""
+
+    @property
+    def strict(self) -> bool:
+        """A matching rule that does not fit the rank is an error."""
+
+class ConvertOptions:
+    """What convert writes and how (keywords only)."""
+
+    def __init__(self, *, output: str, dtype: str | None = None, max_shard_size: int = 5000000000, replace: bool = False, layout: CheckpointLayout | None = None) -> None: ...
+
+    @property
+    def output(self) -> str:
+        """'safetensors', 'hf' or 'checkpoint'."""
+
+    @property
+    def dtype(self) -> str | None:
+        """The float type F32/F16/BF16 tensors are cast to; None: kept."""
+
+    @property
+    def max_shard_size(self) -> int:
+        """Largest file of a Hugging Face folder, in bytes."""
+
+    @property
+    def replace(self) -> bool:
+        """Replace an existing destination."""
+
+    @property
+    def layout(self) -> CheckpointLayout | None:
+        """A checkpoint output's layout (CheckpointLayout)."""
+
+def _convert_output_for(dst: str | os.PathLike, with_layout: bool) -> str:
+    """
+    The output convert writes to `dst` when none is named: 'checkpoint' with a layout, else by `dst`.
+    """
+
+def _convert(src: str | os.PathLike, dst: str | os.PathLike, options: ConvertOptions, transport: Transport | None = None) -> ConvertResult:
     """
     Converts between a .safetensors file, a Hugging Face folder and a checkpoint (collective).
     """
@@ -1047,7 +1164,34 @@ def _parse_byte_size(text: str) -> int:
     Bytes in a size as the command line takes it ('5GB', '500MB', '1.5GiB'); ParseError otherwise.
     """
 
-def _merge_lora(base: str | os.PathLike, adapter: str | os.PathLike, out: str | os.PathLike, dtype: str | None, max_shard_size: int, replace: bool, block_bytes: int, threads: int) -> MergeLoraResult:
+class MergeLoraOptions:
+    """How merge_lora writes its output (keywords only)."""
+
+    def __init__(self, *, dtype: str | None = None, max_shard_size: int = 5000000000, replace: bool = False, block_bytes: int = 8388608, threads: int = 0) -> None: ...
+
+    @property
+    def dtype(self) -> str | None:
+        """
+        The float type F32/F16/BF16 tensors are cast to after merging; None: kept.
+        """
+
+    @property
+    def max_shard_size(self) -> int:
+        """Largest weight file, in bytes."""
+
+    @property
+    def replace(self) -> bool:
+        """Write over an existing folder's weight files."""
+
+    @property
+    def block_bytes(self) -> int:
+        """At most this much of a weight is merged at a time."""
+
+    @property
+    def threads(self) -> int:
+        """Merging threads per block; 0: every core."""
+
+def _merge_lora(base: str | os.PathLike, adapter: str | os.PathLike, out: str | os.PathLike, options: MergeLoraOptions) -> MergeLoraResult:
     """
     Merges a PEFT LoRA adapter into its base model, writing a Hugging Face folder.
     """
@@ -1140,4 +1284,14 @@ def _single_transport(rendezvous: str) -> _LabeledTransport:
 def _choose_launcher(requested: str) -> tuple[str, str, int, int, str]:
     """
     (kind, rendezvous, rank, size, coordinator) of the job this process's launcher started.
+    """
+
+def _agreed(transport: Transport | None, prepare: Callable, what: str) -> object:
+    """
+    Runs `prepare()`, this process's local part of a collective call (no communication
+    in it), then agrees on its outcome with every process of `transport`: if it raised
+    anywhere, every process raises. A process whose own preparation failed raises its own
+    error; the others raise PeerFailedError naming, in the context `what`, the first
+    failed process and its error. One small all_gather per call; none without a
+    transport or with one process.
     """

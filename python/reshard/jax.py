@@ -41,7 +41,7 @@ try:
 except ImportError as e:  # pragma: no cover - exercised in a subprocess by the tests
     raise ImportError("reshard.jax needs JAX (pip install jax); the rest of reshard works without it") from e
 
-from . import _agree, _core, _job_transport
+from . import _core, _job_transport
 from . import array as _array
 from . import checkpoint as _checkpoint
 from . import pipelines as _pipelines
@@ -101,14 +101,15 @@ def _job_topology(transport: _core.Transport | None) -> _core.Topology:
 
 
 def _collective(transport: _core.Transport | None, prepare: Any) -> Any:
-    """Runs a collective call's local `prepare()` and agrees on its outcome (_agree.agreed).
+    """Runs a collective call's local `prepare()` and agrees on its outcome (_core._agreed,
+    the pipelines' own agreement).
     A JAX job of another size than the transport is refused at once, without agreeing:
     every process sees it (single-process JAX in each of several processes, say), and
     the processes of such a job need not all reach the call."""
     size = 1 if transport is None else transport.size
     if jax.process_count() != size:
         _job_topology(transport)  # raises, naming both
-    return _agree.agreed(transport, prepare)
+    return _core._agreed(transport, prepare, "preparing the call, before anything moved")
 
 
 def _spec_entry_to_reshard(entry: Any) -> Any:

@@ -53,7 +53,7 @@ except ImportError as e:  # pragma: no cover - exercised only without tensorstor
     raise ImportError("reshard.orbax needs tensorstore (pip install tensorstore); the rest of reshard works "
                       "without it") from e
 
-from . import _agree, _core, _job_transport, _paths, _sources, _store_paths
+from . import _core, _job_transport, _paths, _sources, _store_paths
 from . import _orbax_base as _base
 from . import _orbax_layout as _layout
 from . import _orbax_read as _read
@@ -275,8 +275,8 @@ def export(path: str | os.PathLike, out: str | os.PathLike, tensor_map: str, *, 
     base = options.pop("base", None) if kind == "merged" else None
     if base is not None and options.get("hf_config") is None:
         options["hf_config"] = _base.config_of(base)
-    arrays = _agree.agreed(transport, lambda: _spread(path, transport, mesh, rules, best_effort, topology, item,
-                                                      subtree, base, tensor_map))
+    arrays = _core._agreed(transport, lambda: _spread(path, transport, mesh, rules, best_effort, topology, item,
+                                                      subtree, base, tensor_map), f"reading {path}")
     return _pipelines.export(arrays, out, tensor_map, kind=kind, dtype=dtype, transport=transport, **options)
 
 
@@ -289,8 +289,8 @@ def convert(path: str | os.PathLike, out: str | os.PathLike, *, transport: _core
     then restores it onto any layout). Laid out as ``export`` lays it; collective over `transport`."""
     transport = _job_transport.for_jax(transport)
     _core._check_save_path(_paths.fspath(out, "out"), "out")  # before anything is read
-    arrays = _agree.agreed(transport, lambda: _spread(path, transport, mesh, rules, best_effort, topology, item,
-                                                      subtree))
+    arrays = _core._agreed(transport, lambda: _spread(path, transport, mesh, rules, best_effort, topology, item,
+                                                      subtree), f"reading {path}")
     return _checkpoint.save(arrays, out, metadata=metadata, replace=replace, transport=transport)
 
 

@@ -78,9 +78,17 @@ def convert(
         topology = _mesh_topology(mesh, transport)
     if rules is not None and not isinstance(rules, str):
         rules = list(rules)  # each (pattern, spec) pair is checked, by index, in the extension
-    result = _core._convert(_fspath(src, "src"), dst, output, None if dtype is None else dtype_name(dtype),
-                            _byte_size(max_shard_size, "max_shard_size"), replace, mesh, topology, rules, best_effort,
-                            strict, transport)
+    layout = None
+    if mesh is not None:
+        layout = _core.CheckpointLayout(mesh=mesh, topology=topology, rules=rules, best_effort_axis=best_effort,
+                                        strict=strict)
+    elif rules is not None or best_effort is not None:
+        raise InvalidArgumentError("rules and best_effort lay out a checkpoint output on a mesh: pass mesh= too")
+    options = _core.ConvertOptions(output=_core._convert_output_for(dst, mesh is not None) if output is None else output,
+                                   dtype=None if dtype is None else dtype_name(dtype),
+                                   max_shard_size=_byte_size(max_shard_size, "max_shard_size"), replace=replace,
+                                   layout=layout)
+    result = _core._convert(_fspath(src, "src"), dst, options, transport)
     for message in result.warnings:
         warnings.warn(message, MissingConfigWarning, stacklevel=2)
     return result
@@ -121,9 +129,10 @@ def merge_lora(
         raise ArgumentTypeError(f"threads: a count as an int, not {threads!r}")
     if threads < 0:
         raise InvalidArgumentError(f"threads: {threads} is negative (0 means every core)")
-    summary = _core._merge_lora(_fspath(base, "base"), _fspath(adapter, "adapter"), _fspath(out, "out"),
-                                None if dtype is None else dtype_name(dtype),
-                                _byte_size(max_shard_size, "max_shard_size"), replace, block_bytes, threads)
+    options = _core.MergeLoraOptions(dtype=None if dtype is None else dtype_name(dtype),
+                                     max_shard_size=_byte_size(max_shard_size, "max_shard_size"), replace=replace,
+                                     block_bytes=block_bytes, threads=threads)
+    summary = _core._merge_lora(_fspath(base, "base"), _fspath(adapter, "adapter"), _fspath(out, "out"), options)
     for message in summary.warnings:
         warnings.warn(message, MissingConfigWarning, stacklevel=2)
     return summary
@@ -196,18 +205,21 @@ def export(
         raise ArgumentTypeError(f"parts_in_flight: a count as an int, not {parts_in_flight!r}")
     if not 1 <= parts_in_flight < 2**32:
         raise InvalidArgumentError(f"parts_in_flight: {parts_in_flight} is not a count of parts (1 or more)")
-    args = (_fspath(out, "out"), tensor_map, kind, None if dtype is None else dtype_name(dtype),
-            _byte_size(max_shard_size, "max_shard_size"),
-            None if base is None else _fspath(base, "base"), gather_to, replace, hf_text, lora_text, part_bytes,
-            parts_in_flight, transport)
     try:
+        options = _core.ExportOptions(kind=kind, dtype=None if dtype is None else dtype_name(dtype),
+                                      max_shard_size=_byte_size(max_shard_size, "max_shard_size"),
+                                      base=None if base is None else _fspath(base, "base"), gather_to=gather_to,
+                                      replace=replace, hf_config_json=hf_text, lora_config_json=lora_text,
+                                      part_bytes=part_bytes, parts_in_flight=parts_in_flight)
         if isinstance(source, Mapping):
             for name, array in source.items():
                 if not isinstance(array, ShardedArray):
                     raise ArgumentTypeError(f"source[{name!r}] is a {type(array).__name__}, not a ShardedArray")
-            result = _core._export_arrays(list(source), [a._array for a in source.values()], *args)
+            result = _core._export_arrays(list(source), [a._array for a in source.values()], _fspath(out, "out"),
+                                          tensor_map, options, transport)
         else:
-            result = _core._export_checkpoint(_fspath(source, "source"), *args)
+            result = _core._export_checkpoint(_fspath(source, "source"), _fspath(out, "out"), tensor_map, options,
+                                              transport)
     except InvalidArgumentError as e:
         # The library names the checkpoint's metadata key; a Python caller passes the argument.
         if lora_config is None and e.kind == "no_lora_config":
@@ -242,14 +254,17 @@ _HF_CONFIG_METADATA_KEY = "reshard.hf_config"
 
 
 def _import_args(mesh: _core.Mesh, topology: _core.Topology | None, rules: Any, best_effort: str | None, strict: bool,
-                 dtype: Any, sizes: Mapping[str, int] | None, base: str | os.PathLike | None,
-                 transport: _core.Transport | None) -> tuple:
+                 dtype: Any, sizes: Mapping[str, int] | None, base: str | os.PathLike | None, replace: bool,
+                 transport: _core.Transport | None) -> tuple[_core.CheckpointLayout, _core.ImportOptions]:
     if topology is None:
         topology = _mesh_topology(mesh, transport)
     if rules is not None and not isinstance(rules, str):
         rules = list(rules)  # each (pattern, spec) pair is checked, by index, in the extension
-    return (mesh, topology, rules, best_effort, strict, None if dtype is None else dtype_name(dtype),
-            dict(sizes or {}), None if base is None else _fspath(base, "base"))
+    layout = _core.CheckpointLayout(mesh=mesh, topology=topology, rules=rules, best_effort_axis=best_effort,
+                                    strict=strict)
+    options = _core.ImportOptions(dtype=None if dtype is None else dtype_name(dtype), sizes=dict(sizes or {}),
+                                  base=None if base is None else _fspath(base, "base"), replace=replace)
+    return layout, options
 
 
 def import_model(
@@ -283,8 +298,8 @@ def import_model(
     """
     from .array import ShardedArray
 
-    common = _import_args(mesh, topology, rules, best_effort, strict, dtype, sizes, base, transport)
-    arrays, _ = _core._import_arrays(_fspath(hf_dir, "hf_dir"), tensor_map, *common, transport)
+    layout, options = _import_args(mesh, topology, rules, best_effort, strict, dtype, sizes, base, True, transport)
+    arrays, _ = _core._import_arrays(_fspath(hf_dir, "hf_dir"), tensor_map, layout, options, transport)
     return {name: ShardedArray(a) for name, a in arrays}
 
 
@@ -306,5 +321,6 @@ def import_checkpoint(
 ) -> Any:
     """:func:`import_model`, saved as the reshard checkpoint `checkpoint` (as ``reshard import``
     writes one); returns the ImportResult. The checkpoint appears complete or not at all."""
-    common = _import_args(mesh, topology, rules, best_effort, strict, dtype, sizes, base, transport)
-    return _core._import_checkpoint(_fspath(hf_dir, "hf_dir"), _fspath(checkpoint, "checkpoint"), tensor_map, *common, replace, transport)
+    layout, options = _import_args(mesh, topology, rules, best_effort, strict, dtype, sizes, base, replace, transport)
+    return _core._import_checkpoint(_fspath(hf_dir, "hf_dir"), _fspath(checkpoint, "checkpoint"), tensor_map, layout,
+                                    options, transport)

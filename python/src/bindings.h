@@ -47,6 +47,9 @@ void bind_checkpoint(nb::module_& m);
 void bind_export_import(nb::module_& m);
 void bind_mpi(nb::module_& m);
 void bind_tcp(nb::module_& m);
+// _agreed (agreement.cpp): a Python collective call fails together, by the
+// pipelines' agreement.
+void bind_agreement(nb::module_& m);
 // Called (GIL held, no Python error set) as a transport's timeout or peer
 // failure becomes a Python exception: with MPI, arms reshard.mpi's exit that
 // waits for no peer given up on (mpi.cpp).

@@ -42,75 +42,100 @@ TensorMap tensor_map_from(const std::string& map) {
   return load_tensor_map(map);
 }
 
-// How the output is uploaded when it is in an object store.
-struct PartOptions {
-  uint64_t part_bytes = 0;
-  uint32_t parts_in_flight = 4;
-};
-
-ExportOptions export_options(const std::string& kind, const std::optional<std::string>& dtype, uint64_t max_shard_size,
-                             std::optional<storage::Location> base, std::optional<int> gather_to, bool replace,
-                             std::optional<std::string> hf_config_json, const std::optional<std::string>& lora_config_json,
-                             PartOptions parts) {
-  ExportOptions options;
-  options.kind = export_kind(kind);
-  if (dtype) options.dtype = dtype_from_string(*dtype);
-  options.max_shard_size = max_shard_size;
-  options.base = std::move(base);
-  options.gather_to = gather_to;
-  options.replace = replace;
-  options.hf_config_json = std::move(hf_config_json);
-  if (lora_config_json) options.lora_config = parse_lora_config(*lora_config_json, "lora_config");
-  options.part_bytes = parts.part_bytes;
-  options.parts_in_flight = parts.parts_in_flight;
-  return options;
+std::string kind_name(ExportKind kind) {
+  switch (kind) {
+    case ExportKind::kModel: return "model";
+    case ExportKind::kAdapterOnly: return "adapter";
+    case ExportKind::kMergedModel: return "merged";
+  }
+  return "model";
 }
 
 ExportResult export_from_checkpoint(const std::filesystem::path& checkpoint, const std::filesystem::path& out,
-                                    const std::string& map, const std::string& kind,
-                                    const std::optional<std::string>& dtype, uint64_t max_shard_size,
-                                    const std::optional<std::filesystem::path>& base, std::optional<int> gather_to,
-                                    bool replace, std::optional<std::string> hf_config_json,
-                                    const std::optional<std::string>& lora_config_json, uint64_t part_bytes,
-                                    uint32_t parts_in_flight, Transport* transport) {
+                                    const std::string& map, const ExportOptions& options, Transport* transport) {
   const storage::Location source = place(checkpoint, "source");
   const storage::Location where = place(out, "out");
   const TensorMap tensor_map = tensor_map_from(map);
-  const ExportOptions options =
-      export_options(kind, dtype, max_shard_size, optional_place(base, "base"), gather_to, replace,
-                     std::move(hf_config_json), lora_config_json, {part_bytes, parts_in_flight});
   return run_collective(transport,
                         [&](Transport& t) { return export_checkpoint(source, where, tensor_map, t, options); });
 }
 
 ExportResult export_from_arrays(const std::vector<std::string>& names, const std::vector<ShardedArray>& arrays,
-                                const std::filesystem::path& out, const std::string& map, const std::string& kind,
-                                const std::optional<std::string>& dtype, uint64_t max_shard_size,
-                                const std::optional<std::filesystem::path>& base, std::optional<int> gather_to,
-                                bool replace, std::optional<std::string> hf_config_json,
-                                const std::optional<std::string>& lora_config_json, uint64_t part_bytes,
-                                uint32_t parts_in_flight, Transport* transport) {
+                                const std::filesystem::path& out, const std::string& map, const ExportOptions& options,
+                                Transport* transport) {
   const storage::Location where = place(out, "out");
   if (names.size() != arrays.size()) throw Error(ErrorCode::kInvalidArgument, "as many names as arrays");
   std::vector<NamedArray> named;
   for (size_t i = 0; i < arrays.size(); ++i) named.push_back(NamedArray{names[i], arrays[i]});
   const TensorMap tensor_map = tensor_map_from(map);
-  const ExportOptions options =
-      export_options(kind, dtype, max_shard_size, optional_place(base, "base"), gather_to, replace,
-                     std::move(hf_config_json), lora_config_json, {part_bytes, parts_in_flight});
   const Topology topology = arrays.empty() ? Topology::uniform(1, 1) : arrays.front().topology();
   return with_transport(transport, topology,
                         [&](Transport& t) { return export_arrays(named, where, tensor_map, t, options); });
 }
 
-ImportOptions import_options(const std::optional<std::string>& dtype, AxisSizes sizes,
-                             const std::optional<std::filesystem::path>& base, bool replace) {
-  ImportOptions options;
-  if (dtype) options.dtype = dtype_from_string(*dtype);
-  options.sizes = std::move(sizes);
-  options.base = optional_place(base, "base");
-  options.replace = replace;
-  return options;
+std::optional<std::string> optional_dtype_name(const std::optional<DType>& dtype) {
+  return dtype ? std::optional<std::string>(std::string(dtype_name(*dtype))) : std::nullopt;
+}
+
+// ExportOptions and ImportOptions, made by keyword only: their fields are the
+// Python keywords of export and import, each with the C++ default.
+void bind_export_import_options(nb::module_& m) {
+  nb::class_<ExportOptions>(m, "ExportOptions", "What export writes and how (keywords only).")
+      .def("__init__",
+           [](ExportOptions* self, const std::string& kind, const std::optional<std::string>& dtype,
+              uint64_t max_shard_size, const std::optional<std::filesystem::path>& base, std::optional<int> gather_to,
+              bool replace, std::optional<std::string> hf_config_json,
+              const std::optional<std::string>& lora_config_json, uint64_t part_bytes, uint32_t parts_in_flight) {
+             ExportOptions* options = new (self) ExportOptions();
+             options->kind = export_kind(kind);
+             if (dtype) options->dtype = dtype_from_string(*dtype);
+             options->max_shard_size = max_shard_size;
+             options->base = optional_place(base, "base");
+             options->gather_to = gather_to;
+             options->replace = replace;
+             options->hf_config_json = std::move(hf_config_json);
+             if (lora_config_json) options->lora_config = parse_lora_config(*lora_config_json, "lora_config");
+             options->part_bytes = part_bytes;
+             options->parts_in_flight = parts_in_flight;
+           },
+           nb::kw_only(), nb::arg("kind") = "model", nb::arg("dtype").none() = nb::none(),
+           nb::arg("max_shard_size") = kDefaultMaxShardSize, nb::arg("base").none() = nb::none(),
+           nb::arg("gather_to").none() = nb::none(), nb::arg("replace") = false,
+           nb::arg("hf_config_json").none() = nb::none(), nb::arg("lora_config_json").none() = nb::none(),
+           nb::arg("part_bytes") = ExportOptions{}.part_bytes, nb::arg("parts_in_flight") = ExportOptions{}.parts_in_flight)
+      .def_prop_ro("kind", [](const ExportOptions& o) { return kind_name(o.kind); }, "'model', 'adapter' or 'merged'.")
+      .def_prop_ro("dtype", [](const ExportOptions& o) { return optional_dtype_name(o.dtype); },
+                   "The float type F32/F16/BF16 outputs are cast to; None: kept.")
+      .def_ro("max_shard_size", &ExportOptions::max_shard_size, "Largest weight file, in bytes.")
+      .def_prop_ro("base", [](const ExportOptions& o) {
+        return o.base ? std::optional<std::string>(o.base->str()) : std::nullopt;
+      }, "The base model adapter keys are checked against.")
+      .def_ro("gather_to", &ExportOptions::gather_to, "The one process that writes; None: every process.")
+      .def_ro("replace", &ExportOptions::replace, "Write over an existing folder's weight files.")
+      .def_ro("hf_config_json", &ExportOptions::hf_config_json, "config.json's text; None: the checkpoint's.")
+      .def_prop_ro("has_lora_config", [](const ExportOptions& o) { return o.lora_config.has_value(); },
+                   "Whether a LoRA config (adapter_config.json) was given.")
+      .def_ro("part_bytes", &ExportOptions::part_bytes, "An object-store output's part size; 0: the store's.")
+      .def_ro("parts_in_flight", &ExportOptions::parts_in_flight, "Parts uploaded at once per process.");
+  nb::class_<ImportOptions>(m, "ImportOptions", "How import reads and saves (keywords only).")
+      .def("__init__",
+           [](ImportOptions* self, const std::optional<std::string>& dtype, AxisSizes sizes,
+              const std::optional<std::filesystem::path>& base, bool replace) {
+             ImportOptions* options = new (self) ImportOptions();
+             if (dtype) options->dtype = dtype_from_string(*dtype);
+             options->sizes = std::move(sizes);
+             options->base = optional_place(base, "base");
+             options->replace = replace;
+           },
+           nb::kw_only(), nb::arg("dtype").none() = nb::none(), nb::arg("sizes") = AxisSizes{},
+           nb::arg("base").none() = nb::none(), nb::arg("replace") = false)
+      .def_prop_ro("dtype", [](const ImportOptions& o) { return optional_dtype_name(o.dtype); },
+                   "The float type F32/F16/BF16 tensors are cast to; None: kept.")
+      .def_ro("sizes", &ImportOptions::sizes, "Axis sizes the shapes alone do not give.")
+      .def_prop_ro("base", [](const ImportOptions& o) {
+        return o.base ? std::optional<std::string>(o.base->str()) : std::nullopt;
+      }, "An adapter's base model, whose config.json gives the sizes.")
+      .def_ro("replace", &ImportOptions::replace, "Replace a checkpoint already at the output path.");
 }
 
 }  // namespace
@@ -149,52 +174,36 @@ void bind_export_import(nb::module_& m) {
         return std::map<std::string, std::string>(r.metadata.begin(), r.metadata.end());
       }, "The configs saved as checkpoint metadata (config.json, adapter_config.json).");
 
+  bind_export_import_options(m);
   m.def("_export_checkpoint", &export_from_checkpoint, nb::arg("checkpoint"), nb::arg("out"), nb::arg("map"),
-        nb::arg("kind"), nb::arg("dtype").none(), nb::arg("max_shard_size"), nb::arg("base").none(),
-        nb::arg("gather_to").none(), nb::arg("replace"), nb::arg("hf_config_json").none(),
-        nb::arg("lora_config_json").none(), nb::arg("part_bytes"), nb::arg("parts_in_flight"),
-        nb::arg("transport").none() = nb::none(),
+        nb::arg("options"), nb::arg("transport").none() = nb::none(),
         "Exports a framework-layout checkpoint through a tensor map (collective).");
   m.def("_export_arrays", &export_from_arrays, nb::arg("names"), nb::arg("arrays"), nb::arg("out"), nb::arg("map"),
-        nb::arg("kind"), nb::arg("dtype").none(), nb::arg("max_shard_size"), nb::arg("base").none(),
-        nb::arg("gather_to").none(), nb::arg("replace"), nb::arg("hf_config_json").none(),
-        nb::arg("lora_config_json").none(), nb::arg("part_bytes"), nb::arg("parts_in_flight"),
-        nb::arg("transport").none() = nb::none(),
+        nb::arg("options"), nb::arg("transport").none() = nb::none(),
         "Exports sharded arrays through a tensor map (collective).");
-  m.def("_import_arrays", [](const std::filesystem::path& hf_dir, const std::string& map, const Mesh& mesh,
-                             const Topology& topology, nb::handle rules, std::optional<std::string> best_effort,
-                             bool strict, const std::optional<std::string>& dtype, AxisSizes sizes,
-                             const std::optional<std::filesystem::path>& base, Transport* transport) {
+  m.def("_import_arrays", [](const std::filesystem::path& hf_dir, const std::string& map,
+                             const CheckpointLayout& layout, const ImportOptions& options, Transport* transport) {
     const storage::Location source = place(hf_dir, "hf_dir");
     const TensorMap tensor_map = tensor_map_from(map);
-    const CheckpointLayout layout{mesh, topology, rules_from_python(rules), std::move(best_effort), strict};
-    const ImportOptions options = import_options(dtype, std::move(sizes), base, true);
     ImportResult result = with_transport(
-        transport, topology, [&](Transport& t) { return import_arrays(source, tensor_map, layout, t, options); });
+        transport, layout.topology, [&](Transport& t) { return import_arrays(source, tensor_map, layout, t, options); });
     std::vector<std::pair<std::string, ShardedArray>> out;
     for (NamedArray& a : result.arrays) out.emplace_back(std::move(a.name), std::move(a.array));
     result.arrays.clear();  // Python gets them as pairs; the result keeps the counts
     return std::make_pair(std::move(out), std::move(result));
-  }, nb::arg("hf_dir"), nb::arg("map"), nb::arg("mesh"), nb::arg("topology"), nb::arg("rules").none(),
-        nb::arg("best_effort").none(), nb::arg("strict"), nb::arg("dtype").none(), nb::arg("sizes"),
-        nb::arg("base").none(), nb::arg("transport").none() = nb::none(),
-        "Imports a Hugging Face folder as sharded arrays (collective).");
+  }, nb::arg("hf_dir"), nb::arg("map"), nb::arg("layout"), nb::arg("options"),
+        nb::arg("transport").none() = nb::none(), "Imports a Hugging Face folder as sharded arrays (collective).");
   m.def("_import_checkpoint", [](const std::filesystem::path& hf_dir, const std::filesystem::path& checkpoint,
-                                 const std::string& map, const Mesh& mesh, const Topology& topology, nb::handle rules,
-                                 std::optional<std::string> best_effort, bool strict,
-                                 const std::optional<std::string>& dtype, AxisSizes sizes,
-                                 const std::optional<std::filesystem::path>& base, bool replace, Transport* transport) {
+                                 const std::string& map, const CheckpointLayout& layout, const ImportOptions& options,
+                                 Transport* transport) {
     const storage::Location source = place(hf_dir, "hf_dir");
     const storage::Location where = place(checkpoint, "checkpoint");
     const TensorMap tensor_map = tensor_map_from(map);
-    const CheckpointLayout layout{mesh, topology, rules_from_python(rules), std::move(best_effort), strict};
-    const ImportOptions options = import_options(dtype, std::move(sizes), base, replace);
-    return with_transport(transport, topology, [&](Transport& t) {
+    return with_transport(transport, layout.topology, [&](Transport& t) {
       return import_checkpoint(source, where, tensor_map, layout, t, options);
     });
-  }, nb::arg("hf_dir"), nb::arg("checkpoint"), nb::arg("map"), nb::arg("mesh"), nb::arg("topology"),
-        nb::arg("rules").none(), nb::arg("best_effort").none(), nb::arg("strict"), nb::arg("dtype").none(),
-        nb::arg("sizes"), nb::arg("base").none(), nb::arg("replace"), nb::arg("transport").none() = nb::none(),
+  }, nb::arg("hf_dir"), nb::arg("checkpoint"), nb::arg("map"), nb::arg("layout"), nb::arg("options"),
+        nb::arg("transport").none() = nb::none(),
         "Imports a Hugging Face folder as a framework-layout checkpoint (collective).");
 }
 

@@ -59,25 +59,14 @@ std::optional<DType> optional_dtype(const std::optional<std::string>& dtype) {
   return dtype_from_string(*dtype);
 }
 
-ConvertResult convert(const std::filesystem::path& src, const std::filesystem::path& dst,
-                      const std::optional<std::string>& output,
-                      const std::optional<std::string>& dtype, uint64_t max_shard_size, bool replace,
-                      std::optional<Mesh> mesh, std::optional<Topology> topology, nb::handle rules,
-                      std::optional<std::string> best_effort_axis, bool strict, Transport* transport) {
+ConvertResult convert(const std::filesystem::path& src, const std::filesystem::path& dst, const ConvertOptions& options,
+                      Transport* transport) {
   const storage::Location from = place(src, "src");
   const storage::Location to = place(dst, "dst");
-  ConvertOptions options;
-  options.output = output ? output_from_string(*output) : convert_output_for(to, mesh.has_value());
-  options.dtype = optional_dtype(dtype);
-  options.max_shard_size = max_shard_size;
-  options.replace = replace;
-  if (options.output == ConvertOutput::kCheckpoint) {
-    if (!mesh || !topology) {
-      throw Error(ErrorCode::kInvalidArgument, "a checkpoint output needs a mesh (and topology) to lay tensors out on");
-    }
-    options.layout =
-        CheckpointLayout{*mesh, *topology, rules_from_python(rules), std::move(best_effort_axis), strict};
-  } else if (mesh || !rules.is_none() || best_effort_axis) {
+  if (options.output == ConvertOutput::kCheckpoint && !options.layout) {
+    throw Error(ErrorCode::kInvalidArgument, "a checkpoint output needs a mesh (and topology) to lay tensors out on");
+  }
+  if (options.output != ConvertOutput::kCheckpoint && options.layout) {
     throw Error(ErrorCode::kInvalidArgument, std::string("mesh, rules and best_effort lay out a checkpoint output, not ") +
                     (options.output == ConvertOutput::kHfFolder ? "a Hugging Face folder ('hf')" : "a .safetensors file ('safetensors')"));
   }
@@ -88,20 +77,94 @@ ConvertResult convert(const std::filesystem::path& src, const std::filesystem::p
   return run_collective(transport, [&](Transport& t) { return convert_model(from, to, t, options); });
 }
 
+std::string output_name(ConvertOutput output) {
+  switch (output) {
+    case ConvertOutput::kSafetensorsFile: return "safetensors";
+    case ConvertOutput::kHfFolder: return "hf";
+    case ConvertOutput::kCheckpoint: return "checkpoint";
+  }
+  return "hf";
+}
+
+// CheckpointLayout and ConvertOptions, made by keyword only: their fields are
+// the Python keywords of convert, each with the C++ default.
+void bind_convert_options(nb::module_& m) {
+  nb::class_<CheckpointLayout>(m, "CheckpointLayout", "How a checkpoint's tensors are laid out on a mesh (keywords only).")
+      .def("__init__",
+           [](CheckpointLayout* self, const Mesh& mesh, const Topology& topology, nb::handle rules,
+              std::optional<std::string> best_effort_axis, bool strict) {
+             new (self) CheckpointLayout{mesh, topology, rules_from_python(rules), std::move(best_effort_axis), strict};
+           },
+           nb::kw_only(), nb::arg("mesh"), nb::arg("topology"), nb::arg("rules").none() = nb::none(),
+           nb::arg("best_effort_axis").none() = nb::none(), nb::arg("strict") = false,
+           nb::sig("def __init__(self, *, mesh: Mesh, topology: Topology, "
+                   "rules: str | collections.abc.Sequence[tuple[str, PartitionSpec]] | None = None, "
+                   "best_effort_axis: str | None = None, strict: bool = False) -> None"))
+      .def_ro("mesh", &CheckpointLayout::mesh, "The mesh tensors are laid out on.")
+      .def_ro("topology", &CheckpointLayout::topology, "Where the mesh's devices are.")
+      .def_ro("best_effort_axis", &CheckpointLayout::best_effort_axis, "Shard over this axis instead of by the rules.")
+      .def_ro("strict", &CheckpointLayout::strict, "A matching rule that does not fit the rank is an error.");
+  nb::class_<ConvertOptions>(m, "ConvertOptions", "What convert writes and how (keywords only).")
+      .def("__init__",
+           [](ConvertOptions* self, const std::string& output, const std::optional<std::string>& dtype,
+              uint64_t max_shard_size, bool replace, std::optional<CheckpointLayout> layout) {
+             ConvertOptions* options = new (self) ConvertOptions();
+             options->output = output_from_string(output);
+             options->dtype = optional_dtype(dtype);
+             options->max_shard_size = max_shard_size;
+             options->replace = replace;
+             options->layout = std::move(layout);
+           },
+           nb::kw_only(), nb::arg("output"), nb::arg("dtype").none() = nb::none(),
+           nb::arg("max_shard_size") = kDefaultMaxShardSize, nb::arg("replace") = false,
+           nb::arg("layout").none() = nb::none())
+      .def_prop_ro("output", [](const ConvertOptions& o) { return output_name(o.output); },
+                   "'safetensors', 'hf' or 'checkpoint'.")
+      .def_prop_ro("dtype", [](const ConvertOptions& o) {
+        return o.dtype ? std::optional<std::string>(std::string(dtype_name(*o.dtype))) : std::nullopt;
+      }, "The float type F32/F16/BF16 tensors are cast to; None: kept.")
+      .def_ro("max_shard_size", &ConvertOptions::max_shard_size, "Largest file of a Hugging Face folder, in bytes.")
+      .def_ro("replace", &ConvertOptions::replace, "Replace an existing destination.")
+      .def_ro("layout", &ConvertOptions::layout, "A checkpoint output's layout (CheckpointLayout).");
+  m.def("_convert_output_for", [](const std::filesystem::path& dst, bool with_layout) {
+    return output_name(convert_output_for(place(dst, "dst"), with_layout));
+  }, nb::arg("dst"), nb::arg("with_layout"),
+        "The output convert writes to `dst` when none is named: 'checkpoint' with a layout, else by `dst`.");
+}
+
 MergeLoraResult merge_lora(const std::filesystem::path& base, const std::filesystem::path& adapter,
-                            const std::filesystem::path& out, const std::optional<std::string>& dtype,
-                            uint64_t max_shard_size, bool replace, size_t block_bytes, int threads) {
+                            const std::filesystem::path& out, const MergeLoraOptions& options) {
   const storage::Location base_place = place(base, "base");
   const storage::Location adapter_place = place(adapter, "adapter");
   const storage::Location out_place = place(out, "out");
-  MergeLoraOptions options;
-  options.threads = threads;
-  options.dtype = optional_dtype(dtype);
-  options.max_shard_size = max_shard_size;
-  options.replace = replace;
-  options.block_bytes = block_bytes;
   nb::gil_scoped_release release;
   return merge_lora_folder(base_place, adapter_place, out_place, options);
+}
+
+// MergeLoraOptions, made by keyword only: its fields are the Python keywords
+// of merge_lora, each with the C++ default.
+void bind_merge_lora_options(nb::module_& m) {
+  nb::class_<MergeLoraOptions>(m, "MergeLoraOptions", "How merge_lora writes its output (keywords only).")
+      .def("__init__",
+           [](MergeLoraOptions* self, const std::optional<std::string>& dtype, uint64_t max_shard_size, bool replace,
+              size_t block_bytes, int threads) {
+             MergeLoraOptions* options = new (self) MergeLoraOptions();
+             options->dtype = optional_dtype(dtype);
+             options->max_shard_size = max_shard_size;
+             options->replace = replace;
+             options->block_bytes = block_bytes;
+             options->threads = threads;
+           },
+           nb::kw_only(), nb::arg("dtype").none() = nb::none(), nb::arg("max_shard_size") = kDefaultMaxShardSize,
+           nb::arg("replace") = false, nb::arg("block_bytes") = MergeLoraOptions{}.block_bytes,
+           nb::arg("threads") = 0)
+      .def_prop_ro("dtype", [](const MergeLoraOptions& o) {
+        return o.dtype ? std::optional<std::string>(std::string(dtype_name(*o.dtype))) : std::nullopt;
+      }, "The float type F32/F16/BF16 tensors are cast to after merging; None: kept.")
+      .def_ro("max_shard_size", &MergeLoraOptions::max_shard_size, "Largest weight file, in bytes.")
+      .def_ro("replace", &MergeLoraOptions::replace, "Write over an existing folder's weight files.")
+      .def_ro("block_bytes", &MergeLoraOptions::block_bytes, "At most this much of a weight is merged at a time.")
+      .def_ro("threads", &MergeLoraOptions::threads, "Merging threads per block; 0: every core.");
 }
 
 }  // namespace
@@ -145,19 +208,14 @@ void bind_pipelines(nb::module_& m) {
                ", files=" + std::to_string(s.files) + ", bytes=" + std::to_string(s.bytes) + ")";
       });
 
-  m.def("_convert", &convert, nb::arg("src"), nb::arg("dst"), nb::arg("output").none(), nb::arg("dtype").none(),
-        nb::arg("max_shard_size"), nb::arg("replace"), nb::arg("mesh").none(), nb::arg("topology").none(),
-        nb::arg("rules").none(), nb::arg("best_effort_axis").none(), nb::arg("strict"),
+  bind_convert_options(m);
+  m.def("_convert", &convert, nb::arg("src"), nb::arg("dst"), nb::arg("options"),
         nb::arg("transport").none() = nb::none(),
-        nb::sig("def _convert(src: str | os.PathLike, dst: str | os.PathLike, output: str | None, dtype: str | None, "
-                "max_shard_size: int, replace: bool, mesh: Mesh | None, topology: Topology | None, "
-                "rules: str | collections.abc.Sequence[tuple[str, PartitionSpec]] | None, "
-                "best_effort_axis: str | None, strict: bool, transport: Transport | None = None) -> ConvertResult"),
         "Converts between a .safetensors file, a Hugging Face folder and a checkpoint (collective).");
   m.def("_parse_byte_size", [](const std::string& text) { return parse_byte_size(text); }, nb::arg("text"),
         "Bytes in a size as the command line takes it ('5GB', '500MB', '1.5GiB'); ParseError otherwise.");
-  m.def("_merge_lora", &merge_lora, nb::arg("base"), nb::arg("adapter"), nb::arg("out"), nb::arg("dtype").none(),
-        nb::arg("max_shard_size"), nb::arg("replace"), nb::arg("block_bytes"), nb::arg("threads"),
+  bind_merge_lora_options(m);
+  m.def("_merge_lora", &merge_lora, nb::arg("base"), nb::arg("adapter"), nb::arg("out"), nb::arg("options"),
         "Merges a PEFT LoRA adapter into its base model, writing a Hugging Face folder.");
 }
 

@@ -16,4 +16,5 @@ NB_MODULE(_core, m) {
   reshard::python::bind_pipelines(m);
   reshard::python::bind_mpi(m);
   reshard::python::bind_tcp(m);
+  reshard::python::bind_agreement(m);
 }
