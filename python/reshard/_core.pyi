@@ -967,6 +967,21 @@ def _import_checkpoint(hf_dir: str | os.PathLike, checkpoint: str | os.PathLike,
     Imports a Hugging Face folder as a framework-layout checkpoint (collective).
     """
 
+class _TensorLayout:
+    """
+    Tensors laid out on a mesh by glob rules, then best effort, as convert and import lay them out.
+    """
+
+    def __init__(self, mesh: Mesh, topology: Topology, rules: str | Sequence[tuple[str, PartitionSpec]] | None, best_effort: str | None, strict: bool) -> None:
+        """
+        `rules`: a rules file's text or (glob, PartitionSpec) pairs; `best_effort`: the axis for the tensors no rule lays out.
+        """
+
+    def sharding_for(self, name: str, shape: Sequence[int]) -> NamedSharding:
+        """
+        The first matching rule that fits the tensor's rank, else best effort, else replicated; errors name the tensor.
+        """
+
 class ConvertResult:
     """What a conversion wrote."""
 
