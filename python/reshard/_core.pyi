@@ -620,6 +620,12 @@ def _verify(path: str | os.PathLike) -> dict[str, Any]:
     Reads everything back as `reshard verify` does; the first damage raises its typed error.
     """
 
+def _unfinished_uploads(path: str | os.PathLike) -> list[str]:
+    """
+    What killed writers left beside `path` (staging, unfinished uploads), as `inspect --json`'s
+    "unfinished_uploads"; none where the store refuses the listing.
+    """
+
 class Transport:
     """
     Moves bytes between the processes of a job (reshard.transport(): MPI or TCP, or one
