@@ -620,6 +620,12 @@ def _verify(path: str | os.PathLike) -> dict[str, Any]:
     Reads everything back as `reshard verify` does; the first damage raises its typed error.
     """
 
+def _unfinished_uploads(path: str | os.PathLike) -> list[str]:
+    """
+    What killed writers left beside `path` (staging, unfinished uploads), as `inspect --json`'s
+    "unfinished_uploads"; none where the store refuses the listing.
+    """
+
 class Transport:
     """
     Moves bytes between the processes of a job (reshard.transport(): MPI or TCP, or one
@@ -1032,6 +1038,21 @@ def _import_checkpoint(hf_dir: str | os.PathLike, checkpoint: str | os.PathLike,
     """
     Imports a Hugging Face folder as a framework-layout checkpoint (collective).
     """
+
+class _TensorLayout:
+    """
+    Tensors laid out on a mesh by glob rules, then best effort, as convert and import lay them out.
+    """
+
+    def __init__(self, mesh: Mesh, topology: Topology, rules: str | Sequence[tuple[str, PartitionSpec]] | None, best_effort: str | None, strict: bool) -> None:
+        """
+        `rules`: a rules file's text or (glob, PartitionSpec) pairs; `best_effort`: the axis for the tensors no rule lays out.
+        """
+
+    def sharding_for(self, name: str, shape: Sequence[int]) -> NamedSharding:
+        """
+        The first matching rule that fits the tensor's rank, else best effort, else replicated; errors name the tensor.
+        """
 
 class ConvertResult:
     """What a conversion wrote."""

@@ -1,10 +1,10 @@
 """Where each restored array goes: reshard shardings by dotted tree path (flat or nested), or a mesh
-with (glob, PartitionSpec) rules or best-effort sharding, and the topology of the job."""
+with (glob, PartitionSpec) rules and best-effort sharding (the C++ rules, as convert and import use
+them), and the topology of the job."""
 
 from __future__ import annotations
 
-import fnmatch
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from . import _core
@@ -48,37 +48,24 @@ def has_shardings(tree: Any) -> bool:
     return False
 
 
-def _best_effort(shape: tuple[int, ...], mesh: _core.Mesh, axis: str) -> _core.NamedSharding:
-    """reshard's best-effort sharding (as ``--best-effort``): the last dimension the axis divides, else replicated."""
-    if axis not in mesh.axis_names:
-        raise InvalidArgumentError(f"best_effort: the mesh has no axis {axis!r} (it has {list(mesh.axis_names)})")
-    size = mesh.axis_sizes[list(mesh.axis_names).index(axis)]
-    for d in reversed(range(len(shape))):
-        if shape[d] % size == 0:
-            return _core.NamedSharding(mesh, _core.PartitionSpec(*([None] * d + [axis])))
-    return _core.NamedSharding(mesh, _core.PartitionSpec())
+def layout(mesh: _core.Mesh, topology: _core.Topology, rules: Any, best_effort: str | None) -> _core._TensorLayout:
+    """The layout ``reshard.convert`` and ``import_model`` give tensors (the C++ rules): the first
+    matching glob rule that fits a tensor's rank, else best effort over `best_effort`, else replicated."""
+    if rules is not None and not isinstance(rules, str):
+        rules = list(rules)  # each (pattern, spec) pair is checked, by index, in the extension
+    return _core._TensorLayout(mesh, topology, rules, best_effort, False)
 
 
-def chunk_aligned(shape: tuple[int, ...], chunks: tuple[int, ...], mesh: _core.Mesh) -> _core.NamedSharding:
+def chunk_aligned(name: str, shape: tuple[int, ...], chunks: tuple[int, ...], mesh: _core.Mesh,
+                  best_effort: _core._TensorLayout) -> _core.NamedSharding:
     """A 1-D `mesh`'s best-effort sharding, preferring the last dimension whose pieces are whole stored
-    chunks (each device's box then reads only its own chunks, none read twice across the job)."""
+    chunks (each device's box then reads only its own chunks, none read twice across the job);
+    `best_effort` (a layout over the mesh's axis) where none is."""
     axis, size = mesh.axis_names[0], mesh.axis_sizes[0]
     for d in reversed(range(len(shape))):
         if shape[d] % size == 0 and d < len(chunks) and chunks[d] > 0 and (shape[d] // size) % chunks[d] == 0:
             return _core.NamedSharding(mesh, _core.PartitionSpec(*([None] * d + [axis])))
-    return _best_effort(shape, mesh, axis)
-
-
-def by_rules(name: str, shape: tuple[int, ...], mesh: _core.Mesh, rules: Sequence[tuple[str, Any]] | None,
-              best_effort: str | None) -> _core.NamedSharding:
-    for pattern, spec in rules or ():
-        if fnmatch.fnmatchcase(name, pattern):
-            if not isinstance(spec, _core.PartitionSpec):
-                spec = _core.PartitionSpec(*spec)
-            return _core.NamedSharding(mesh, spec)
-    if best_effort is not None:
-        return _best_effort(shape, mesh, best_effort)
-    return _core.NamedSharding(mesh, _core.PartitionSpec())
+    return best_effort.sharding_for(name, shape)
 
 
 def job(transport: _core.Transport | None) -> tuple[int, int]:

@@ -288,6 +288,10 @@ class MissingConfigWarning(ReshardWarning):
     """A Hugging Face folder was written without a config.json (none was given, and none was in the checkpoint)."""
 
 
+class UnfinishedUploadsWarning(ReshardWarning):
+    """inspect or verify found what killed writers left beside the path (staging, unfinished uploads)."""
+
+
 class InvalidConfigError(FormatError):
     """An input file of settings (config.json, adapter_config.json, a map or rules file) that is malformed."""
 

@@ -510,7 +510,8 @@ def load_pretrained(hf_dir: str | os.PathLike, tensor_map: str, shardings: Any =
     ``.sharding`` (``jax.ShapeDtypeStruct``, a jax.Array), named by tree path
     (keys joined by dots) and giving the result's tree, any meshes and device
     orders; or a jax `mesh` with `rules` ((glob, PartitionSpec) pairs, first
-    match wins, replicated if none) or `best_effort` (shard over that axis),
+    match wins) and `best_effort` (shard over that axis what no rule lays
+    out; replicated otherwise), as ``reshard.import_model``,
     giving nested dicts by the names' dotted parts. `sizes` gives axis sizes the
     shapes do not (config.json's otherwise); `dtype` casts F32/F16/BF16.
     Collective over `transport`.

@@ -134,16 +134,17 @@ def inspect(path: str | os.PathLike, item: str | None = None, subtree: str = "")
 
 
 def restore(path: str | os.PathLike, shardings: Any, *, transport: _core.Transport | None = None,
-            rules: Sequence[tuple[str, Any]] | None = None, best_effort: str | None = None,
+            rules: str | Sequence[tuple[str, Any]] | None = None, best_effort: str | None = None,
             topology: _core.Topology | None = None, item: str | None = None, subtree: str | None = None) -> Any:
     """The arrays of the checkpoint at `path`, each laid out as `shardings` says.
 
     `shardings` is one of:
     - a reshard ``Mesh``: every array of the tree (``inspect`` lists the leaves
-      that are not arrays, such as strings, which are left out), laid out on it by `rules`
-      ((glob, PartitionSpec) pairs, the first match wins), then for names no
-      rule matches by `best_effort` (shard the last dimension that axis
-      divides), replicated otherwise;
+      that are not arrays, such as strings, which are left out), laid out on it as
+      ``reshard.convert`` lays out a checkpoint: by `rules` ((glob, PartitionSpec)
+      pairs or a rules file's text; the first matching rule whose spec fits the
+      array's rank wins), then for names no rule lays out by `best_effort`
+      (shard the last dimension that axis divides), replicated otherwise;
       returns {tensor name: ShardedArray};
     - reshard ``NamedSharding``s: a dict (flat by dotted names, or nested) /
       list / tuple of them naming any subset of the tree (returns the same
@@ -163,7 +164,7 @@ def restore(path: str | os.PathLike, shardings: Any, *, transport: _core.Transpo
 
 
 def restore_with_result(path: str | os.PathLike, shardings: Any, *, transport: _core.Transport | None = None,
-                        rules: Sequence[tuple[str, Any]] | None = None, best_effort: str | None = None,
+                        rules: str | Sequence[tuple[str, Any]] | None = None, best_effort: str | None = None,
                         topology: _core.Topology | None = None, item: str | None = None,
                         subtree: str | None = None) -> tuple[Any, RestoreResult]:
     """``restore``'s arrays, and this process's RestoreResult: what it read."""
@@ -174,8 +175,8 @@ def restore_with_result(path: str | os.PathLike, shardings: Any, *, transport: _
         mesh = shardings
         names = [leaf.name for leaf in it.leaves if leaf.is_array]
         topology = topology or _mesh_topology(mesh, transport)
-        return _read.read(it, names, lambda n, shape, _: _targets.by_rules(n, shape, mesh, rules, best_effort),
-                          topology, process)
+        layout = _targets.layout(mesh, topology, rules, best_effort)
+        return _read.read(it, names, lambda n, shape, _: layout.sharding_for(n, shape), topology, process)
     if rules is not None or best_effort is not None:
         raise InvalidArgumentError("rules and best_effort lay out a Mesh; shardings is not one")
     if _targets.is_sharding(shardings):
@@ -237,7 +238,9 @@ def _spread(path: Any, transport: _core.Transport | None, mesh: _core.Mesh | Non
         # Split where the stored chunks allow, so that each process reads only its own chunks.
         it = _item(path, item, subtree)
         names = [leaf.name for leaf in it.leaves if leaf.is_array]
-        arrays, _ = _read.read(it, names, lambda n, shape, chunks: _targets.chunk_aligned(shape, chunks, mesh),
+        fallback = _targets.layout(mesh, topology, None, best_effort)
+        arrays, _ = _read.read(it, names,
+                               lambda n, shape, chunks: _targets.chunk_aligned(n, shape, chunks, mesh, fallback),
                                topology, _targets.job(transport)[0])
     else:
         arrays = restore(path, mesh, transport=transport, rules=rules, best_effort=best_effort, topology=topology,
@@ -249,13 +252,15 @@ def _spread(path: Any, transport: _core.Transport | None, mesh: _core.Mesh | Non
 
 def export(path: str | os.PathLike, out: str | os.PathLike, tensor_map: str, *, kind: str = "model", dtype: Any = None,
            transport: _core.Transport | None = None, mesh: _core.Mesh | None = None,
-           rules: Sequence[tuple[str, Any]] | None = None, best_effort: str | None = None,
+           rules: str | Sequence[tuple[str, Any]] | None = None, best_effort: str | None = None,
            topology: _core.Topology | None = None, item: str | None = None, subtree: str | None = None,
+           max_shard_size: int | str = _core.DEFAULT_MAX_SHARD_SIZE, part_size: int | str | None = None,
            **options: Any) -> _pipelines.ExportResult:
     """Exports the checkpoint at `path` to Hugging Face files through the tensor map `tensor_map`,
     as ``reshard.jax.export`` does a pytree: `kind` "model", "adapter" or "merged"; `options` are
-    ``reshard.export``'s (max_shard_size, base, gather_to, replace, hf_config, lora_config, part_size,
-    parts_in_flight). `out` may be in a store too (``s3://``, ``gs://``).
+    ``reshard.export``'s (base, gather_to, replace, hf_config, lora_config, parts_in_flight), and so are
+    `max_shard_size` and `part_size`: bytes, or a size as the command line takes it ("5GB", "64MiB"),
+    checked before anything is read. `out` may be in a store too (``s3://``, ``gs://``).
 
     A LoRA run's checkpoint holds only the factors it trained: ``kind="adapter"``
     exports them alone, and ``kind="merged"`` with `base` (a Hugging Face
@@ -270,6 +275,9 @@ def export(path: str | os.PathLike, out: str | os.PathLike, tensor_map: str, *, 
     """
     transport = _job_transport.for_jax(transport)
     _store_paths.parse(out, "out")  # a scheme reshard does not write, refused before anything is read
+    options["max_shard_size"] = _pipelines._byte_size(max_shard_size, "max_shard_size")
+    if part_size is not None:
+        options["part_size"] = _pipelines._byte_size(part_size, "part_size")
     # The reading is each process's own: agree on it, so that one process's failed read
     # fails every process at once instead of leaving them in the export until the timeout.
     base = options.pop("base", None) if kind == "merged" else None
@@ -281,7 +289,7 @@ def export(path: str | os.PathLike, out: str | os.PathLike, tensor_map: str, *, 
 
 
 def convert(path: str | os.PathLike, out: str | os.PathLike, *, transport: _core.Transport | None = None,
-            mesh: _core.Mesh | None = None, rules: Sequence[tuple[str, Any]] | None = None,
+            mesh: _core.Mesh | None = None, rules: str | Sequence[tuple[str, Any]] | None = None,
             best_effort: str | None = None, topology: _core.Topology | None = None, item: str | None = None,
             subtree: str | None = None, metadata: Mapping[str, str] | None = None,
             replace: bool = False) -> _checkpoint.SaveResult:

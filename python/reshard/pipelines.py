@@ -65,8 +65,8 @@ def convert(
     A checkpoint's tensors are laid out on `mesh` by `rules` (a rules file's
     text, or (glob, PartitionSpec) pairs; the first match wins, replicated if
     none; a rule whose spec is longer than a tensor's rank passes to the next,
-    unless `strict`, which makes it a RankError) or by `best_effort` sharding
-    over that axis. The output appears only when complete; an existing one is
+    unless `strict`, which makes it a RankError), the tensors no rule lays out
+    by `best_effort` sharding over that axis where given. The output appears only when complete; an existing one is
     replaced only with `replace`. A folder made from a folder carries its
     non-weight files (config.json, its dtype keys following `dtype`,
     generation_config.json, tokenizer files); one made from a checkpoint gets
@@ -282,11 +282,12 @@ def import_model(
     base: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
     """Imports a Hugging Face folder (or PEFT adapter) into the framework layout, as ``reshard import``:
-    `tensor_map` run backwards, each tensor laid out on `mesh` by `rules` or `best_effort`.
+    `tensor_map` run backwards, each tensor laid out on `mesh` by `rules`, then `best_effort`.
 
     `rules` are (glob, PartitionSpec) pairs (JAX's ``P`` too) or a rules file's
     text: the first matching rule whose spec fits the tensor's rank lays it out,
-    else it is replicated (so ``[("*", P(None, "model"))]`` leaves 1-D norms
+    else `best_effort` sharding over that axis where given, else it is
+    replicated (so ``[("*", P(None, "model"))]`` alone leaves 1-D norms
     replicated); with ``strict=True`` a matching rule that does not fit is a
     RankError naming the tensor.
 

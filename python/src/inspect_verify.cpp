@@ -1,7 +1,8 @@
 // reshard.inspect and reshard.verify: what a .safetensors file, a Hugging Face
 // or PEFT folder or a reshard checkpoint holds, and a full read-back of it, as
 // the command line's `inspect --json` and `verify` (the same readers), given to
-// Python as dicts rather than printed.
+// Python as dicts rather than printed; and what killed writers left beside a
+// path, which both commands point out.
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 #include <nanobind/stl/filesystem.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include "bindings.h"
 #include "places.h"
@@ -18,6 +20,8 @@
 #include "reshard/formats/tensor_stream.h"
 #include "reshard/layout/dtype.h"
 #include "reshard/layout/error.h"
+#include "reshard/storage/open_store.h"
+#include "reshard/storage/store.h"
 
 namespace reshard::python {
 namespace {
@@ -138,6 +142,18 @@ nb::dict verify(const fs::path& path) {
   return out;
 }
 
+// The staging a killed writer left beside a local path, a store's unfinished
+// uploads under it (Store::unfinished_uploads). Best effort, as the command
+// line's note: a store that refuses the listing gives none.
+std::vector<std::string> unfinished_uploads(const fs::path& path) {
+  const storage::Location where = place(path, "path");
+  try {
+    return storage::open_store(where)->unfinished_uploads(where);
+  } catch (const Error&) {
+    return {};  // only a note: never what makes the call fail
+  }
+}
+
 }  // namespace
 
 void bind_inspect_verify(nb::module_& m) {
@@ -148,6 +164,10 @@ void bind_inspect_verify(nb::module_& m) {
   m.def("_verify", &verify, nb::arg("path"),
         nb::sig("def _verify(path: str | os.PathLike) -> dict[str, typing.Any]"),
         "Reads everything back as `reshard verify` does; the first damage raises its typed error.");
+  m.def("_unfinished_uploads", &unfinished_uploads, nb::arg("path"),
+        nb::sig("def _unfinished_uploads(path: str | os.PathLike) -> list[str]"),
+        "What killed writers left beside `path` (staging, unfinished uploads), as `inspect --json`'s\n"
+        "\"unfinished_uploads\"; none where the store refuses the listing.");
 }
 
 }  // namespace reshard::python

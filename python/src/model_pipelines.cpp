@@ -176,6 +176,7 @@ void bind_pipelines(nb::module_& m) {
   m.attr("DEFAULT_MERGE_BLOCK_BYTES") = MergeLoraOptions{}.block_bytes;
   bind_checkpoint(m);
   bind_export_import(m);
+  bind_tensor_layout(m);
   nb::class_<ConvertResult>(m, "ConvertResult", "What a conversion wrote.")
       .def_ro("files", &ConvertResult::files, "Files written (data files for a checkpoint).")
       .def_ro("tensors", &ConvertResult::tensors, "Tensors written.")

@@ -131,12 +131,15 @@ def test_each_process_reads_only_its_boxes(saved):
 def test_the_default_split_keeps_to_whole_chunks():
     from reshard import _orbax_targets as targets
 
-    for processes, spec in ((2, P(None, None, "process")), (4, P(None, "process")), (5, P())):
+    def aligned(shape, chunks, processes):
         mesh = reshard.Mesh(list(range(processes)), ("process",))
-        assert targets.chunk_aligned((2, 24, 16), (2, 6, 8), mesh).spec == spec, processes
+        best_effort = targets.layout(mesh, reshard.Topology.uniform(processes, processes), None, "process")
+        return targets.chunk_aligned("w", shape, chunks, mesh, best_effort).spec
+
+    for processes, spec in ((2, P(None, None, "process")), (4, P(None, "process")), (5, P())):
+        assert aligned((2, 24, 16), (2, 6, 8), processes) == spec, processes
     # No split whole chunks allow: the last dimension the count divides, as best effort.
-    assert targets.chunk_aligned((2, 24, 16), (2, 24, 16), reshard.Mesh([0, 1], ("process",))).spec == \
-        P(None, None, "process")
+    assert aligned((2, 24, 16), (2, 24, 16), 2) == P(None, None, "process")
 
 
 class _Rank:
@@ -177,6 +180,20 @@ def test_export_model_adapter_and_merged(saved, tmp_path, layout):
         model_of(lora)[f"{lc._STACK}.self_attn.q_proj.lora.lora_A.weight"][1]
     np.testing.assert_allclose(merged[q], hf[q] + 2.0 * delta, rtol=1e-5, atol=1e-6)
     assert json.loads((tmp_path / "merged" / "config.json").read_text()) == lc.HF_CONFIG  # the base's
+
+
+def test_export_takes_sizes_as_every_entry_point_does(saved, tmp_path):
+    folder, values = saved["zarr", "full"]
+    result = ro.export(folder, tmp_path / "hf", "levanter-llama", hf_config=lc.HF_CONFIG, max_shard_size="4KB")
+    files = sorted((tmp_path / "hf").glob("*.safetensors"))
+    assert result.files == len(files) > 1 and (tmp_path / "hf" / "model.safetensors.index.json").exists()
+    got, want = reshard.hf.load_folder(tmp_path / "hf"), lc.hf_reference(model_of(values))
+    assert sorted(got) == sorted(want) and all(got[n].tobytes() == want[n].tobytes() for n in want)
+    # Checked before anything is read: the source need not exist for the size to be refused.
+    with pytest.raises(errors.ParseError, match="max_shard_size"):
+        ro.export(tmp_path / "nowhere", tmp_path / "out", "levanter-llama", max_shard_size="4 kilos")
+    with pytest.raises(errors.ArgumentTypeError, match="part_size"):
+        ro.export(tmp_path / "nowhere", tmp_path / "out", "levanter-llama", part_size=1.5)
 
 
 def test_a_state_nested_deeper_is_read_by_its_subtree(saved, tmp_path):

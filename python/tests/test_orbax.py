@@ -78,6 +78,28 @@ def test_restore_onto_other_layouts_every_byte(saved, rng, form):
     assert not wrong_shards(ro.restore(paths[form], one), values)
 
 
+def test_rules_are_the_ones_convert_and_import_follow(saved):
+    """reshard.convert's layout rules (the same C++ ones): a rules file's text or (glob, spec) pairs, the
+    first matching rule that fits the rank, then best effort for what no rule lays out."""
+    _, values, paths = saved
+    mesh = reshard.Mesh(list(range(4)), ("x",))
+    text = "# weights by their columns, the rest by rows\nparams.layers.*.w None,x\n* x,None\n"
+    got = ro.restore(paths["standard"], mesh, rules=text, best_effort="x")
+    assert not wrong_shards(got, values)
+    assert got["params.layers.0.w"].sharding.spec == P(None, "x")
+    assert got["params.embed"].sharding.spec == P("x", None)
+    # Rank 1: "x,None" is longer, so it passes to best effort (the last dimension x divides).
+    assert got["params.norm"].sharding.spec == P("x") and got["params.layers.1.b"].sharding.spec == P("x")
+    assert got["step"].sharding.spec == P()
+    pairs = ro.restore(paths["standard"], mesh, rules=[("params.layers.*.w", P(None, "x")), ("*", ("x", None))],
+                       best_effort="x")
+    assert {n: a.sharding for n, a in pairs.items()} == {n: a.sharding for n, a in got.items()}
+    with pytest.raises(errors.UnknownAxisError, match="best_effort: .*'y'"):
+        ro.restore(paths["standard"], mesh, best_effort="y")
+    with pytest.raises(errors.ParseError, match="rules: line 2"):
+        ro.restore(paths["standard"], mesh, rules="* x\nno-spec\n")
+
+
 def test_restore_into_jax_arrays(saved, rng):
     _, values, paths = saved
     by_id = {d.id: d for d in jax.devices()}

@@ -169,9 +169,9 @@ void write_model(const fs::path& base, const fs::path& adapter, const std::vecto
   config.r = kRank;
   config.lora_alpha = 32;
   config.target_modules = {"up_proj"};
-  write_peft_adapter(adapter, config, factors, [&](const safetensors::TensorInfo& tensor, const ByteSink& sink) {
+  write_peft_adapter(config, factors, [&](const safetensors::TensorInfo& tensor, const ByteSink& sink) {
     sink(std::as_bytes(std::span(tensor.name.ends_with("lora_A.weight") ? a : b)));
-  }, false);
+  }, adapter);
 }
 
 }  // namespace

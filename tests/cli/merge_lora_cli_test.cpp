@@ -76,11 +76,11 @@ Model write_model(const fs::path& base, const fs::path& adapter, int layers, int
   config.r = r;
   config.lora_alpha = 16;
   config.target_modules = {"up_proj"};
-  write_peft_adapter(adapter, config, specs, [&](const safetensors::TensorInfo& tensor, const ByteSink& sink) {
+  write_peft_adapter(config, specs, [&](const safetensors::TensorInfo& tensor, const ByteSink& sink) {
     const int layer = std::stoi(tensor.name.substr(tensor.name.find("layers.") + 7));
     const auto& factor = tensor.name.ends_with("lora_A.weight") ? model.a : model.b;
     sink(std::as_bytes(std::span(factor[static_cast<size_t>(layer / 2)])));
-  }, false);
+  }, adapter);
   return model;
 }
 
@@ -225,7 +225,7 @@ void write_large_model(const fs::path& base, const fs::path& adapter, int layers
   write_produced_file(base / "model.safetensors", safetensors::FileLayout::plan(weights), produce);
   LoraConfig config;
   config.r = r;
-  write_peft_adapter(adapter, config, factors, produce, false);
+  write_peft_adapter(config, factors, produce, adapter);
 }
 
 // 96 MiB of weights in 4 MiB tensors: the merge's memory beyond what the

@@ -1,8 +1,9 @@
 // Every pipeline called through <reshard/reshard.h> alone, as a program
 // outside reshard would: a model saved as a checkpoint and restored on another
 // layout, exported through a tensor map to a Hugging Face folder, converted,
-// imported back, exported as a PEFT adapter and merged. Two processes that are
-// threads of this one. Exit 0 and "every pipeline ran" when every result holds.
+// imported back, exported as a PEFT adapter and merged, and an adapter written
+// from memory. Two processes that are threads of this one. Exit 0 and "every
+// pipeline ran" when every result holds.
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -72,6 +73,17 @@ void run_pipelines(const fs::path& dir, Transport& transport) {
 
   if (transport.rank() == 0) {
     require(merge_lora_folder(dir / "hf", dir / "adapter", dir / "merged").merged == 1, "merge_lora_folder");
+    const std::vector<safetensors::TensorSpec> factors = {
+        {"base_model.model.model.w.lora_A.weight", DType::kF32, {2, 6}},
+        {"base_model.model.model.w.lora_B.weight", DType::kF32, {4, 2}}};
+    const std::vector<float> zeros(12, 0.0F);
+    const WritePeftAdapterResult written = write_peft_adapter(
+        to_adapter.lora_config.value(), factors,
+        [&](const safetensors::TensorInfo& tensor, const ByteSink& sink) {
+          sink(std::as_bytes(std::span(zeros)).first(static_cast<size_t>(tensor.byte_size())));
+        },
+        dir / "written-adapter");
+    require(written.files == 2 && written.tensors == 2 && written.bytes == 80, "write_peft_adapter");
   }
 }
 

@@ -1,5 +1,6 @@
 // Layout rules: the first matching rule that fits a tensor's rank lays it out,
-// else replication; strictness makes a misfit an error naming tensor and rule.
+// else best effort over an axis where one is given, else replication;
+// strictness makes a misfit an error naming tensor and rule.
 #include "reshard/pipelines/layout_rules.h"
 
 #include <gtest/gtest.h>
@@ -39,6 +40,20 @@ TEST(LayoutRules, StrictMakesAMisfitAnErrorNamingTensorAndRule) {
   EXPECT_EQ(strict.sharding_for("w", {8, 16}).spec(), PartitionSpec::parse("None,model"));
   EXPECT_TRUE(throws_error([&] { strict.sharding_for("transformer.norm.weight", {16}); }, ErrorCode::kRank,
                            {"tensor 'transformer.norm.weight'", "rule '*", "rank 1"}));
+}
+
+TEST(LayoutRules, BestEffortLaysOutWhatNoRuleMatches) {
+  CheckpointLayout both = layout_with({{"*.w", PartitionSpec::parse("model")}}, false);
+  both.best_effort_axis = "data";
+  EXPECT_EQ(both.sharding_for("a.w", {8, 6}).spec(), PartitionSpec::parse("model"));
+  // No rule: the last dimension "data" (2) divides.
+  EXPECT_EQ(both.sharding_for("embed", {8, 6}).spec(), PartitionSpec::parse("None,data"));
+  EXPECT_EQ(both.sharding_for("odd", {3, 5}).spec(), PartitionSpec());
+  // A rule longer than the rank passes, to best effort.
+  EXPECT_EQ(both.sharding_for("norm.w", {}).spec(), PartitionSpec());
+  both.best_effort_axis = "nowhere";
+  EXPECT_TRUE(throws_error([&] { both.sharding_for("embed", {8, 6}); }, ErrorCode::kUnknownAxis, {"tensor 'embed'"}));
+  EXPECT_EQ(both.sharding_for("a.w", {8, 6}).spec(), PartitionSpec::parse("model"));
 }
 
 }  // namespace

@@ -38,6 +38,14 @@ size_t entries_in(const fs::path& folder) {
   return static_cast<size_t>(std::distance(fs::directory_iterator(folder), fs::directory_iterator()));
 }
 
+// Small parts, two at a time: an adapter of a few KiB still goes up in several.
+WritePeftAdapterOptions in_parts(bool replace = false) {
+  WritePeftAdapterOptions options;
+  options.replace = replace;
+  options.upload = {1024, 2};
+  return options;
+}
+
 class LoraInStore : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -175,19 +183,19 @@ TEST_F(LoraInStore, ReplacingALocalFolderIsAtomic) {
 
 TEST_F(LoraInStore, AnAdapterWrittenToAStoreEqualsTheLocalOne) {
   const LoraConfig config = lora_config();
-  write_peft_adapter(dir_ / "local-adapter", config, lora_, lora_producer(), false);
+  write_peft_adapter(config, lora_, lora_producer(), dir_ / "local-adapter");
   const auto expected = testing::read_folder_files(dir_ / "local-adapter");
   ASSERT_EQ(expected.size(), 2u);
   const Location out = objects_.child("written-adapter");
-  write_peft_adapter(out, config, lora_, lora_producer(), false, {1024, 2});
+  write_peft_adapter(config, lora_, lora_producer(), out, in_parts());
   EXPECT_EQ(testing::objects_under(out), expected);
   EXPECT_EQ(HfFolder::open(out).kind, HfFolderKind::kPeftAdapter);
 
-  const auto refused = error_of([&] { write_peft_adapter(out, config, lora_, lora_producer(), false, {1024, 2}); });
+  const auto refused = error_of([&] { write_peft_adapter(config, lora_, lora_producer(), out, in_parts()); });
   ASSERT_TRUE(refused.has_value());
   EXPECT_EQ(refused->code(), ErrorCode::kAlreadyExists);
   storage::open_store(out)->write_all(out.child("README.md"), "mine", storage::IfExists::kFail);
-  write_peft_adapter(out, config, lora_, lora_producer(), true, {1024, 2});
+  write_peft_adapter(config, lora_, lora_producer(), out, in_parts(true));
   auto with_readme = expected;
   with_readme["README.md"] = "mine";
   EXPECT_EQ(testing::objects_under(out), with_readme);
@@ -200,7 +208,7 @@ TEST_F(LoraInStore, AFailedAdapterWriteLeavesNothingAndNoUpload) {
     if (++produced == 3) throw Error(ErrorCode::kIo, "injected: the network went away");
     sink(bytes_.at(tensor.name));
   };
-  const auto error = error_of([&] { write_peft_adapter(out, lora_config(), lora_, failing, false, {1024, 2}); });
+  const auto error = error_of([&] { write_peft_adapter(lora_config(), lora_, failing, out, in_parts()); });
   ASSERT_TRUE(error.has_value());
   EXPECT_EQ(error->code(), ErrorCode::kIo);
   EXPECT_TRUE(testing::objects_under(out).empty());

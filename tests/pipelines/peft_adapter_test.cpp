@@ -198,7 +198,10 @@ TEST(PeftAdapterFolder, WritesTheWeightsAndTheConfig) {
     sink(std::as_bytes(std::span(values)));
   };
   const auto folder = dir.path() / "adapter";
-  write_peft_adapter(folder, config, specs, produce, false);
+  const WritePeftAdapterResult written = write_peft_adapter(config, specs, produce, folder);
+  EXPECT_EQ(written.files, 2u);
+  EXPECT_EQ(written.tensors, 2u);
+  EXPECT_EQ(written.bytes, (a.size() + b.size()) * sizeof(float));
   const HfFolder opened = HfFolder::open(folder);
   EXPECT_EQ(opened.kind, HfFolderKind::kPeftAdapter);
   const auto& file = opened.catalog.files()[0];
@@ -207,9 +210,12 @@ TEST(PeftAdapterFolder, WritesTheWeightsAndTheConfig) {
   file.read(file.tensor(specs[0].name), std::as_writable_bytes(std::span(read)));
   EXPECT_EQ(read, a);
   EXPECT_EQ(testing::read_text(folder / "adapter_config.json"), lora_config_json(config));
-  EXPECT_TRUE(throws_error([&] { write_peft_adapter(folder, config, specs, produce, false); },
-                           ErrorCode::kAlreadyExists, {"adapter"}));
-  EXPECT_NO_THROW(write_peft_adapter(folder, config, specs, produce, true));
+  // The default refuses a folder that holds an adapter; replace overwrites it.
+  EXPECT_TRUE(throws_error([&] { write_peft_adapter(config, specs, produce, folder); }, ErrorCode::kAlreadyExists,
+                           {"adapter"}));
+  WritePeftAdapterOptions replacing;
+  replacing.replace = true;
+  EXPECT_NO_THROW(write_peft_adapter(config, specs, produce, folder, replacing));
 }
 
 }  // namespace

@@ -31,15 +31,17 @@ std::vector<LayoutRule> parse_layout_rules(std::string_view text, std::string_vi
 struct CheckpointLayout {
   Mesh mesh;
   Topology topology;
-  std::vector<LayoutRule> rules;                // the first matching rule wins; none: replicated
-  std::optional<std::string> best_effort_axis;  // used instead of the rules when set
+  std::vector<LayoutRule> rules;                // the first matching rule wins
+  std::optional<std::string> best_effort_axis;  // for the tensors no rule lays out
   bool strict = false;                          // a matching rule that does not fit the rank is an error
 
   // The sharding of tensor `name` of `shape`: the first matching rule whose
   // spec fits the tensor's rank (a 1-D norm weight passes over a 2-D rule),
-  // else replicated. With `strict`, a matching rule longer than the rank is
-  // Error(kRank) naming the tensor and the rule. The chosen spec is validated
-  // against the shape (kIndivisible...).
+  // else best-effort sharding over `best_effort_axis` when set
+  // (Error(kUnknownAxis) when the mesh lacks it), else replicated. With
+  // `strict`, a matching rule longer than the rank is Error(kRank) naming the
+  // tensor and the rule. The chosen spec is validated against the shape
+  // (kIndivisible...).
   NamedSharding sharding_for(std::string_view name, const Shape& shape) const;
 };
 

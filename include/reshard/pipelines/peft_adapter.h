@@ -54,16 +54,33 @@ void check_adapter_module(std::string_view key, std::string_view module,
 // target_modules ("embed_tokens", "q_proj"). Other keys are skipped.
 std::vector<std::string> target_modules_of(std::span<const std::string> keys);
 
+struct WritePeftAdapterOptions {
+  // Replace the adapter of an existing non-empty folder (its two files; the
+  // folder's other files stay). Without it such a folder is refused.
+  bool replace = false;
+  // A folder in an object store: the weights are uploaded in parts of this
+  // size (0: the store's default), at most parts_in_flight at once.
+  storage::UploadOptions upload;
+};
+
+// What write_peft_adapter wrote.
+struct WritePeftAdapterResult {
+  size_t files = 0;    // files written: the weights and the config
+  size_t tensors = 0;  // tensors in adapter_model.safetensors
+  uint64_t bytes = 0;  // their bytes (the file's data, header not counted)
+};
+
 // Writes a PEFT adapter folder, local or in an object store:
 // adapter_model.safetensors (metadata {"format": "pt"}) with `tensors`,
 // produced by `produce`, and adapter_config.json as lora_config_json writes
 // it. A local folder appears complete or not at all (replacing one is a
 // single swap); in a store the weights are uploaded first (in parts, as
-// `upload` says) and the config last, and a failure leaves nothing in a
-// folder that was empty. An existing non-empty folder is refused unless
-// `replace`, which replaces those two files and keeps the others.
-void write_peft_adapter(const storage::Location& folder, const LoraConfig& config,
-                        const std::vector<safetensors::TensorSpec>& tensors, const TensorProducer& produce,
-                        bool replace, const storage::UploadOptions& upload = {});
+// `options.upload` says) and the config last, and a failure leaves nothing
+// in a folder that was empty. An existing non-empty folder is refused
+// (Error(kAlreadyExists) naming it) unless `options.replace`.
+WritePeftAdapterResult write_peft_adapter(const LoraConfig& config,
+                                          const std::vector<safetensors::TensorSpec>& tensors,
+                                          const TensorProducer& produce, const storage::Location& folder,
+                                          const WritePeftAdapterOptions& options = {});
 
 }  // namespace reshard

@@ -85,11 +85,12 @@ std::vector<std::string> target_modules_of(std::span<const std::string> keys) {
   return {names.begin(), names.end()};
 }
 
-void write_peft_adapter(const storage::Location& folder, const LoraConfig& config,
-                        const std::vector<safetensors::TensorSpec>& tensors, const TensorProducer& produce,
-                        bool replace, const storage::UploadOptions& upload) {
+WritePeftAdapterResult write_peft_adapter(const LoraConfig& config,
+                                          const std::vector<safetensors::TensorSpec>& tensors,
+                                          const TensorProducer& produce, const storage::Location& folder,
+                                          const WritePeftAdapterOptions& options) {
   const safetensors::FileLayout layout = safetensors::FileLayout::plan(tensors);
-  OutputFolder out(folder, replace);
+  OutputFolder out(folder, options.replace);
   // Weights first, the config last: an adapter with a config is complete.
   const std::vector<std::string> files = {std::string(kPeftAdapterFileName), std::string(kPeftConfigFileName)};
   std::vector<std::string> stale;
@@ -98,9 +99,12 @@ void write_peft_adapter(const storage::Location& folder, const LoraConfig& confi
       stale.push_back(name);
     }
   }
-  write_produced_file(out.file(kPeftAdapterFileName), layout, produce, upload);
+  write_produced_file(out.file(kPeftAdapterFileName), layout, produce, options.upload);
   out.write_small(kPeftConfigFileName, lora_config_json(config));
   out.commit(stale, files);
+  return {.files = files.size(),
+          .tensors = tensors.size(),
+          .bytes = layout.file_size() - layout.header().data_start()};
 }
 
 }  // namespace reshard

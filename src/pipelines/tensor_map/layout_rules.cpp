@@ -47,7 +47,6 @@ std::vector<LayoutRule> parse_layout_rules(std::string_view text, std::string_vi
 NamedSharding CheckpointLayout::sharding_for(std::string_view name, const Shape& shape) const {
   const std::string context = fmt::format("tensor '{}'", name);
   try {
-    if (best_effort_axis) return best_effort_sharding(shape, mesh, *best_effort_axis);
     const std::string key(name);
     for (const LayoutRule& rule : rules) {
       if (::fnmatch(rule.pattern.c_str(), key.c_str(), 0) != 0) continue;
@@ -61,6 +60,7 @@ NamedSharding CheckpointLayout::sharding_for(std::string_view name, const Shape&
       sharding.validate(shape);
       return sharding;
     }
+    if (best_effort_axis) return best_effort_sharding(shape, mesh, *best_effort_axis);
     return NamedSharding(mesh, PartitionSpec());
   } catch (const Error& e) {
     throw e.with_context(context);
