@@ -1039,21 +1039,6 @@ def _import_checkpoint(hf_dir: str | os.PathLike, checkpoint: str | os.PathLike,
     Imports a Hugging Face folder as a framework-layout checkpoint (collective).
     """
 
-class _TensorLayout:
-    """
-    Tensors laid out on a mesh by glob rules, then best effort, as convert and import lay them out.
-    """
-
-    def __init__(self, mesh: Mesh, topology: Topology, rules: str | Sequence[tuple[str, PartitionSpec]] | None, best_effort: str | None, strict: bool) -> None:
-        """
-        `rules`: a rules file's text or (glob, PartitionSpec) pairs; `best_effort`: the axis for the tensors no rule lays out.
-        """
-
-    def sharding_for(self, name: str, shape: Sequence[int]) -> NamedSharding:
-        """
-        The first matching rule that fits the tensor's rank, else best effort, else replicated; errors name the tensor.
-        """
-
 class ConvertResult:
     """What a conversion wrote."""
 
@@ -1139,11 +1124,18 @@ class CheckpointLayout:
 
     @property
     def best_effort_axis(self) -> str | None:
-        """Shard over this axis instead of by the rules."""
+        """
+        Shard the tensors no rule lays out over this axis, as far as it divides them.
+        """
 
     @property
     def strict(self) -> bool:
         """A matching rule that does not fit the rank is an error."""
+
+    def sharding_for(self, name: str, shape: Sequence[int]) -> NamedSharding:
+        """
+        The first matching rule that fits the tensor's rank, else best effort, else replicated; errors name the tensor.
+        """
 
 class ConvertOptions:
     """What convert writes and how (keywords only)."""

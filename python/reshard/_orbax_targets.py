@@ -48,16 +48,16 @@ def has_shardings(tree: Any) -> bool:
     return False
 
 
-def layout(mesh: _core.Mesh, topology: _core.Topology, rules: Any, best_effort: str | None) -> _core._TensorLayout:
+def layout(mesh: _core.Mesh, topology: _core.Topology, rules: Any, best_effort: str | None) -> _core.CheckpointLayout:
     """The layout ``reshard.convert`` and ``import_model`` give tensors (the C++ rules): the first
     matching glob rule that fits a tensor's rank, else best effort over `best_effort`, else replicated."""
     if rules is not None and not isinstance(rules, str):
         rules = list(rules)  # each (pattern, spec) pair is checked, by index, in the extension
-    return _core._TensorLayout(mesh, topology, rules, best_effort, False)
+    return _core.CheckpointLayout(mesh=mesh, topology=topology, rules=rules, best_effort_axis=best_effort)
 
 
 def chunk_aligned(name: str, shape: tuple[int, ...], chunks: tuple[int, ...], mesh: _core.Mesh,
-                  best_effort: _core._TensorLayout) -> _core.NamedSharding:
+                  best_effort: _core.CheckpointLayout) -> _core.NamedSharding:
     """A 1-D `mesh`'s best-effort sharding, preferring the last dimension whose pieces are whole stored
     chunks (each device's box then reads only its own chunks, none read twice across the job);
     `best_effort` (a layout over the mesh's axis) where none is."""

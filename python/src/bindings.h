@@ -45,8 +45,6 @@ void bind_transport(nb::module_& m);
 void bind_pipelines(nb::module_& m);
 void bind_checkpoint(nb::module_& m);
 void bind_export_import(nb::module_& m);
-// reshard._core._TensorLayout: the layout rules of convert and import (tensor_layout.cpp).
-void bind_tensor_layout(nb::module_& m);
 void bind_mpi(nb::module_& m);
 void bind_tcp(nb::module_& m);
 // _agreed (agreement.cpp): a Python collective call fails together, by the

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nanobind/stl/filesystem.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -16,6 +17,7 @@
 
 #include "bindings.h"
 #include "places.h"
+#include "reshard/layout/error.h"
 #include "reshard/layout/parse.h"
 #include "reshard/pipelines/checkpoint_save.h"
 #include "reshard/pipelines/convert.h"
@@ -93,6 +95,11 @@ void bind_convert_options(nb::module_& m) {
       .def("__init__",
            [](CheckpointLayout* self, const Mesh& mesh, const Topology& topology, nb::handle rules,
               std::optional<std::string> best_effort_axis, bool strict) {
+             // An axis the mesh lacks is the argument's mistake: said once, here, not per tensor.
+             if (best_effort_axis && !mesh.axis_index(*best_effort_axis)) {
+               throw Error(ErrorCode::kUnknownAxis, fmt::format("best_effort: the mesh {} has no axis '{}'",
+                                                                mesh.to_string(), *best_effort_axis));
+             }
              new (self) CheckpointLayout{mesh, topology, rules_from_python(rules), std::move(best_effort_axis), strict};
            },
            nb::kw_only(), nb::arg("mesh"), nb::arg("topology"), nb::arg("rules").none() = nb::none(),
@@ -102,8 +109,18 @@ void bind_convert_options(nb::module_& m) {
                    "best_effort_axis: str | None = None, strict: bool = False) -> None"))
       .def_ro("mesh", &CheckpointLayout::mesh, "The mesh tensors are laid out on.")
       .def_ro("topology", &CheckpointLayout::topology, "Where the mesh's devices are.")
-      .def_ro("best_effort_axis", &CheckpointLayout::best_effort_axis, "Shard over this axis instead of by the rules.")
-      .def_ro("strict", &CheckpointLayout::strict, "A matching rule that does not fit the rank is an error.");
+      .def_ro("best_effort_axis", &CheckpointLayout::best_effort_axis,
+              "Shard the tensors no rule lays out over this axis, as far as it divides them.")
+      .def_ro("strict", &CheckpointLayout::strict, "A matching rule that does not fit the rank is an error.")
+      .def(
+          "sharding_for",
+          [](const CheckpointLayout& layout, const std::string& name, nb::handle shape) {
+            return layout.sharding_for(name, shape_from_python(shape));
+          },
+          nb::arg("name"), nb::arg("shape"),
+          nb::sig("def sharding_for(self, name: str, shape: collections.abc.Sequence[int]) -> NamedSharding"),
+          "The first matching rule that fits the tensor's rank, else best effort, else replicated; errors name "
+          "the tensor.");
   nb::class_<ConvertOptions>(m, "ConvertOptions", "What convert writes and how (keywords only).")
       .def("__init__",
            [](ConvertOptions* self, const std::string& output, const std::optional<std::string>& dtype,
@@ -176,7 +193,6 @@ void bind_pipelines(nb::module_& m) {
   m.attr("DEFAULT_MERGE_BLOCK_BYTES") = MergeLoraOptions{}.block_bytes;
   bind_checkpoint(m);
   bind_export_import(m);
-  bind_tensor_layout(m);
   nb::class_<ConvertResult>(m, "ConvertResult", "What a conversion wrote.")
       .def_ro("files", &ConvertResult::files, "Files written (data files for a checkpoint).")
       .def_ro("tensors", &ConvertResult::tensors, "Tensors written.")
