@@ -8,20 +8,15 @@
 # communicator, or made in a JAX job (jax.distributed, 4 CPU devices per
 # process, gloo collectives).
 # Usage: python_cut_test.sh RESHARD_BINARY PYTHON (the project's .venv, with
-# the package installed); exit 77 (skipped) where the machine refuses network
-# namespaces or that Python has no reshard package to test.
+# the package installed); python/tests/test_netns_python_cut.py runs it. Exit
+# 77 (skipped) where the machine refuses network namespaces.
 set -euo pipefail
 python=$2
 source "$(dirname "$0")/common.sh"
 job=$here/../../python/tests/lost_peer_job.py
 
-# The Python package is built and installed after the ctest stage
-# (scripts/test-python.sh, which runs these tests again then): not a machine's
-# capability, so no failure for it here.
-if ! "$python" -c "import reshard.mpi, mpi4py, jax; assert reshard.mpi.available()" 2>"$work/import.log"; then
-  echo "skipped: $python has no reshard package with MPI, mpi4py and jax: $(tail -1 "$work/import.log")"
-  exit 77
-fi
+"$python" -c "import reshard.mpi, mpi4py, jax; assert reshard.mpi.available()" 2>"$work/import.log" ||
+  fail "$python has no reshard package with MPI, mpi4py and jax: $(tail -1 "$work/import.log")"
 
 timeout_s=3
 # mpirun waits forever for the daemon across the cut: the harness ends it
