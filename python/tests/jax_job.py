@@ -15,6 +15,9 @@ argv: a folder every process sees, the seed, then phases run in order:
   restore:M   ckpt-M (saved by M processes) restored onto two other layouts
   export      the model pytree exported as Hugging Face files to export-N
   unpublished (without mpirun; last) a transport process 0 never makes: the others time out
+  cut:T       (last) reshard.jax.device_put between two layouts, again and again, over a new
+              transport of the job's with a T-second timeout, until the network is cut
+              (tests/netns/jax_tcp_test.sh): the error propagates and the process must end
 Prints "rank R ok PHASE" per phase and exits 1 on the first failure.
 """
 
@@ -405,6 +408,25 @@ class Job:
         except errors.TransportTimeoutError as e:
             self.check("process 0 of the JAX job did not publish its address" in str(e), f"said {e}")
         self.check(time.monotonic() - start < 20, f"waited {time.monotonic() - start:.1f} s for a 1 s timeout")
+
+    def cut(self, timeout: int) -> None:
+        """Moves an array between two device orders until the test cuts the network between
+        the hosts (saying "rank R looping" once it moves): never returns normally. The job's
+        own transport waits 60 s for a silent peer; this one, made the same way, `timeout`."""
+        import itertools
+
+        from reshard import _job_transport
+
+        transport = _job_transport.transport(timeout=float(timeout))
+        self.check((transport.kind, transport.rendezvous) == ("tcp", "jax"), f"transport {transport.kind}")
+        n = len(self.devices)
+        layouts = [self.seed_sharding(list(range(n))), self.seed_sharding(list(range(n))[::-1])]
+        values = np.arange(n * 4096, dtype=np.float32).reshape(32, -1)
+        x = self.make(values, layouts[0])
+        for step in itertools.count():
+            if step == 1:
+                say(f"rank {self.rank} looping")
+            x = self.rjax.device_put(x, layouts[(step + 1) % 2], transport=transport)
 
     # -- checkpoints and exports -----------------------------------------------
 
