@@ -36,6 +36,23 @@ _job: Any = None  # job_transport()'s, made once per process
 _job_lock = threading.Lock()  # two threads' first calls must not make two (each would wait for the other's peers)
 
 
+def _exit_if_given_up() -> None:
+    """The first exit handler once a TCP transport gave up on a peer (armed by the C++ side as
+    the error is raised). In a jax.distributed job, JAX's shutdown would wait for every process,
+    the one given up on too, until JAX's own heartbeat gives up (minutes): the process ends
+    here instead, with status 1, its output flushed."""
+    jax = sys.modules.get("jax")
+    distributed = getattr(jax, "distributed", None)
+    if distributed is None or not distributed.is_initialized():
+        return  # nothing else waits for the peer: the exit goes on as it would
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # closed, or a broken pipe: nothing more to say there
+            pass
+    os._exit(1)
+
+
 def _debug(message: str) -> None:
     if os.environ.get("RESHARD_LOG", "").lower() == "debug":
         print(f"reshard: {message}", file=sys.stderr, flush=True)

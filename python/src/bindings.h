@@ -54,6 +54,9 @@ void bind_agreement(nb::module_& m);
 // failure becomes a Python exception: with MPI, arms reshard.mpi's exit that
 // waits for no peer given up on (mpi.cpp).
 void after_transport_failure();
+// The same for the TCP transport: once it gave up on a peer, arms
+// reshard._job_transport's exit, which waits for no such peer (tcp.cpp).
+void after_tcp_failure();
 
 // Checkpoint layout rules given as a rules file's text or as (pattern,
 // PartitionSpec) pairs; none for None.

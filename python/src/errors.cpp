@@ -58,7 +58,10 @@ void translate(const std::exception_ptr& error, void*) {
     auto found = error_classes().find(e.name());
     if (found == error_classes().end()) found = error_classes().find(error_code_name(e.code()));
     PyObject* cls = found != error_classes().end() ? found->second : PyExc_RuntimeError;
-    if (e.code() == ErrorCode::kTimeout || e.code() == ErrorCode::kPeerFailed) after_transport_failure();
+    if (e.code() == ErrorCode::kTimeout || e.code() == ErrorCode::kPeerFailed) {
+      after_transport_failure();
+      after_tcp_failure();
+    }
     PyObject* exception = PyObject_CallOneArg(cls, nb::str(e.what()).ptr());
     if (exception == nullptr) return;  // constructing it raised: that error stands
     if (PyObject_SetAttrString(exception, "kind", nb::str(e.name().data(), e.name().size()).ptr()) != 0) {

@@ -92,6 +92,11 @@ class TcpTransport final : public Transport {
   std::string label_of(int rank) const;
   // Whether messages to and from `rank` cross as one kernel copy (single_copy).
   bool reads_across(int rank) const;
+  // Whether any TCP transport of this process gave up on a peer (one silent
+  // past the timeout, or whose connection broke) or was told by a peer's
+  // abort that the job failed: an exit that waits for every process, as
+  // jax.distributed's does, could wait for a lost one.
+  static bool gave_up_on_a_peer();
 
  private:
   struct Job;

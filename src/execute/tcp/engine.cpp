@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -36,6 +37,12 @@ constexpr uint64_t kReadAcrossMinBytes = 64 * 1024;
 // How often a peer with nothing to send says it is alive: a few times per
 // timeout, so a live peer is never mistaken for a silent one.
 milliseconds heartbeat_interval(milliseconds timeout) { return std::clamp(timeout / 5, milliseconds(5), milliseconds(1000)); }
+
+// Set once any engine of this process gave up on a peer (silent past the
+// timeout, or its connection broke) or heard that a peer did (its abort):
+// what waits for every process at exit could wait for a lost one
+// (TcpTransport::gave_up_on_a_peer).
+std::atomic<bool> g_gave_up_on_a_peer{false};
 
 std::string seconds_text(Clock::duration d) {
   return fmt::format("{:.1f} s", std::chrono::duration<double>(d).count());
@@ -295,6 +302,7 @@ void Engine::wait(Op& op) {
     // A message to this rank itself waits on nobody but this process.
     const auto silent = op.peer == rank_ ? Clock::duration::zero() : Clock::now() - peer.last_heard;
     if (silent > timeout_) {
+      g_gave_up_on_a_peer = true;
       throw Error(ErrorCode::kTimeout,
                   fmt::format("{} has been silent for {} (the timeout is {}): it died, hangs or cannot be reached",
                               peer.label, seconds_text(silent), seconds_text(timeout_)));
@@ -381,6 +389,7 @@ void Engine::fail_everything(const Error& error) {
 void Engine::peer_lost(Peer& peer, const std::string& why) {
   peer.socket.close();
   if (peer.left || peer.failure) return;
+  g_gave_up_on_a_peer = true;
   const std::string who = peer.rank == 0 ? "the coordinator, " + peer.label : peer.label;
   peer.failure = Error(ErrorCode::kPeerFailed, fmt::format("{} left the job: its connection {}", who, why));
   fail_pending_of(peer, *peer.failure);
@@ -637,6 +646,7 @@ void Engine::end_frame(Peer& peer) {
     peer_left(peer);
   } else if (kind == FrameKind::kAbort) {
     const std::string reason(reinterpret_cast<const char*>(peer.control.data()), peer.control.size());
+    g_gave_up_on_a_peer = true;
     fail_everything(Error(ErrorCode::kPeerFailed, fmt::format("{} failed: {}", peer.label, reason)));
   } else if (kind == FrameKind::kReadable) {
     auto message = std::make_shared<Incoming>();
@@ -707,5 +717,7 @@ void Engine::send_control(Peer& to, FrameKind kind, std::span<const std::byte> p
   to.outbox.push_back(std::move(item));
   if (to.outbox.size() == 1) write_to(to);
 }
+
+bool gave_up_on_a_peer() { return g_gave_up_on_a_peer; }
 
 }  // namespace reshard::tcp_detail

@@ -112,4 +112,7 @@ class Engine {
   std::thread thread_;
 };
 
+// Whether any engine of this process gave up on a peer, or heard a peer's abort.
+bool gave_up_on_a_peer();
+
 }  // namespace reshard::tcp_detail

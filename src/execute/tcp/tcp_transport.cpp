@@ -163,6 +163,8 @@ bool TcpTransport::reads_across(int rank) const {
   return job_->readable_pids[static_cast<size_t>(rank)] != 0;
 }
 
+bool TcpTransport::gave_up_on_a_peer() { return tcp_detail::gave_up_on_a_peer(); }
+
 std::string TcpTransport::label_of(int rank) const {
   check_peer(rank);
   return job_->labels[static_cast<size_t>(rank)];
