@@ -73,6 +73,7 @@ down() {
     [[ -n $pids ]] && kill -9 $pids 2>/dev/null || true
   done
   for ns in $(our_namespaces); do ip netns del "$ns" 2>/dev/null || true; done
+  rm -rf /etc/netns/"$prefix"-*
   rm -rf "${TMPDIR:-/tmp}/$prefix"-*.ompi
 }
 
@@ -182,10 +183,25 @@ run() {
 
 # Each rank started on its host by itself, rank r on host r / RANKS_PER_HOST,
 # the coordinator (rank 0) on host 0; no process waits on another to start.
+# Each host's name resolves to its own address inside it, as on real hosts
+# (ip netns exec puts /etc/netns/NS/hosts over /etc/hosts): programs that
+# announce their host by name, such as JAX's gloo collectives, are then
+# reachable from the other hosts. Only for the ranks started here, not for
+# mpirun's daemons, which are given addresses.
+name_hosts() {
+  local hosts=$1 i ns
+  for ((i = 0; i < hosts; i++)); do
+    ns=$(host_ns "$i")
+    mkdir -p "/etc/netns/$ns"
+    printf '127.0.0.1 localhost\n%s %s\n' "$subnet.$((i + 1))" "$(hostname)" >"/etc/netns/$ns/hosts"
+  done
+}
+
 run_without_launcher() {
   local hosts=$1 per_host=$2
   shift 2
   local port=$((20000 + RANDOM % 20000)) size=$((hosts * per_host)) rank status=0 pids=()
+  name_hosts "$hosts"
   for ((rank = 0; rank < size; rank++)); do
     ip netns exec "$(host_ns $((rank / per_host)))" env RESHARD_RANK=$rank RESHARD_SIZE=$size \
       RESHARD_COORDINATOR="$subnet.1:$port" RESHARD_NETNS_PREFIX="$prefix" "$@" &
