@@ -21,7 +21,7 @@ import sys
 import threading
 from typing import Any
 
-from . import _core
+from . import _core, _exit
 from .errors import TransportTimeoutError, UnsupportedError
 
 __all__ = ["job_transport", "transport"]
@@ -41,16 +41,8 @@ def _exit_if_given_up() -> None:
     the error is raised). In a jax.distributed job, JAX's shutdown would wait for every process,
     the one given up on too, until JAX's own heartbeat gives up (minutes): the process ends
     here instead, with status 1, its output flushed."""
-    jax = sys.modules.get("jax")
-    distributed = getattr(jax, "distributed", None)
-    if distributed is None or not distributed.is_initialized():
-        return  # nothing else waits for the peer: the exit goes on as it would
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # closed, or a broken pipe: nothing more to say there
-            pass
-    os._exit(1)
+    if _exit.jax_distributed_running():  # else nothing waits for the peer: the exit goes on as it would
+        _exit.end_now()
 
 
 def _debug(message: str) -> None:

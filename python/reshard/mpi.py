@@ -26,11 +26,9 @@ already has one. Available when the extension was built with MPI
 from __future__ import annotations
 
 import atexit
-import os
-import sys
 from typing import Any
 
-from . import _core
+from . import _core, _exit
 from .errors import UnsupportedError
 
 __all__ = ["Session", "available", "launched_by_mpi", "session", "transport"]
@@ -126,9 +124,7 @@ def _others_wait_at_exit() -> bool:
     MPI_Finalize (MPI initialised by someone else) or jax.distributed's shutdown."""
     if not _core._mpi_owns():
         return True
-    jax = sys.modules.get("jax")
-    distributed = getattr(jax, "distributed", None)
-    return bool(distributed is not None and distributed.is_initialized())
+    return _exit.jax_distributed_running()
 
 
 def _exit_if_given_up() -> None:
@@ -140,9 +136,4 @@ def _exit_if_given_up() -> None:
     cut_short = _others_wait_at_exit()
     _finalize()  # closes the transports; the session skips MPI_Finalize
     if cut_short:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except (OSError, ValueError):  # closed, or a broken pipe: nothing more to say there
-                pass
-        os._exit(1)
+        _exit.end_now()
