@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -83,7 +84,15 @@ void abort_pending_uploads_on_termination() {
   static std::once_flag once;
   std::call_once(once, [] {
     if (::pipe(signal_pipe) != 0) return;
-    std::thread(watch_signals).detach();
+    // Waited for until it runs: a thread still starting when a short command
+    // exits leaves its start-up allocations behind, which LeakSanitizer reports.
+    std::promise<void> running;
+    std::future<void> started = running.get_future();
+    std::thread([running = std::move(running)]() mutable {
+      running.set_value();
+      watch_signals();
+    }).detach();
+    started.wait();
     struct sigaction action {};
     action.sa_handler = on_signal;
     sigemptyset(&action.sa_mask);
