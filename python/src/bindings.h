@@ -57,6 +57,11 @@ void after_transport_failure();
 // The same for the TCP transport: once it gave up on a peer, arms
 // reshard._job_transport's exit, which waits for no such peer (tcp.cpp).
 void after_tcp_failure();
+// Registers `module`.`function` as an exit handler, once per `armed` flag:
+// registered as a failure is raised, it runs before every handler registered
+// earlier (jax.distributed's, which waits for every process). A registration
+// that fails is tried again at the next failure (errors.cpp).
+void register_exit_handler_once(bool& armed, const char* module, const char* function);
 
 // Checkpoint layout rules given as a rules file's text or as (pattern,
 // PartitionSpec) pairs; none for None.

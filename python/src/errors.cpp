@@ -75,6 +75,16 @@ void translate(const std::exception_ptr& error, void*) {
 
 }  // namespace
 
+void register_exit_handler_once(bool& armed, const char* module, const char* function) {
+  if (armed) return;
+  armed = true;
+  try {
+    nb::module_::import_("atexit").attr("register")(nb::module_::import_(module).attr(function));
+  } catch (const nb::python_error&) {
+    armed = false;  // tried again at the next failure; the error is not this one's to raise
+  }
+}
+
 void bind_errors(nb::module_& m) {
   nb::register_exception_translator(translate);
   m.def("_register_error_classes", &register_error_classes, nb::arg("classes"),

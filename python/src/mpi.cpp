@@ -149,16 +149,8 @@ void init_session(double peer_timeout) {
 
 void after_transport_failure() {
   if (!session() || !MpiSession::gave_up_on_a_peer()) return;
-  // Registered now, so that it runs before every exit handler registered
-  // earlier (jax's, which waits for every process); once is enough.
   static bool armed = false;
-  if (armed) return;
-  armed = true;
-  try {
-    nb::module_::import_("atexit").attr("register")(nb::module_::import_("reshard.mpi").attr("_exit_if_given_up"));
-  } catch (const nb::python_error&) {
-    armed = false;  // tried again at the next failure; the error is not this one's to raise
-  }
+  register_exit_handler_once(armed, "reshard.mpi", "_exit_if_given_up");
 }
 
 void bind_mpi(nb::module_& m) {

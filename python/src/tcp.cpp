@@ -117,17 +117,8 @@ std::tuple<std::string, std::string, int, int, std::string> choose_from_env(cons
 
 void after_tcp_failure() {
   if (!TcpTransport::gave_up_on_a_peer()) return;
-  // Registered now, so that it runs before every exit handler registered
-  // earlier (jax.distributed's, which waits for every process); once is enough.
   static bool armed = false;
-  if (armed) return;
-  armed = true;
-  try {
-    nb::module_::import_("atexit").attr("register")(
-        nb::module_::import_("reshard._job_transport").attr("_exit_if_given_up"));
-  } catch (const nb::python_error&) {
-    armed = false;  // tried again at the next failure; the error is not this one's to raise
-  }
+  register_exit_handler_once(armed, "reshard._job_transport", "_exit_if_given_up");
 }
 
 void bind_tcp(nb::module_& m) {
