@@ -47,7 +47,10 @@ def _exit_if_given_up() -> None:
 
 def _debug(message: str) -> None:
     if os.environ.get("RESHARD_LOG", "").lower() == "debug":
-        print(f"reshard: {message}", file=sys.stderr, flush=True)
+        # One write: print() writes the text and its newline apart, so the
+        # lines of processes sharing a log would run into each other.
+        sys.stderr.write(f"reshard: {message}\n")
+        sys.stderr.flush()
     _log.debug(message)
 
 
