@@ -13,6 +13,8 @@
 #include "reshard/formats/checkpoint_manifest.h"
 #include "reshard/layout/error.h"
 
+using reshard::formats_detail::xxh64;
+
 namespace {
 
 using reshard::fuzz::check;

@@ -28,6 +28,12 @@
 #include "reshard/pipelines/peft_adapter.h"
 
 namespace reshard::bench {
+
+using formats_detail::write_produced_file;
+using pipelines_detail::LoraDelta;
+using pipelines_detail::LoraFactor;
+using pipelines_detail::merge_lora_box;
+
 namespace {
 
 namespace fs = std::filesystem;

@@ -20,6 +20,13 @@
 #include "reshard/plan/planner.h"
 
 namespace reshard::bench {
+
+using layout_detail::copy_bytes;
+using layout_detail::copy_rows_together;
+using layout_detail::CopyMode;
+using layout_detail::finish_streaming;
+using layout_detail::RowsCopy;
+
 namespace {
 
 constexpr int kThreads = 2;

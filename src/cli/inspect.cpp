@@ -22,6 +22,10 @@
 #include "reshard/formats/tensor_stream.h"
 
 namespace reshard::cli {
+
+using formats_detail::checksum_hex;
+using formats_detail::xxh64;
+
 namespace {
 
 using Entry = TensorCatalog::Entry;

@@ -11,6 +11,9 @@
 #include "reshard/layout/error.h"
 
 namespace reshard::demo {
+
+using layout_detail::checked_add;
+
 namespace {
 
 namespace fs = std::filesystem;

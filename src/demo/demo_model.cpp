@@ -10,6 +10,10 @@
 #include "reshard/layout/error.h"
 
 namespace reshard::demo {
+
+using layout_detail::checked_add;
+using layout_detail::checked_mul;
+
 namespace {
 
 constexpr const char* kStacked = "transformer.layers.stacked.";

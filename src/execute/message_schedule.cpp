@@ -9,6 +9,10 @@
 #include "reshard/layout/error.h"
 
 namespace reshard {
+
+using layout_detail::checked_add;
+using layout_detail::checked_mul;
+
 namespace {
 
 // One transfer of the batch that crosses processes.

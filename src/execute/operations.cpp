@@ -10,6 +10,11 @@
 #include "reshard/plan/plan_cache.h"
 
 namespace reshard {
+
+using layout_detail::BoxCopy;
+using layout_detail::checked_mul;
+using layout_detail::checked_product;
+
 namespace {
 
 // Runs one process's part of a collective operation; on failure, tells the

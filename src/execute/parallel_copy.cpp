@@ -11,6 +11,15 @@
 #include "layout/copy_bytes.h"
 
 namespace reshard {
+
+using layout_detail::BoxCopy;
+using layout_detail::copy_bytes;
+using layout_detail::copy_rows;
+using layout_detail::copy_rows_together;
+using layout_detail::CopyMode;
+using layout_detail::finish_streaming;
+using layout_detail::RowsCopy;
+
 namespace {
 
 // Rows shorter than this gain from being walked in lockstep with the copies

@@ -12,7 +12,7 @@ namespace reshard {
 
 // One box copy between two buffers (each pointing at its extent's first element).
 struct CopyJob {
-  BoxCopy copy;
+  layout_detail::BoxCopy copy;
   const std::byte* src = nullptr;
   std::byte* dst = nullptr;
 };
@@ -25,6 +25,6 @@ struct CopyJob {
 // that buffer is walked in order. `mode` defaults to streaming stores for copies too large
 // for any cache.
 void run_copies(std::span<const CopyJob> jobs, int threads, uint64_t min_bytes_per_thread = uint64_t{1} << 20,
-                std::optional<CopyMode> mode = std::nullopt);
+                std::optional<layout_detail::CopyMode> mode = std::nullopt);
 
 }  // namespace reshard

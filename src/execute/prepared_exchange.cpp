@@ -6,6 +6,9 @@
 #include <utility>
 
 namespace reshard {
+
+using layout_detail::BoxCopy;
+
 namespace {
 
 // What a prepared exchange was made from. Equal keys and equal digests

@@ -26,15 +26,15 @@ struct ExchangeRows;
 // cost about a fifth of each batched reshard.
 struct PreparedExchange {
   ProcessMessages messages;
-  std::vector<std::vector<BoxCopy>> send_copies;     // [send][piece]
-  std::vector<std::vector<BoxCopy>> receive_copies;  // [receive][piece]
+  std::vector<std::vector<layout_detail::BoxCopy>> send_copies;     // [send][piece]
+  std::vector<std::vector<layout_detail::BoxCopy>> receive_copies;  // [receive][piece]
   // The stage's copies within this process: transfer `transfer` of array
   // `array`, from shard `src_shard` (of the source array for stage 0, of the
   // target for stage 1) into shard `dst_shard` of the target.
   struct LocalCopy {
     size_t array = 0;
     size_t transfer = 0;
-    BoxCopy copy;
+    layout_detail::BoxCopy copy;
     size_t src_shard = 0;
     size_t dst_shard = 0;
   };

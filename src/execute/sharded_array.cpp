@@ -6,6 +6,10 @@
 #include "reshard/layout/error.h"
 
 namespace reshard {
+
+using layout_detail::checked_mul;
+using layout_detail::checked_product;
+
 namespace {
 
 uint64_t shard_bytes(const Box& box, size_t element_bytes) {

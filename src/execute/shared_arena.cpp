@@ -19,6 +19,11 @@
 #include "reshard/layout/error.h"
 
 namespace reshard::detail {
+
+using layout_detail::copy_bytes;
+using layout_detail::prefetch_rows_a_page_apart;
+using layout_detail::range_inside;
+
 namespace {
 
 constexpr uint64_t kGranule = uint64_t{64} << 10;

@@ -12,7 +12,7 @@
 #include "reshard/layout/error.h"
 #include "reshard/storage/open_store.h"
 
-namespace reshard {
+namespace reshard::formats_detail {
 namespace {
 
 [[noreturn]] void fail_io(std::string_view action, const std::filesystem::path& path, int error) {
@@ -182,4 +182,4 @@ void write_file_atomically(const storage::Location& where, std::string_view byte
   storage::open_store(where)->write_all(where, bytes, storage::IfExists::kReplace);
 }
 
-}  // namespace reshard
+}  // namespace reshard::formats_detail

@@ -13,7 +13,7 @@
 
 #include "reshard/storage/location.h"
 
-namespace reshard {
+namespace reshard::formats_detail {
 
 // Where a file is written before commit: ".<name>.tmp-reshard" beside it.
 // Derived from the name alone, so every process finds the same one.
@@ -77,4 +77,4 @@ class AtomicFile {
 // sibling, fsync, rename). Missing folders on the way are created.
 void write_file_atomically(const storage::Location& where, std::string_view bytes);
 
-}  // namespace reshard
+}  // namespace reshard::formats_detail

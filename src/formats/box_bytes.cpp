@@ -7,7 +7,14 @@
 #include "layout/checked.h"
 #include "reshard/layout/error.h"
 
-namespace reshard::safetensors::detail {
+namespace reshard::formats_detail {
+using safetensors::layout_shape;
+
+using safetensors::TensorInfo;
+
+using layout_detail::BoxCopy;
+using layout_detail::checked_mul;
+
 namespace {
 
 // Bits of `elements` elements; the caller checks they are whole bytes.
@@ -54,4 +61,4 @@ void for_each_byte_run(const TensorInfo& tensor, const Box& box,
   });
 }
 
-}  // namespace reshard::safetensors::detail
+}  // namespace reshard::formats_detail

@@ -9,7 +9,7 @@
 #include "reshard/formats/safetensors_header.h"
 #include "reshard/layout/box.h"
 
-namespace reshard::safetensors::detail {
+namespace reshard::formats_detail {
 
 // A run of bytes: where it sits in the tensor's data and in the dense box buffer.
 struct ByteRun {
@@ -26,7 +26,7 @@ uint64_t box_byte_size(DType dtype, const Box& box);
 // increasing offset. Error(kInvalidArgument) when the box is not inside the
 // tensor; Error(kUnsupported) when a sub-byte run does not start and end on a
 // byte. Messages name the tensor.
-void for_each_byte_run(const TensorInfo& tensor, const Box& box,
+void for_each_byte_run(const safetensors::TensorInfo& tensor, const Box& box,
                        const std::function<void(const ByteRun&)>& visit);
 
-}  // namespace reshard::safetensors::detail
+}  // namespace reshard::formats_detail

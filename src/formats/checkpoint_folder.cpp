@@ -14,7 +14,11 @@
 #include "reshard/layout/error.h"
 #include "reshard/storage/open_store.h"
 
-namespace reshard::checkpoint {
+namespace reshard::formats_detail {
+
+using checkpoint::kManifestFileName;
+using checkpoint::kMaxManifestBytes;
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -73,4 +77,4 @@ uint64_t CheckpointFolder::data_file_size(std::string_view name, std::string_vie
   return it->second;
 }
 
-}  // namespace reshard::checkpoint
+}  // namespace reshard::formats_detail

@@ -12,7 +12,7 @@
 #include "reshard/storage/location.h"
 #include "reshard/storage/store.h"
 
-namespace reshard::checkpoint {
+namespace reshard::formats_detail {
 
 class CheckpointFolder {
  public:
@@ -37,4 +37,4 @@ class CheckpointFolder {
   std::map<std::string, uint64_t, std::less<>> listed_;  // objects only: name -> size
 };
 
-}  // namespace reshard::checkpoint
+}  // namespace reshard::formats_detail

@@ -15,6 +15,14 @@
 #include "reshard/layout/error.h"
 
 namespace reshard::checkpoint {
+
+using formats_detail::checksum_hex;
+using formats_detail::json_quoted;
+using formats_detail::parse_checksum_hex;
+using formats_detail::xxh64;
+using layout_detail::checked_add;
+using layout_detail::checked_product;
+
 namespace {
 
 using Json = nlohmann::ordered_json;

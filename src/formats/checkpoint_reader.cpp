@@ -15,6 +15,13 @@
 #include "reshard/storage/open_store.h"
 
 namespace reshard::checkpoint {
+
+using formats_detail::CheckpointFolder;
+using formats_detail::checksum_hex;
+using formats_detail::json_quoted;
+using formats_detail::xxh64;
+using layout_detail::BoxCopy;
+
 namespace {
 
 namespace fs = std::filesystem;

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-namespace reshard {
+namespace reshard::formats_detail {
 
 uint64_t xxh64(std::span<const std::byte> bytes) { return XXH64(bytes.data(), bytes.size(), 0); }
 
@@ -74,4 +74,4 @@ std::optional<uint64_t> parse_checksum_hex(std::string_view text) {
   return value;
 }
 
-}  // namespace reshard
+}  // namespace reshard::formats_detail

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace reshard {
+namespace reshard::formats_detail {
 
 // XXH64 (seed 0) of `bytes`.
 uint64_t xxh64(std::span<const std::byte> bytes);
@@ -61,4 +61,4 @@ std::string checksum_hex(uint64_t value);
 // The value of 16 lowercase hex digits, or nullopt for anything else.
 std::optional<uint64_t> parse_checksum_hex(std::string_view text);
 
-}  // namespace reshard
+}  // namespace reshard::formats_detail

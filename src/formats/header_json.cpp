@@ -13,7 +13,12 @@
 #include "reshard/formats/file_rules.h"
 #include "reshard/layout/error.h"
 
-namespace reshard::safetensors::detail {
+namespace reshard::formats_detail {
+
+using safetensors::Dims;
+using safetensors::Metadata;
+using safetensors::TensorInfo;
+
 namespace {
 
 bool is_json_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
@@ -504,4 +509,4 @@ ParsedEntries parse_header_entries(std::string_view json, std::string_view file)
   return Parser(json, file).parse();
 }
 
-}  // namespace reshard::safetensors::detail
+}  // namespace reshard::formats_detail

@@ -10,14 +10,14 @@
 
 #include "reshard/formats/safetensors_header.h"
 
-namespace reshard::safetensors::detail {
+namespace reshard::formats_detail {
 
 // Containers nested this deep are refused, as serde_json's recursion limit does.
 inline constexpr int kMaxJsonDepth = 128;
 
 struct ParsedEntries {
-  std::optional<Metadata> metadata;
-  std::vector<TensorInfo> tensors;  // in the order of the JSON
+  std::optional<safetensors::Metadata> metadata;
+  std::vector<safetensors::TensorInfo> tensors;  // in the order of the JSON
 };
 
 // Parses the header's JSON into its entries (an object of name -> {dtype,
@@ -26,4 +26,4 @@ struct ParsedEntries {
 // naming `file`, the byte position and, inside an entry, the tensor.
 ParsedEntries parse_header_entries(std::string_view json, std::string_view file);
 
-}  // namespace reshard::safetensors::detail
+}  // namespace reshard::formats_detail

@@ -8,7 +8,10 @@
 #include "reshard/formats/hf_split.h"
 #include "reshard/layout/error.h"
 
-namespace reshard {
+namespace reshard::formats_detail {
+
+using layout_detail::checked_add;
+
 namespace {
 
 uint64_t spec_bytes(const safetensors::TensorSpec& spec) {
@@ -66,4 +69,4 @@ uint64_t HfFolderPlan::total_file_bytes() const {
   return total;
 }
 
-}  // namespace reshard
+}  // namespace reshard::formats_detail

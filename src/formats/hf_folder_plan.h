@@ -10,7 +10,7 @@
 #include "reshard/formats/hf_index.h"
 #include "reshard/formats/safetensors_layout.h"
 
-namespace reshard {
+namespace reshard::formats_detail {
 
 class HfFolderPlan {
  public:
@@ -40,4 +40,4 @@ class HfFolderPlan {
   std::optional<HfIndex> index_;
 };
 
-}  // namespace reshard
+}  // namespace reshard::formats_detail

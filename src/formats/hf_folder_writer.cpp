@@ -8,7 +8,7 @@
 #include "reshard/formats/safetensors_writer.h"
 #include "reshard/layout/error.h"
 
-namespace reshard {
+namespace reshard::formats_detail {
 
 namespace {
 
@@ -86,4 +86,4 @@ void write_hf_folder(const storage::Location& folder, const HfFolderPlan& plan, 
   out.commit(stale, hf_folder_file_names(plan));
 }
 
-}  // namespace reshard
+}  // namespace reshard::formats_detail

@@ -14,7 +14,7 @@
 #include "reshard/storage/location.h"
 #include "reshard/storage/object_writer.h"
 
-namespace reshard {
+namespace reshard::formats_detail {
 
 // Writes one planned safetensors file through a StreamWriter, its tensors
 // produced in layout order; it appears at `where` (replacing what is there)
@@ -48,4 +48,4 @@ std::vector<std::string> hf_weight_files_in(const storage::Location& folder);
 void write_hf_folder(const storage::Location& folder, const HfFolderPlan& plan, const TensorProducer& produce,
                      bool replace, const storage::UploadOptions& upload = {});
 
-}  // namespace reshard
+}  // namespace reshard::formats_detail

@@ -1,6 +1,6 @@
 #include "formats/json_escape.h"
 
-namespace reshard {
+namespace reshard::formats_detail {
 namespace {
 
 // The escape for a byte that needs one, or nullptr (serde_json's ESCAPE table).
@@ -48,4 +48,4 @@ std::string json_quoted(std::string_view text) {
   return out;
 }
 
-}  // namespace reshard
+}  // namespace reshard::formats_detail

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-namespace reshard {
+namespace reshard::formats_detail {
 
 // Appends `text` as a quoted JSON string: \" \\ \b \t \n \f \r, other bytes
 // below 0x20 as \u00xx (lowercase hex); everything else, '/' and non-ASCII
@@ -15,4 +15,4 @@ void append_json_string(std::string& out, std::string_view text);
 // that quotes and control characters in them stay visible and unambiguous.
 std::string json_quoted(std::string_view text);
 
-}  // namespace reshard
+}  // namespace reshard::formats_detail

@@ -17,6 +17,11 @@
 #include "utf8.h"
 
 namespace reshard::safetensors {
+
+using formats_detail::json_quoted;
+using layout_detail::checked_add;
+using layout_detail::checked_mul;
+
 namespace {
 
 size_t hash_name(std::string_view name) { return std::hash<std::string_view>{}(name); }
@@ -223,12 +228,12 @@ uint64_t parse_length_prefix(std::span<const std::byte> first_bytes, uint64_t fi
 Header parse_header_json(std::span<const std::byte> json, uint64_t file_size,
                          std::string_view file) {
   const std::string_view text = as_text(json);
-  if (const auto bad = reshard::detail::first_invalid_utf8(text)) {
+  if (const auto bad = formats_detail::first_invalid_utf8(text)) {
     fail(file_rule::kInvalidHeaderUtf8, file,
          fmt::format("invalid header (UTF-8): bad byte 0x{:02x} at header byte {}",
                      static_cast<unsigned char>(text[*bad]), *bad));
   }
-  detail::ParsedEntries entries = detail::parse_header_entries(text, file);
+  formats_detail::ParsedEntries entries = formats_detail::parse_header_entries(text, file);
   std::vector<std::string> repeated = keep_last_of_each_name(entries.tensors);
   if (!std::is_sorted(entries.tensors.begin(), entries.tensors.end(), before)) {
     std::stable_sort(entries.tensors.begin(), entries.tensors.end(), before);

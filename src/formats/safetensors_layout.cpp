@@ -10,6 +10,11 @@
 #include "reshard/layout/error.h"
 
 namespace reshard::safetensors {
+
+using formats_detail::append_json_string;
+using formats_detail::json_quoted;
+using layout_detail::checked_add;
+
 namespace {
 
 // The reference's order: dtype descending in enum order, then name ascending

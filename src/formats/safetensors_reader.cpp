@@ -20,6 +20,10 @@
 #include "reshard/storage/storage_error.h"
 
 namespace reshard::safetensors {
+
+using formats_detail::json_quoted;
+using layout_detail::checked_add;
+
 namespace {
 
 // Box reads with plain reads join runs separated by less than this many
@@ -199,7 +203,7 @@ void File::read(const TensorInfo& tensor, std::span<std::byte> out) const {
   read(tensor, 0, out);
 }
 
-uint64_t File::box_bytes(DType dtype, const Box& box) { return detail::box_byte_size(dtype, box); }
+uint64_t File::box_bytes(DType dtype, const Box& box) { return formats_detail::box_byte_size(dtype, box); }
 
 namespace {
 
@@ -211,7 +215,7 @@ class JoinedReader {
                std::span<std::byte> out)
       : copy_(copy), base_(base), out_(out) {}
 
-  void add(const detail::ByteRun& run) {
+  void add(const formats_detail::ByteRun& run) {
     if (!group_.empty()) {
       const uint64_t group_end = group_.back().tensor_offset + group_.back().length;
       const uint64_t joined = run.tensor_offset + run.length - group_.front().tensor_offset;
@@ -222,13 +226,13 @@ class JoinedReader {
 
   void flush() {
     if (group_.size() == 1) {
-      const detail::ByteRun& run = group_.front();
+      const formats_detail::ByteRun& run = group_.front();
       copy_(base_ + run.tensor_offset, out_.subspan(run.box_offset, run.length));
     } else if (!group_.empty()) {
       const uint64_t first = group_.front().tensor_offset;
       bounce_.resize(group_.back().tensor_offset + group_.back().length - first);
       copy_(base_ + first, bounce_);
-      for (const detail::ByteRun& run : group_) {
+      for (const formats_detail::ByteRun& run : group_) {
         std::memcpy(out_.data() + run.box_offset, bounce_.data() + (run.tensor_offset - first),
                     run.length);
       }
@@ -240,7 +244,7 @@ class JoinedReader {
   const std::function<void(uint64_t, std::span<std::byte>)>& copy_;
   uint64_t base_;
   std::span<std::byte> out_;
-  std::vector<detail::ByteRun> group_;
+  std::vector<formats_detail::ByteRun> group_;
   std::vector<std::byte> bounce_;
 };
 
@@ -249,7 +253,7 @@ class JoinedReader {
 void File::read_box(const TensorInfo& given, const Box& box, std::span<std::byte> out) const {
   const TensorInfo& tensor = own_tensor(header(), given, path());
   try {
-    const uint64_t expected = detail::box_byte_size(tensor.dtype, box);
+    const uint64_t expected = formats_detail::box_byte_size(tensor.dtype, box);
     if (out.size() != expected) {
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("tensor {}: box {} has {} bytes, the buffer {}", json_quoted(tensor.name),
@@ -257,7 +261,7 @@ void File::read_box(const TensorInfo& given, const Box& box, std::span<std::byte
     }
     const uint64_t base = header().file_offset(tensor);
     if (state_->mapping != nullptr) {
-      detail::for_each_byte_run(tensor, box, [&](const detail::ByteRun& run) {
+      formats_detail::for_each_byte_run(tensor, box, [&](const formats_detail::ByteRun& run) {
         std::memcpy(out.data() + run.box_offset, state_->mapping + base + run.tensor_offset, run.length);
       });
       return;
@@ -265,7 +269,7 @@ void File::read_box(const TensorInfo& given, const Box& box, std::span<std::byte
     if (state_->store) {
       // One call: the store joins nearby runs and fetches many at once.
       std::vector<storage::RangeRead> ranges;
-      detail::for_each_byte_run(tensor, box, [&](const detail::ByteRun& run) {
+      formats_detail::for_each_byte_run(tensor, box, [&](const formats_detail::ByteRun& run) {
         ranges.push_back({base + run.tensor_offset, out.subspan(run.box_offset, run.length)});
       });
       state_->store->read_ranges(state_->location, ranges);
@@ -274,7 +278,7 @@ void File::read_box(const TensorInfo& given, const Box& box, std::span<std::byte
     const std::function<void(uint64_t, std::span<std::byte>)> copy =
         [&](uint64_t offset, std::span<std::byte> into) { state_->pread_all(offset, into); };
     JoinedReader reader(copy, base, out);
-    detail::for_each_byte_run(tensor, box, [&](const detail::ByteRun& run) { reader.add(run); });
+    formats_detail::for_each_byte_run(tensor, box, [&](const formats_detail::ByteRun& run) { reader.add(run); });
     reader.flush();
   } catch (const Error& e) {
     if (e.code() == ErrorCode::kIo) throw;

@@ -13,6 +13,11 @@
 #include "reshard/layout/error.h"
 
 namespace reshard::safetensors {
+
+using formats_detail::AtomicFile;
+using formats_detail::json_quoted;
+using layout_detail::checked_add;
+
 namespace {
 
 std::span<const std::byte> as_bytes(const std::string& text) {
@@ -155,14 +160,14 @@ void PositionalWriter::write_box(std::string_view name, const Box& box,
                                  std::span<const std::byte> bytes) const {
   const TensorInfo& tensor = tensor_named(layout_, name, path());
   try {
-    const uint64_t expected = detail::box_byte_size(tensor.dtype, box);
+    const uint64_t expected = formats_detail::box_byte_size(tensor.dtype, box);
     if (bytes.size() != expected) {
       throw Error(ErrorCode::kInvalidArgument,
                   fmt::format("tensor {}: box {} has {} bytes, {} given", json_quoted(name),
                               box.to_string(), expected, bytes.size()));
     }
     const uint64_t base = layout_.header().file_offset(tensor);
-    detail::for_each_byte_run(tensor, box, [&](const detail::ByteRun& run) {
+    formats_detail::for_each_byte_run(tensor, box, [&](const formats_detail::ByteRun& run) {
       file_->write_at(base + run.tensor_offset, bytes.subspan(run.box_offset, run.length));
     });
   } catch (const Error& e) {

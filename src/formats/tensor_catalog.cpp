@@ -9,6 +9,8 @@
 
 namespace reshard {
 
+using layout_detail::checked_add;
+
 TensorCatalog::TensorCatalog(std::vector<safetensors::File> files,
                              std::vector<std::string> file_names)
     : files_(std::move(files)), file_names_(std::move(file_names)) {

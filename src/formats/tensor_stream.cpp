@@ -9,6 +9,9 @@
 #include "reshard/layout/error.h"
 
 namespace reshard {
+
+using layout_detail::convert_floats;
+
 namespace {
 
 // Calls `visit(offset, bytes)` for consecutive pieces of the tensor, each at

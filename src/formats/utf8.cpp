@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace reshard::detail {
+namespace reshard::formats_detail {
 namespace {
 
 // Bytes [lo, hi] allowed right after a lead byte; the rest are 0x80..0xBF.
@@ -60,4 +60,4 @@ std::optional<size_t> first_invalid_utf8(std::string_view text) {
   return std::nullopt;
 }
 
-}  // namespace reshard::detail
+}  // namespace reshard::formats_detail

@@ -6,9 +6,9 @@
 #include <optional>
 #include <string_view>
 
-namespace reshard::detail {
+namespace reshard::formats_detail {
 
 // The offset of the first byte that starts an invalid sequence, or nullopt.
 std::optional<size_t> first_invalid_utf8(std::string_view text);
 
-}  // namespace reshard::detail
+}  // namespace reshard::formats_detail

@@ -10,6 +10,12 @@
 
 namespace reshard {
 
+using layout_detail::BoxCopy;
+using layout_detail::checked_add;
+using layout_detail::checked_mul;
+using layout_detail::checked_product;
+using layout_detail::checked_sub;
+
 Interval intersect(Interval a, Interval b) {
   const int64_t begin = std::max(a.begin, b.begin);
   const int64_t end = std::min(a.end, b.end);

@@ -8,7 +8,7 @@
 #include "layout/checked.h"
 #include "reshard/layout/error.h"
 
-namespace reshard {
+namespace reshard::layout_detail {
 namespace {
 
 void check_contains(const Box& extent, const Box& box, const char* which) {
@@ -244,4 +244,4 @@ std::optional<uint64_t> BoxCopy::contiguous_in_dst(uint64_t begin, uint64_t end)
   return static_cast<uint64_t>(offsets_of(begin).second);
 }
 
-}  // namespace reshard
+}  // namespace reshard::layout_detail

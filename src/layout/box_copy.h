@@ -15,7 +15,7 @@
 #include "reshard/layout/box.h"
 #include "reshard/layout/byte_run.h"
 
-namespace reshard {
+namespace reshard::layout_detail {
 
 // One dimension of a walk through two buffers: how many steps it takes and
 // how many bytes each step moves in the src and in the dst buffer.
@@ -207,4 +207,4 @@ void BoxCopy::for_each_stretch(uint64_t begin, uint64_t end, Visit&& visit) cons
   if (packed < end) visit(row.src(), row.dst(), end - packed, uint64_t{1}, int64_t{0}, int64_t{0});
 }
 
-}  // namespace reshard
+}  // namespace reshard::layout_detail

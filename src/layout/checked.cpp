@@ -4,7 +4,7 @@
 
 #include "reshard/layout/error.h"
 
-namespace reshard {
+namespace reshard::layout_detail {
 namespace {
 
 [[noreturn]] void overflow(std::string_view what, auto a, char op, auto b) {
@@ -53,4 +53,4 @@ bool range_inside(uint64_t address, uint64_t size, uint64_t base, uint64_t bytes
   return address >= base && address - base <= bytes && size <= bytes - (address - base);
 }
 
-}  // namespace reshard
+}  // namespace reshard::layout_detail

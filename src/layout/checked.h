@@ -5,7 +5,7 @@
 #include <span>
 #include <string_view>
 
-namespace reshard {
+namespace reshard::layout_detail {
 
 // a + b, a - b, a * b; throw Error(kOverflow) naming `what` when the result does not fit.
 int64_t checked_add(int64_t a, int64_t b, std::string_view what);
@@ -21,4 +21,4 @@ bool range_inside(uint64_t address, uint64_t size, uint64_t base, uint64_t bytes
 // Product of non-negative extents (1 for an empty list), overflow-checked.
 int64_t checked_product(std::span<const int64_t> extents, std::string_view what);
 
-}  // namespace reshard
+}  // namespace reshard::layout_detail

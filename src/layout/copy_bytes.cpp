@@ -9,7 +9,7 @@
 #include <immintrin.h>
 #endif
 
-namespace reshard {
+namespace reshard::layout_detail {
 namespace {
 
 // How many rows ahead copy_rows asks for, when it prefetches.
@@ -227,4 +227,4 @@ void finish_streaming() {}
 
 #endif
 
-}  // namespace reshard
+}  // namespace reshard::layout_detail

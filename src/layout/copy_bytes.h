@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <span>
 
-namespace reshard {
+namespace reshard::layout_detail {
 
 // How a copy's destination is written. kStreaming writes around the cache
 // (non-temporal stores), which avoids reading each destination line before
@@ -53,4 +53,4 @@ void prefetch_rows_a_page_apart(bool on);
 // Orders this thread's streaming stores before its later stores.
 void finish_streaming();
 
-}  // namespace reshard
+}  // namespace reshard::layout_detail

@@ -7,7 +7,7 @@
 
 #include "reshard/layout/error.h"
 
-namespace reshard {
+namespace reshard::layout_detail {
 
 static_assert(std::endian::native == std::endian::little,
               "tensor bytes are little-endian; a big-endian host needs byte swaps here");
@@ -126,4 +126,4 @@ void convert_floats(DType from, std::span<const std::byte> src, DType to, std::s
   }
 }
 
-}  // namespace reshard
+}  // namespace reshard::layout_detail

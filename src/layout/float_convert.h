@@ -6,7 +6,7 @@
 
 #include "reshard/layout/dtype.h"
 
-namespace reshard {
+namespace reshard::layout_detail {
 
 // f32 -> bf16 / f16 bits, rounding to nearest, ties to even. NaN stays NaN
 // (quiet, sign kept), infinities stay infinite, overflow in f16 gives infinity.
@@ -23,4 +23,4 @@ float f16_to_f32(uint16_t bits);
 void convert_floats(DType from, std::span<const std::byte> src, DType to,
                     std::span<std::byte> dst, uint64_t count);
 
-}  // namespace reshard
+}  // namespace reshard::layout_detail

@@ -10,6 +10,9 @@
 #include "reshard/layout/error.h"
 
 namespace reshard {
+
+using layout_detail::checked_mul;
+
 namespace {
 
 [[noreturn]] void invalid_mesh(const std::string& message) {

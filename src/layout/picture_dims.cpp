@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-namespace reshard::picture {
+namespace reshard::layout_detail {
 namespace {
 
 // Whether the picture must show dimension d: it is cut into several slices (or
@@ -92,4 +92,4 @@ std::string panel_heading(const std::vector<size_t>& dims, const std::vector<Int
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
-}  // namespace reshard::picture
+}  // namespace reshard::layout_detail

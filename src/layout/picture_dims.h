@@ -8,7 +8,7 @@
 
 #include "reshard/layout/box.h"
 
-namespace reshard::picture {
+namespace reshard::layout_detail {
 
 // The distinct non-empty slices of each dimension that `boxes` hold, in order.
 std::vector<std::vector<Interval>> slices_per_dim(const Shape& shape, const std::vector<Box>& boxes);
@@ -32,4 +32,4 @@ std::string caption(const Shape& shape, const std::vector<std::vector<Interval>>
 // A panel's heading: "dim 0 [0:16]" or "dim 0 [0:16], dim 1 [4:8]".
 std::string panel_heading(const std::vector<size_t>& dims, const std::vector<Interval>& slices);
 
-}  // namespace reshard::picture
+}  // namespace reshard::layout_detail

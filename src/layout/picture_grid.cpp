@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-namespace reshard::picture {
+namespace reshard::layout_detail {
 namespace {
 
 // As JAX: a 2-D array is drawn 10 lines tall, and a character cell counts as
@@ -161,4 +161,4 @@ std::vector<std::string> draw_grids(const GridAxes& axes, const std::vector<Grid
   return out;
 }
 
-}  // namespace reshard::picture
+}  // namespace reshard::layout_detail

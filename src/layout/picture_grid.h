@@ -11,7 +11,7 @@
 #include "reshard/layout/box.h"
 #include "reshard/layout/sharding_picture.h"
 
-namespace reshard::picture {
+namespace reshard::layout_detail {
 
 // The picture's two axes: the distinct slices down and across, in order, and
 // the extents they divide.
@@ -32,4 +32,4 @@ using GridCells = std::map<std::pair<size_t, size_t>, std::vector<std::string>>;
 std::vector<std::string> draw_grids(const GridAxes& axes, const std::vector<GridCells>& panels,
                                     const PictureStyle& style);
 
-}  // namespace reshard::picture
+}  // namespace reshard::layout_detail

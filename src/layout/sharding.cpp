@@ -9,6 +9,9 @@
 #include "reshard/layout/error.h"
 
 namespace reshard {
+
+using layout_detail::checked_add;
+
 namespace {
 
 std::string shape_repr(const Shape& shape) {

@@ -11,6 +11,16 @@
 #include "reshard/layout/error.h"
 
 namespace reshard {
+
+using layout_detail::caption;
+using layout_detail::choose_dims;
+using layout_detail::draw_grids;
+using layout_detail::DrawnDims;
+using layout_detail::GridAxes;
+using layout_detail::GridCells;
+using layout_detail::panel_heading;
+using layout_detail::slices_per_dim;
+
 namespace {
 
 // Beyond this many blocks a side, or grids, the picture says less than a table.
@@ -77,9 +87,8 @@ size_t position_of(const std::vector<Interval>& slices, Interval i) {
   return static_cast<size_t>(std::find(slices.begin(), slices.end(), i) - slices.begin());
 }
 
-picture::GridAxes grid_axes(const Shape& shape, const std::vector<std::vector<Interval>>& slices,
-                            const picture::DrawnDims& dims) {
-  picture::GridAxes axes;
+GridAxes grid_axes(const Shape& shape, const std::vector<std::vector<Interval>>& slices, const DrawnDims& dims) {
+  GridAxes axes;
   axes.two_d = dims.two_d;
   if (dims.rows) {
     axes.rows = slices[*dims.rows];
@@ -96,15 +105,15 @@ picture::GridAxes grid_axes(const Shape& shape, const std::vector<std::vector<In
 // every block of each panel, sorted by device id.
 struct Panels {
   std::vector<std::vector<Interval>> keys;
-  std::vector<picture::GridCells> cells;
+  std::vector<GridCells> cells;
 };
 
-Panels fill_panels(const picture::GridAxes& axes, const picture::DrawnDims& dims, const std::vector<Box>& boxes,
+Panels fill_panels(const GridAxes& axes, const DrawnDims& dims, const std::vector<Box>& boxes,
                    const std::vector<DeviceId>& devices, const PictureStyle& style) {
   std::vector<size_t> order(boxes.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return devices[a] < devices[b]; });
-  std::map<std::vector<std::pair<int64_t, int64_t>>, picture::GridCells> by_key;
+  std::map<std::vector<std::pair<int64_t, int64_t>>, GridCells> by_key;
   for (size_t i : order) {
     if (boxes[i].empty()) continue;
     std::vector<std::pair<int64_t, int64_t>> key;
@@ -133,18 +142,18 @@ std::optional<std::string> draw_sharding(const Shape& shape, const std::vector<B
   check_style(style, devices);
   if (Box::whole(shape).empty()) return std::nullopt;
   if (std::all_of(boxes.begin(), boxes.end(), [](const Box& b) { return b.empty(); })) return std::nullopt;
-  const std::vector<std::vector<Interval>> slices = picture::slices_per_dim(shape, boxes);
-  const picture::DrawnDims dims = picture::choose_dims(shape, slices);
-  const picture::GridAxes axes = grid_axes(shape, slices, dims);
+  const std::vector<std::vector<Interval>> slices = slices_per_dim(shape, boxes);
+  const DrawnDims dims = choose_dims(shape, slices);
+  const GridAxes axes = grid_axes(shape, slices, dims);
   if (axes.rows.size() > kMaxBlocksPerSide || axes.cols.size() > kMaxBlocksPerSide) return std::nullopt;
   const Panels panels = fill_panels(axes, dims, boxes, devices, style);
   if (panels.cells.size() > kMaxPanels) return std::nullopt;
-  const std::vector<std::string> grids = picture::draw_grids(axes, panels.cells, style);
+  const std::vector<std::string> grids = draw_grids(axes, panels.cells, style);
   // Ranks 1 and 2 are JAX's picture, which needs no caption.
   if (shape.size() == 1 || shape.size() == 2) return grids.front();
-  std::string out = picture::caption(shape, slices, dims, style.dtype) + "\n";
+  std::string out = caption(shape, slices, dims, style.dtype) + "\n";
   for (size_t p = 0; p < grids.size(); ++p) {
-    if (!dims.panels.empty()) out += picture::panel_heading(dims.panels, panels.keys[p]) + "\n";
+    if (!dims.panels.empty()) out += panel_heading(dims.panels, panels.keys[p]) + "\n";
     out += grids[p];
   }
   return out;

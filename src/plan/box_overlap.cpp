@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-namespace reshard {
+namespace reshard::plan_detail {
 namespace {
 
 using Indices = std::vector<size_t>;
@@ -64,4 +64,4 @@ std::optional<std::pair<size_t, size_t>> find_overlap(std::span<const Box> boxes
   return OverlapFinder(boxes).find(std::move(non_empty), 0);
 }
 
-}  // namespace reshard
+}  // namespace reshard::plan_detail

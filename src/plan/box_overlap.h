@@ -8,7 +8,7 @@
 
 #include "reshard/layout/box.h"
 
-namespace reshard {
+namespace reshard::plan_detail {
 
 // Indices (i < j) of two boxes of `boxes` that share at least one element, or
 // nullopt when they are pairwise disjoint. Empty boxes overlap nothing. All
@@ -16,4 +16,4 @@ namespace reshard {
 // of k boxes costs O(k log k) rather than the O(k^2) of comparing every pair.
 std::optional<std::pair<size_t, size_t>> find_overlap(std::span<const Box> boxes);
 
-}  // namespace reshard
+}  // namespace reshard::plan_detail

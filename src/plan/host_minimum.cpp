@@ -5,6 +5,9 @@
 #include "reshard/plan/plan.h"
 
 namespace reshard {
+
+using layout_detail::checked_add;
+
 namespace {
 
 // The distinct slices of the sharding's devices on each host. A layout's

@@ -8,6 +8,9 @@
 #include "reshard/layout/error.h"
 
 namespace reshard {
+
+using layout_detail::checked_add;
+
 namespace {
 
 int owner_of(const Topology& topology, DeviceId device, size_t transfer) {

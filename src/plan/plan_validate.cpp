@@ -11,6 +11,10 @@
 #include "reshard/plan/plan.h"
 
 namespace reshard {
+
+using layout_detail::checked_add;
+using plan_detail::find_overlap;
+
 namespace {
 
 [[noreturn]] void invalid(const std::string& message) {

@@ -18,6 +18,9 @@
 #include "share_split.h"
 
 namespace reshard {
+
+using layout_detail::checked_add;
+
 namespace {
 
 using plan_detail::ChunkIndex;

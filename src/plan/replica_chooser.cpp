@@ -9,6 +9,8 @@
 
 namespace reshard::plan_detail {
 
+using layout_detail::checked_add;
+
 ReplicaChooser::ReplicaChooser(const NamedSharding& src, const Tiling& src_tiling, const ChunkIndex& src_index,
                                const Topology& topology)
     : sent_(static_cast<size_t>(topology.num_processes()), 0) {

@@ -8,6 +8,9 @@
 #include "layout/checked.h"
 
 namespace reshard::plan_detail {
+
+using layout_detail::checked_add;
+
 namespace {
 
 constexpr uint64_t kUnbounded = std::numeric_limits<uint64_t>::max();

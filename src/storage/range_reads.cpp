@@ -12,6 +12,8 @@
 
 namespace reshard::storage_detail {
 
+using layout_detail::checked_add;
+
 std::vector<CoalescedRead> coalesce_ranges(std::span<const storage::RangeRead> ranges, uint64_t max_gap,
                                            uint64_t max_request) {
   std::vector<size_t> order(ranges.size());

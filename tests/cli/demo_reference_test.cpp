@@ -20,6 +20,11 @@
 #include "support/seed.h"
 
 namespace reshard::demo {
+
+using pipelines_detail::LoraDelta;
+using pipelines_detail::LoraFactor;
+using pipelines_detail::merge_lora_box;
+
 namespace {
 
 namespace fs = std::filesystem;

@@ -13,6 +13,9 @@
 #include "reshard/formats/safetensors_writer.h"
 
 namespace reshard {
+
+using formats_detail::write_produced_file;
+
 namespace {
 
 namespace fs = std::filesystem;

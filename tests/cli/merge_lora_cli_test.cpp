@@ -26,6 +26,9 @@
 extern char** environ;
 
 namespace reshard {
+
+using formats_detail::write_produced_file;
+
 namespace {
 
 namespace fs = std::filesystem;

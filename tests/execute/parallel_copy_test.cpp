@@ -12,6 +12,16 @@
 #include "support/seed.h"
 
 namespace reshard {
+
+using layout_detail::BoxCopy;
+using layout_detail::copy_bytes;
+using layout_detail::copy_rows;
+using layout_detail::copy_rows_together;
+using layout_detail::CopyMode;
+using layout_detail::finish_streaming;
+using layout_detail::prefetch_rows_a_page_apart;
+using layout_detail::RowsCopy;
+
 namespace {
 
 using Bytes = std::vector<std::byte>;

@@ -14,6 +14,13 @@
 #include "reshard/layout/error.h"
 
 namespace reshard::checkpoint {
+
+using formats_detail::BlockChecksums;
+using formats_detail::BlockHasher;
+using formats_detail::checksum_hex;
+using formats_detail::parse_checksum_hex;
+using formats_detail::xxh64;
+
 namespace {
 
 Manifest two_chunk_manifest() {

@@ -24,6 +24,11 @@
 #include "support/seed.h"
 
 namespace reshard {
+
+using formats_detail::hf_weight_files_in;
+using formats_detail::HfFolderPlan;
+using formats_detail::write_hf_folder;
+
 namespace {
 
 using testing::FileSizeLimit;

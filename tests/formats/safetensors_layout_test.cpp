@@ -9,6 +9,9 @@
 #include "reshard/layout/error.h"
 
 namespace reshard::safetensors {
+
+using formats_detail::json_quoted;
+
 namespace {
 
 using namespace std::string_literals;

@@ -14,6 +14,9 @@
 #include "support/seed.h"
 
 namespace reshard::safetensors {
+
+using formats_detail::json_quoted;
+
 namespace {
 
 using testing::RandomTensor;

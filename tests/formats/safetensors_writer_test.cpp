@@ -22,6 +22,11 @@
 #include "support/seed.h"
 
 namespace reshard::safetensors {
+
+using formats_detail::AtomicFile;
+using formats_detail::temporary_sibling;
+using formats_detail::write_file_atomically;
+
 namespace {
 
 using testing::FileSizeLimit;

@@ -16,6 +16,10 @@
 #include "support/seed.h"
 
 namespace reshard {
+
+using layout_detail::f32_to_bf16;
+using layout_detail::f32_to_f16;
+
 namespace {
 
 using safetensors::ReadMode;

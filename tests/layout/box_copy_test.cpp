@@ -12,6 +12,9 @@
 #include "reshard/layout/error.h"
 
 namespace reshard {
+
+using layout_detail::BoxCopy;
+
 namespace {
 
 using Bytes = std::vector<std::byte>;

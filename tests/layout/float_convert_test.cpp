@@ -15,6 +15,13 @@
 #include "support/seed.h"
 
 namespace reshard {
+
+using layout_detail::bf16_to_f32;
+using layout_detail::convert_floats;
+using layout_detail::f16_to_f32;
+using layout_detail::f32_to_bf16;
+using layout_detail::f32_to_f16;
+
 namespace {
 
 // A binary floating format of 16 bits: sign, exponent_bits, mantissa_bits.

@@ -17,6 +17,10 @@
 #include "support/seed.h"
 
 namespace reshard {
+
+using layout_detail::checked_add;
+using layout_detail::checked_mul;
+
 namespace {
 
 constexpr int64_t kMaxMeshDevices = 4096;

@@ -20,6 +20,10 @@
 #include "support/seed.h"
 
 namespace reshard {
+
+using pipelines_detail::PlannedChunk;
+using pipelines_detail::SavePlan;
+
 namespace {
 
 namespace fs = std::filesystem;

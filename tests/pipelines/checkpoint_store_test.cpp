@@ -31,6 +31,11 @@
 #include "support/temp_dir.h"
 
 namespace reshard {
+
+using pipelines_detail::data_file_name;
+using pipelines_detail::PlannedChunk;
+using pipelines_detail::SaveTensor;
+
 namespace {
 
 using testing::objects_under;

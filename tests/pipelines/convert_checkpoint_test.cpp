@@ -18,6 +18,9 @@
 #include "support/temp_dir.h"
 
 namespace reshard {
+
+using layout_detail::convert_floats;
+
 namespace {
 
 namespace fs = std::filesystem;

@@ -25,6 +25,9 @@
 #include "support/seed.h"
 
 namespace reshard {
+
+using layout_detail::convert_floats;
+
 namespace {
 
 namespace fs = std::filesystem;

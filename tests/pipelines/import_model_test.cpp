@@ -32,6 +32,12 @@
 #include "support/temp_dir.h"
 
 namespace reshard {
+
+using pipelines_detail::copy_output_box;
+using pipelines_detail::resolve_tensor_map;
+using pipelines_detail::ResolvedMap;
+using pipelines_detail::ResolvedTensor;
+
 namespace {
 
 namespace fs = std::filesystem;

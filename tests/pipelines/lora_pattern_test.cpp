@@ -7,6 +7,9 @@
 #include "reshard/layout/error.h"
 
 namespace reshard {
+
+using pipelines_detail::regex_full_match;
+
 namespace {
 
 TEST(LoraPattern, MatchesAsPythonsReFullmatch) {

@@ -17,6 +17,17 @@
 #include "support/seed.h"
 
 namespace reshard {
+
+using layout_detail::bf16_to_f32;
+using layout_detail::convert_floats;
+using layout_detail::f32_to_bf16;
+using pipelines_detail::check_lora_shapes;
+using pipelines_detail::FactorReader;
+using pipelines_detail::LoraDelta;
+using pipelines_detail::LoraFactor;
+using pipelines_detail::merge_lora_box;
+using pipelines_detail::merge_lora_box_over_threads;
+
 namespace {
 
 using Bytes = std::vector<std::byte>;

@@ -14,6 +14,9 @@
 #include "support/seed.h"
 
 namespace reshard::pipelines_detail {
+
+using layout_detail::convert_floats;
+
 namespace {
 
 using Bytes = std::vector<std::byte>;

@@ -21,6 +21,10 @@
 #include "support/seed.h"
 
 namespace reshard {
+
+using layout_detail::bf16_to_f32;
+using layout_detail::f32_to_bf16;
+
 namespace {
 
 namespace fs = std::filesystem;

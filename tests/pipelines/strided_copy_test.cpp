@@ -16,6 +16,14 @@
 #include "support/seed.h"
 
 namespace reshard {
+
+using layout_detail::bf16_to_f32;
+using layout_detail::f16_to_f32;
+using layout_detail::f32_to_bf16;
+using layout_detail::f32_to_f16;
+using pipelines_detail::run_strided_copy;
+using pipelines_detail::StridedCopy;
+
 namespace {
 
 using Bytes = std::vector<std::byte>;

@@ -22,6 +22,19 @@
 #include "support/seed.h"
 
 namespace reshard {
+
+using layout_detail::convert_floats;
+using layout_detail::f32_to_bf16;
+using pipelines_detail::copy_output_box;
+using pipelines_detail::output_box_pieces;
+using pipelines_detail::OutputPiece;
+using pipelines_detail::resolve_tensor_map;
+using pipelines_detail::ResolvedMap;
+using pipelines_detail::ResolvedTensor;
+using pipelines_detail::ResolveOptions;
+using pipelines_detail::run_strided_copy;
+using pipelines_detail::StridedCopy;
+
 namespace {
 
 using safetensors::TensorSpec;

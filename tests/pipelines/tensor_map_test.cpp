@@ -15,6 +15,12 @@
 #include "support/temp_dir.h"
 
 namespace reshard {
+
+using pipelines_detail::resolve_tensor_map;
+using pipelines_detail::ResolvedMap;
+using pipelines_detail::ResolvedTensor;
+using pipelines_detail::ResolveOptions;
+
 namespace {
 
 using safetensors::TensorSpec;

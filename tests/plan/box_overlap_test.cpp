@@ -6,6 +6,9 @@
 #include "support/seed.h"
 
 namespace reshard {
+
+using plan_detail::find_overlap;
+
 namespace {
 
 Box box(std::vector<int64_t> origin, Shape shape) { return Box(std::move(origin), std::move(shape)); }

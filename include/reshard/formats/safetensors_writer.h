@@ -17,9 +17,9 @@
 #include "reshard/storage/location.h"
 #include "reshard/storage/object_writer.h"
 
-namespace reshard {
+namespace reshard::formats_detail {
 class AtomicFile;  // the temporary sibling each writer fills (internal)
-}  // namespace reshard
+}  // namespace reshard::formats_detail
 
 namespace reshard::safetensors {
 
@@ -108,10 +108,10 @@ class PositionalWriter {
   const std::filesystem::path& path() const;
 
  private:
-  PositionalWriter(FileLayout layout, AtomicFile file);
+  PositionalWriter(FileLayout layout, formats_detail::AtomicFile file);
 
   FileLayout layout_;
-  std::unique_ptr<AtomicFile> file_;
+  std::unique_ptr<formats_detail::AtomicFile> file_;
 };
 
 // Writes a whole file (local or an object) in one call from (spec, bytes)

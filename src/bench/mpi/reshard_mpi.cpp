@@ -39,6 +39,12 @@
 #include "reshard/plan/planner.h"
 
 namespace reshard::bench {
+
+using layout_detail::BoxCopy;
+using layout_detail::copy_bytes;
+using layout_detail::CopyMode;
+using layout_detail::finish_streaming;
+
 namespace {
 
 constexpr int kRepetitions = 5;

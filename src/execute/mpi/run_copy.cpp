@@ -7,6 +7,12 @@
 #include "layout/copy_bytes.h"
 
 namespace reshard::mpi_detail {
+
+using layout_detail::copy_bytes;
+using layout_detail::copy_rows;
+using layout_detail::CopyMode;
+using layout_detail::finish_streaming;
+
 namespace {
 
 // Copies of this many bytes or more stream around the cache, as memcpy's own

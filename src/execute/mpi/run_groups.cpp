@@ -6,6 +6,11 @@
 #include "layout/checked.h"
 
 namespace reshard::mpi_detail {
+
+using layout_detail::checked_add;
+using layout_detail::checked_mul;
+using layout_detail::range_inside;
+
 namespace {
 
 uint64_t address_of(const void* p) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)); }

@@ -8,6 +8,14 @@
 #include "layout/copy_bytes.h"
 
 namespace reshard::mpi_detail {
+
+using layout_detail::copy_bytes;
+using layout_detail::copy_rows;
+using layout_detail::copy_rows_together;
+using layout_detail::CopyMode;
+using layout_detail::finish_streaming;
+using layout_detail::RowsCopy;
+
 namespace {
 
 // How many runs ahead to prefetch: far enough to hide a miss to memory.

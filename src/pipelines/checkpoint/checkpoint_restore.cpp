@@ -13,6 +13,10 @@
 #include "reshard/layout/error.h"
 
 namespace reshard {
+
+using formats_detail::json_quoted;
+using layout_detail::BoxCopy;
+
 namespace {
 
 namespace detail = pipelines_detail;

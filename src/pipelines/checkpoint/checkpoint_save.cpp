@@ -24,6 +24,14 @@
 #include "reshard/layout/error.h"
 
 namespace reshard {
+
+using formats_detail::BlockChecksums;
+using formats_detail::BlockHasher;
+using pipelines_detail::data_file_name;
+using pipelines_detail::PlannedChunk;
+using pipelines_detail::SavePlan;
+using pipelines_detail::SaveTensor;
+
 namespace {
 
 namespace fs = std::filesystem;

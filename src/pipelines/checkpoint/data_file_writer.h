@@ -32,13 +32,13 @@ class DataFileSink {
 // destruction unless finish() renamed it into place.
 class LocalDataFile final : public DataFileSink {
  public:
-  explicit LocalDataFile(const std::filesystem::path& path) : file_(AtomicFile::create(path)) {}
+  explicit LocalDataFile(const std::filesystem::path& path) : file_(formats_detail::AtomicFile::create(path)) {}
   std::string name() const override { return file_.final_path().string(); }
   void append(std::span<const std::byte> bytes) override { file_.write(bytes); }
   void finish() override { file_.commit(); }
 
  private:
-  AtomicFile file_;
+  formats_detail::AtomicFile file_;
 };
 
 class DataFileWriter {

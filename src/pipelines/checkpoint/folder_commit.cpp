@@ -18,6 +18,9 @@
 #include "reshard/layout/error.h"
 
 namespace reshard::pipelines_detail {
+
+using formats_detail::write_file_atomically;
+
 namespace {
 
 namespace fs = std::filesystem;

@@ -9,7 +9,11 @@
 #include "formats/json_escape.h"
 #include "reshard/layout/error.h"
 
-namespace reshard {
+namespace reshard::pipelines_detail {
+
+using formats_detail::BlockChecksums;
+using formats_detail::json_quoted;
+
 namespace {
 
 struct Holders {
@@ -148,4 +152,4 @@ uint64_t SavePlan::fingerprint() const {
   return hash;
 }
 
-}  // namespace reshard
+}  // namespace reshard::pipelines_detail

@@ -12,7 +12,7 @@
 #include "reshard/formats/safetensors_layout.h"
 #include "reshard/pipelines/named_array.h"
 
-namespace reshard {
+namespace reshard::pipelines_detail {
 
 // What a save needs to know of an array to plan it: no bytes.
 struct SaveTensor {
@@ -64,8 +64,9 @@ class SavePlan {
   // The manifest once every chunk's checksums are known (`checksums[i]` of
   // chunks()[i], in blocks of `block_bytes`, 0 for version 1), with each
   // tensor's saved layout and metadata.
-  checkpoint::Manifest manifest(std::span<const SaveTensor> tensors, std::span<const BlockChecksums> checksums,
-                                uint64_t block_bytes, std::optional<safetensors::Metadata> metadata) const;
+  checkpoint::Manifest manifest(std::span<const SaveTensor> tensors,
+                                std::span<const formats_detail::BlockChecksums> checksums, uint64_t block_bytes,
+                                std::optional<safetensors::Metadata> metadata) const;
 
  private:
   std::vector<PlannedChunk> chunks_;
@@ -77,4 +78,4 @@ class SavePlan {
 // "data-00003.safetensors": the data file process 3 writes.
 std::string data_file_name(int process);
 
-}  // namespace reshard
+}  // namespace reshard::pipelines_detail

@@ -7,6 +7,9 @@
 #include "layout/checked.h"
 
 namespace reshard::pipelines_detail {
+
+using layout_detail::checked_mul;
+
 namespace {
 
 // Bytes given to each process so far.

@@ -13,6 +13,11 @@
 #include "reshard/storage/open_store.h"
 
 namespace reshard::pipelines_detail {
+
+using formats_detail::hf_weight_files_in;
+using formats_detail::HfFolderPlan;
+using formats_detail::write_file_atomically;
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -72,7 +77,7 @@ void ExportOutput::write(const std::string& name, const Box& box, std::span<cons
   const safetensors::FileLayout& layout = files_[file].second;
   const safetensors::TensorInfo& tensor = layout.header().at(name);
   const uint64_t base = layout.header().file_offset(tensor);
-  safetensors::detail::for_each_byte_run(tensor, box, [&](const safetensors::detail::ByteRun& run) {
+  formats_detail::for_each_byte_run(tensor, box, [&](const formats_detail::ByteRun& run) {
     objects_->write_at(file, base + run.tensor_offset, bytes.subspan(run.box_offset, run.length));
   });
 }

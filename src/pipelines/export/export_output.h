@@ -62,7 +62,7 @@ class ExportOutput {
   storage::Location out_;
   const ExportPlan& plan_;
   bool replace_ = false;
-  std::optional<HfFolderPlan> folder_plan_;
+  std::optional<formats_detail::HfFolderPlan> folder_plan_;
   OutputFiles files_;
   std::unordered_map<std::string, size_t> file_of_tensor_;
   std::optional<storage_detail::StagedFolder> staged_;

@@ -12,6 +12,9 @@
 #include "reshard/pipelines/peft_adapter.h"
 
 namespace reshard::pipelines_detail {
+
+using layout_detail::checked_add;
+
 namespace {
 
 bool is_adapter_output(const ResolvedTensor& tensor) { return tensor.out.name.starts_with(kPeftKeyPrefix); }

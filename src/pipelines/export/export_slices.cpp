@@ -7,6 +7,10 @@
 #include "layout/checked.h"
 
 namespace reshard::pipelines_detail {
+
+using layout_detail::checked_add;
+using layout_detail::checked_mul;
+
 namespace {
 
 // A tensor's place in the output: its file and its bytes there.

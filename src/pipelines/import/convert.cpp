@@ -20,6 +20,11 @@
 #include "reshard/storage/open_store.h"
 
 namespace reshard {
+
+using layout_detail::convert_floats;
+using pipelines_detail::PlannedChunk;
+using pipelines_detail::SaveTensor;
+
 namespace {
 
 namespace fs = std::filesystem;

@@ -13,6 +13,9 @@
 #include "reshard/pipelines/export_model.h"
 
 namespace reshard::pipelines_detail {
+
+using formats_detail::write_file_atomically;
+
 namespace {
 
 // The checkpoint metadata keys that hold a model folder's config files, and their file names.

@@ -24,6 +24,12 @@
 #include "storage/local/staged_folder.h"
 
 namespace reshard::pipelines_detail {
+
+using formats_detail::hf_weight_files_in;
+using formats_detail::HfFolderPlan;
+using formats_detail::write_file_atomically;
+using layout_detail::checked_add;
+
 namespace {
 
 namespace fs = std::filesystem;

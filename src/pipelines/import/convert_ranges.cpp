@@ -9,6 +9,9 @@
 #include "reshard/layout/error.h"
 
 namespace reshard::pipelines_detail {
+
+using layout_detail::checked_mul;
+
 namespace {
 
 // The bytes of one row (the tensor's first axis) in `dtype`, or 0 when a row

@@ -12,6 +12,10 @@
 #include "reshard/layout/error.h"
 
 namespace reshard::pipelines_detail {
+
+using layout_detail::checked_add;
+using layout_detail::checked_mul;
+
 namespace {
 
 // The source bytes the copies making `box` read: each piece's walk touches

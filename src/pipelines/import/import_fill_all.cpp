@@ -10,6 +10,8 @@
 
 namespace reshard::pipelines_detail {
 
+using layout_detail::checked_add;
+
 std::vector<ShardedArray> fill_import_tensors(const ImportPlan& plan, const ImportSource& source,
                                               const Topology& topology, int process, size_t tensors_in_flight,
                                               FillStats& stats, const std::function<void(uint64_t)>& progress) {

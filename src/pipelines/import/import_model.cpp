@@ -16,6 +16,11 @@
 #include "reshard/storage/open_store.h"
 
 namespace reshard {
+
+using layout_detail::checked_add;
+using pipelines_detail::ResolvedMap;
+using pipelines_detail::ResolvedTensor;
+
 namespace {
 
 namespace fs = std::filesystem;

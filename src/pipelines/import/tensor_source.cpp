@@ -7,6 +7,8 @@
 
 namespace reshard::pipelines_detail {
 
+using layout_detail::convert_floats;
+
 TensorSource TensorSource::open(const storage::Location& path) {
   TensorSource source;
   if (checkpoint::is_checkpoint(path)) {

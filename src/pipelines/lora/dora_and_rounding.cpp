@@ -6,6 +6,9 @@
 #include "layout/float_convert.h"
 
 namespace reshard::pipelines_detail {
+
+using layout_detail::convert_floats;
+
 namespace {
 
 size_t feature_of(const F32Rows& block, bool transposed, size_t i, size_t j) {

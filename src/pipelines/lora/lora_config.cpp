@@ -10,6 +10,9 @@
 #include "reshard/layout/error.h"
 
 namespace reshard {
+
+using pipelines_detail::regex_full_match;
+
 namespace {
 
 using Json = nlohmann::ordered_json;

@@ -10,7 +10,7 @@
 
 #include "reshard/layout/error.h"
 
-namespace reshard {
+namespace reshard::pipelines_detail {
 namespace {
 
 constexpr int kUnbounded = -1;
@@ -264,4 +264,4 @@ bool regex_full_match(std::string_view pattern, std::string_view text) {
   return Matcher(pattern, text).full(all);
 }
 
-}  // namespace reshard
+}  // namespace reshard::pipelines_detail

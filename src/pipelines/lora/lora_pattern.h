@@ -5,7 +5,7 @@
 
 #include <string_view>
 
-namespace reshard {
+namespace reshard::pipelines_detail {
 
 // Whether all of `text` matches `pattern`. Supported: literals, '.', escapes
 // (\. \d \w \s \D \W \S and escaped punctuation), classes [a-z_] and [^...],
@@ -14,4 +14,4 @@ namespace reshard {
 // would take too many steps, is Error(kParse) naming the pattern.
 bool regex_full_match(std::string_view pattern, std::string_view text);
 
-}  // namespace reshard
+}  // namespace reshard::pipelines_detail

@@ -13,7 +13,10 @@
 #include "pipelines/tensor_map/strided_copy.h"
 #include "reshard/layout/error.h"
 
-namespace reshard {
+namespace reshard::pipelines_detail {
+
+using layout_detail::convert_floats;
+
 namespace {
 
 // The box's elements as f32, dense row-major.
@@ -184,4 +187,4 @@ void merge_lora_box_over_threads(const LoraDelta& delta, const Box& w_box, DType
   });
 }
 
-}  // namespace reshard
+}  // namespace reshard::pipelines_detail

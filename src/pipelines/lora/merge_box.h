@@ -11,7 +11,7 @@
 #include "reshard/layout/box.h"
 #include "reshard/layout/dtype.h"
 
-namespace reshard {
+namespace reshard::pipelines_detail {
 
 // Fills `out` with the box `box` of a factor, dense and row-major in its dtype.
 using FactorReader = std::function<void(const Box& box, std::span<std::byte> out)>;
@@ -60,4 +60,4 @@ constexpr size_t kMinMergeBytesPerThread = size_t{1} << 20;
 void merge_lora_box_over_threads(const LoraDelta& delta, const Box& w_box, DType w_dtype, std::span<const std::byte> w,
                                  DType out_dtype, std::span<std::byte> out, int threads);
 
-}  // namespace reshard
+}  // namespace reshard::pipelines_detail

@@ -20,6 +20,13 @@
 #include "reshard/pipelines/peft_adapter.h"
 
 namespace reshard {
+
+using formats_detail::hf_weight_files_among;
+using formats_detail::HfFolderPlan;
+using formats_detail::write_hf_index;
+using formats_detail::write_hf_weight_files;
+using layout_detail::checked_add;
+
 namespace {
 
 namespace detail = pipelines_detail;

@@ -10,6 +10,9 @@
 #include "reshard/formats/safetensors_layout.h"
 
 namespace reshard::pipelines_detail {
+
+using layout_detail::convert_floats;
+
 namespace {
 
 using Entry = TensorCatalog::Entry;

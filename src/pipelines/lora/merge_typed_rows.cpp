@@ -9,6 +9,13 @@
 #include "pipelines/lora/dora_and_rounding.h"
 
 namespace reshard::pipelines_detail {
+
+using layout_detail::convert_floats;
+using layout_detail::copy_bytes;
+using layout_detail::copy_rows;
+using layout_detail::CopyMode;
+using layout_detail::finish_streaming;
+
 namespace {
 
 // Rows and columns of the f32 tile that merged rows go through when they are

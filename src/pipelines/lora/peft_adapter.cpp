@@ -12,6 +12,9 @@
 #include "reshard/layout/error.h"
 
 namespace reshard {
+
+using formats_detail::write_produced_file;
+
 namespace {
 
 constexpr std::string_view kASuffix = ".lora_A.weight";

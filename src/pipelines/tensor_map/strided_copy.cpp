@@ -13,7 +13,18 @@
 #include "layout/float_convert.h"
 #include "reshard/layout/error.h"
 
-namespace reshard {
+namespace reshard::pipelines_detail {
+
+using layout_detail::bf16_to_f32;
+using layout_detail::BoxCopy;
+using layout_detail::checked_mul;
+using layout_detail::DimCursor;
+using layout_detail::f16_to_f32;
+using layout_detail::f32_to_bf16;
+using layout_detail::f32_to_f16;
+using layout_detail::merge_dims;
+using layout_detail::StridedDim;
+
 namespace {
 
 template <typename T>
@@ -186,4 +197,4 @@ void run_strided_copy(const StridedCopy& copy, const std::byte* src, std::byte* 
               fmt::format("strided copy: cannot copy {} to {}", dtype_name(from), dtype_name(to)));
 }
 
-}  // namespace reshard
+}  // namespace reshard::pipelines_detail

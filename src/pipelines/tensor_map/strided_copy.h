@@ -9,7 +9,7 @@
 #include "reshard/layout/box.h"
 #include "reshard/layout/dtype.h"
 
-namespace reshard {
+namespace reshard::pipelines_detail {
 
 // Element [i0, i1, ...] of the walk `shape` is read at src_offset + sum(i * src_strides)
 // and written at dst_offset + sum(i * dst_strides), all in elements of each side's dtype.
@@ -29,4 +29,4 @@ struct StridedCopy {
 // tiles. Error(kInvalidArgument) for any other pair of dtypes or a sub-byte dtype.
 void run_strided_copy(const StridedCopy& copy, const std::byte* src, std::byte* dst);
 
-}  // namespace reshard
+}  // namespace reshard::pipelines_detail

@@ -13,6 +13,11 @@
 #include "reshard/layout/error.h"
 
 namespace reshard {
+
+using pipelines_detail::parse_name_pattern;
+using pipelines_detail::parse_rearrange;
+using pipelines_detail::rearrange_text;
+
 namespace {
 
 using Json = nlohmann::ordered_json;

@@ -7,7 +7,7 @@
 #include "layout/checked.h"
 #include "reshard/layout/error.h"
 
-namespace reshard {
+namespace reshard::pipelines_detail {
 namespace {
 
 using Ranges = std::vector<Interval>;  // one per walk axis of a dimension
@@ -173,4 +173,4 @@ void copy_output_box_from_reads(const ResolvedMap& map, const ResolvedTensor& te
   }
 }
 
-}  // namespace reshard
+}  // namespace reshard::pipelines_detail

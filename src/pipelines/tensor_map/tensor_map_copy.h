@@ -13,7 +13,7 @@
 #include "pipelines/tensor_map/tensor_map_resolve.h"
 #include "reshard/layout/box.h"
 
-namespace reshard {
+namespace reshard::pipelines_detail {
 
 // The part of a box of an output tensor that one strided copy fills: it reads
 // source `source` inside `source_box` and writes the box's dense buffer.
@@ -56,4 +56,4 @@ using SourceBoxReader = std::function<void(size_t source, const Box& box, std::s
 void copy_output_box_from_reads(const ResolvedMap& map, const ResolvedTensor& tensor, const Box& out_box,
                                 const SourceBoxReader& read, std::span<std::byte> out);
 
-}  // namespace reshard
+}  // namespace reshard::pipelines_detail

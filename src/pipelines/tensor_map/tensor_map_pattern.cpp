@@ -8,7 +8,7 @@
 
 #include "reshard/layout/error.h"
 
-namespace reshard {
+namespace reshard::pipelines_detail {
 namespace {
 
 [[noreturn]] void bad(std::string_view what, std::string_view why) {
@@ -178,4 +178,4 @@ std::string rearrange_text(const AxisGroups& from, const AxisGroups& to) {
   return side_text(from) + " -> " + side_text(to);
 }
 
-}  // namespace reshard
+}  // namespace reshard::pipelines_detail

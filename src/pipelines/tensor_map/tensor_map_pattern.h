@@ -11,7 +11,7 @@
 
 #include "reshard/pipelines/tensor_map.h"
 
-namespace reshard {
+namespace reshard::pipelines_detail {
 
 // A pattern: literal text and {placeholder}s, in order.
 struct NamePattern {
@@ -45,4 +45,4 @@ std::pair<AxisGroups, AxisGroups> parse_rearrange(std::string_view text, std::st
 // The sides written back as text.
 std::string rearrange_text(const AxisGroups& from, const AxisGroups& to);
 
-}  // namespace reshard
+}  // namespace reshard::pipelines_detail

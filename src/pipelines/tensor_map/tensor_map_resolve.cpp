@@ -12,7 +12,10 @@
 #include "reshard/formats/tensor_stream.h"
 #include "reshard/layout/error.h"
 
-namespace reshard {
+namespace reshard::pipelines_detail {
+
+using layout_detail::checked_mul;
+
 namespace {
 
 using safetensors::TensorSpec;
@@ -341,4 +344,4 @@ ResolvedMap resolve_tensor_map(const TensorMap& map, std::span<const TensorSpec>
   return resolved;
 }
 
-}  // namespace reshard
+}  // namespace reshard::pipelines_detail

@@ -12,7 +12,7 @@
 #include "reshard/layout/box.h"
 #include "reshard/pipelines/tensor_map.h"
 
-namespace reshard {
+namespace reshard::pipelines_detail {
 
 struct ResolveOptions {
   std::optional<DType> dtype;    // cast F32/F16/BF16 tensors to this (a rule's own dtype wins)
@@ -79,4 +79,4 @@ struct ResolvedMap {
 ResolvedMap resolve_tensor_map(const TensorMap& map, std::span<const safetensors::TensorSpec> sources,
                                const ResolveOptions& options = {});
 
-}  // namespace reshard
+}  // namespace reshard::pipelines_detail

@@ -16,6 +16,9 @@
 #include "storage/s3/s3_xml.h"
 
 namespace reshard::storage_detail {
+
+using layout_detail::checked_add;
+
 namespace {
 
 using storage::IfExists;

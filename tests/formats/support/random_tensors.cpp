@@ -6,6 +6,9 @@
 #include "layout/checked.h"
 
 namespace reshard::testing {
+
+using layout_detail::checked_product;
+
 namespace {
 
 size_t pick(std::mt19937_64& rng, size_t n) { return std::uniform_int_distribution<size_t>(0, n - 1)(rng); }

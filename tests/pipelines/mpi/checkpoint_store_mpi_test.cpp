@@ -21,6 +21,9 @@
 #include "storage/support/store_servers.h"
 
 namespace reshard {
+
+using pipelines_detail::data_file_name;
+
 namespace {
 
 using testing::objects_under;

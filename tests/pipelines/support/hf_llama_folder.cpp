@@ -12,6 +12,11 @@
 #include "reshard/formats/safetensors_writer.h"
 
 namespace reshard::testing {
+
+using formats_detail::HfFolderPlan;
+using formats_detail::write_hf_folder;
+using layout_detail::f32_to_bf16;
+
 namespace {
 
 namespace fs = std::filesystem;

@@ -10,6 +10,10 @@
 #include "reshard/layout/topology.h"
 
 namespace reshard::testing {
+
+using layout_detail::bf16_to_f32;
+using layout_detail::f32_to_bf16;
+
 namespace {
 
 constexpr const char* kStack = "transformer.layers.stacked.";
