@@ -29,6 +29,9 @@
 #include "reshard/pipelines/checkpoint_save.h"
 
 namespace reshard::bench {
+
+using job::job_transport;
+
 namespace {
 
 namespace fs = std::filesystem;

@@ -30,6 +30,8 @@
 
 namespace reshard::bench {
 
+using job::job_transport;
+
 std::vector<BenchFigure> merge_lora_figures();  // src/bench/merge_lora.cpp
 
 namespace {

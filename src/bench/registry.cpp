@@ -4,6 +4,8 @@
 
 namespace reshard::bench {
 
+using job::job_world;
+
 BenchReport run_reshard_benchmark();  // src/bench/reshard.cpp
 BenchReport run_io_benchmark();       // src/bench/io.cpp
 BenchReport run_plan_benchmark();     // src/bench/plan.cpp

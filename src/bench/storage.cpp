@@ -27,6 +27,9 @@
 #include "reshard/layout/error.h"
 
 namespace reshard::bench {
+
+using job::job_world;
+
 namespace {
 
 namespace fs = std::filesystem;

@@ -11,6 +11,9 @@
 #include "reshard/layout/error.h"
 
 namespace reshard::cli {
+
+using job::job_world;
+
 namespace {
 
 using bench::BenchFigure;

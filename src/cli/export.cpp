@@ -28,6 +28,12 @@
 #include "reshard/storage/location.h"
 
 namespace reshard::cli {
+
+using job::JobWorld;
+using job::job_json;
+using job::job_transport;
+using job::job_world;
+
 namespace {
 
 struct ExportFlags {

@@ -24,6 +24,11 @@
 #include "reshard/storage/location.h"
 
 namespace reshard::cli {
+
+using job::JobWorld;
+using job::job_transport;
+using job::job_world;
+
 namespace {
 
 struct ImportFlags {

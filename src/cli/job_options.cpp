@@ -12,6 +12,9 @@
 
 namespace reshard::cli {
 
+using job::set_job_timeout;
+using job::set_job_transport;
+
 void add_transport_option(CLI::App& command) {
   command
       .add_option_function<std::string>(

@@ -18,6 +18,12 @@
 #include "reshard/plan/planner.h"
 
 namespace reshard::cli {
+
+using job::job_peer_paths;
+using job::job_transport;
+using job::job_world;
+using job::with_job_hosts;
+
 namespace {
 
 constexpr const char* kHelp =

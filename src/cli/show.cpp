@@ -17,6 +17,9 @@
 #include "reshard/layout/sharding_picture.h"
 
 namespace reshard::cli {
+
+using job::job_world;
+
 namespace {
 
 constexpr const char* kHelp =

@@ -16,6 +16,14 @@
 #include "reshard/layout/error.h"
 
 namespace reshard::demo {
+
+using job::JobWorld;
+using job::job_json;
+using job::job_timeout;
+using job::job_transport;
+using job::job_world;
+using job::with_job_hosts;
+
 namespace {
 
 namespace fs = std::filesystem;

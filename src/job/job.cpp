@@ -18,7 +18,7 @@
 #include "reshard/execute/mpi/mpi_transport.h"
 #endif
 
-namespace reshard {
+namespace reshard::job {
 namespace {
 
 // Everything the job started, torn down in reverse order by finish_job (or,
@@ -221,4 +221,4 @@ int finish_job(int exit_code) {
   return exit_code;
 }
 
-}  // namespace reshard
+}  // namespace reshard::job

@@ -13,9 +13,11 @@
 #include "execute/launcher_env.h"
 
 namespace reshard {
-
 class Topology;
 class Transport;
+}  // namespace reshard
+
+namespace reshard::job {
 
 // This process's rank and the number of processes in the job.
 struct JobWorld {
@@ -67,4 +69,4 @@ nlohmann::ordered_json job_json();
 // may still be waiting on. Call once, on the way out of main().
 int finish_job(int exit_code);
 
-}  // namespace reshard
+}  // namespace reshard::job

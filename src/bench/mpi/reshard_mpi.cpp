@@ -40,6 +40,11 @@
 
 namespace reshard::bench {
 
+using job::JobWorld;
+using job::job_transport;
+using job::job_world;
+using job::with_job_hosts;
+
 using layout_detail::BoxCopy;
 using layout_detail::copy_bytes;
 using layout_detail::CopyMode;
