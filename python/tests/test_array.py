@@ -61,6 +61,11 @@ def test_random_reshards_agree_with_numpy_and_jax(rng):
         ours = {s.device: s.data for s in moved.shards}
         for shard in theirs.addressable_shards:
             expected, got = np.asarray(shard.data), ours[shard.device.id]
+            if values.size == 0:
+                # JAX's shards of an empty array hold the whole (empty) array,
+                # whatever their index says: compare with the index alone.
+                assert got.shape == values[shard.index].shape
+                continue
             # XLA may quiet NaN payloads when it copies between devices; reshard
             # keeps every bit (checked against numpy above), JAX every other bit.
             nan = is_nan(expected)
