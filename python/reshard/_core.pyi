@@ -416,7 +416,7 @@ class PlanOptions:
     How the planner may go beyond each target device fetching its own slice.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, fan_out: bool = True, balance_senders: bool = True) -> None:
         """The defaults: fan out and balance senders."""
 
     @property
@@ -840,6 +840,44 @@ class RestoreResult:
 
     def __repr__(self) -> str: ...
 
+class SaveOptions:
+    """How a checkpoint is saved (keywords only)."""
+
+    def __init__(self, *, metadata: Sequence[tuple[str, str]] | None = None, replace: bool = False, staging_bytes: int = 1073741824, checksum_block_bytes: int = 1048576) -> None: ...
+
+    @property
+    def metadata(self) -> list[tuple[str, str]] | None:
+        """The manifest's own (key, value) pairs; None: none."""
+
+    @property
+    def replace(self) -> bool:
+        """Replace a checkpoint already at the path."""
+
+    @property
+    def staging_bytes(self) -> int:
+        """save_async: host memory its staging may hold."""
+
+    @property
+    def checksum_block_bytes(self) -> int:
+        """
+        Bytes per checksum block of a chunk; 0: one checksum per chunk (format version 1).
+        """
+
+    def __repr__(self) -> str: ...
+
+class RestoreOptions:
+    """How a checkpoint is restored (keywords only)."""
+
+    def __init__(self, *, verify_checksums: bool = True) -> None: ...
+
+    @property
+    def verify_checksums(self) -> bool:
+        """
+        Verify the checksums of the blocks read (off: only the bytes needed are read, damage unseen).
+        """
+
+    def __repr__(self) -> str: ...
+
 class SaveHandle:
     """
     An asynchronous save in progress: wait() for its result, ready() to poll.
@@ -853,17 +891,17 @@ class SaveHandle:
     def ready(self) -> bool:
         """Whether wait() would return at once."""
 
-def _save_checkpoint(path: str | os.PathLike, names: Sequence[str], arrays: Sequence[_ShardedArray], metadata: Sequence[tuple[str, str]] | None, replace: bool, transport: Transport | None = None) -> SaveResult:
+def _save_checkpoint(path: str | os.PathLike, names: Sequence[str], arrays: Sequence[_ShardedArray], *, options: SaveOptions, transport: Transport | None = None) -> SaveResult:
     """
     Saves the arrays under their names as a checkpoint folder (collective).
     """
 
-def _save_checkpoint_async(path: str | os.PathLike, names: Sequence[str], arrays: Sequence[_ShardedArray], metadata: Sequence[tuple[str, str]] | None, replace: bool, staging_bytes: int, transport: Transport | None = None) -> SaveHandle:
+def _save_checkpoint_async(path: str | os.PathLike, names: Sequence[str], arrays: Sequence[_ShardedArray], *, options: SaveOptions, transport: Transport | None = None) -> SaveHandle:
     """
     Stages the arrays and saves them in the background; the handle keeps the transport alive.
     """
 
-def _restore_checkpoint(path: str | os.PathLike, names: Sequence[str], shardings: Sequence[NamedSharding], topology: Topology, verify_checksums: bool, transport: Transport | None = None) -> tuple[list[_ShardedArray], RestoreResult]:
+def _restore_checkpoint(path: str | os.PathLike, names: Sequence[str], shardings: Sequence[NamedSharding], topology: Topology, *, options: RestoreOptions, transport: Transport | None = None) -> tuple[list[_ShardedArray], RestoreResult]:
     """
     The named tensors laid out by their shardings, and what was read (collective).
     """
@@ -873,7 +911,7 @@ def _check_save_path(path: str | os.PathLike, argument: str) -> None:
     Raises the error a save to `path` would (a URL refused, a scheme reshard does not write), naming `argument`, before any work is done.
     """
 
-def _restore_checkpoint_into(path: str | os.PathLike, names: Sequence[str], arrays: Sequence[_ShardedArray], verify_checksums: bool, transport: Transport | None = None) -> RestoreResult:
+def _restore_checkpoint_into(path: str | os.PathLike, names: Sequence[str], arrays: Sequence[_ShardedArray], *, options: RestoreOptions, transport: Transport | None = None) -> RestoreResult:
     """Fills the arrays' shards with the tensors of their names (collective)."""
 
 class ExportTimes:
@@ -1002,6 +1040,8 @@ class ExportOptions:
     def parts_in_flight(self) -> int:
         """Parts uploaded at once per process."""
 
+    def __repr__(self) -> str: ...
+
 class ImportOptions:
     """How import reads and saves (keywords only)."""
 
@@ -1022,6 +1062,8 @@ class ImportOptions:
     @property
     def replace(self) -> bool:
         """Replace a checkpoint already at the output path."""
+
+    def __repr__(self) -> str: ...
 
 def _export_checkpoint(checkpoint: str | os.PathLike, out: str | os.PathLike, map: str, options: ExportOptions, transport: Transport | None = None) -> ExportResult:
     """
@@ -1162,6 +1204,8 @@ class ConvertOptions:
     def layout(self) -> CheckpointLayout | None:
         """A checkpoint output's layout (CheckpointLayout)."""
 
+    def __repr__(self) -> str: ...
+
 def _convert_output_for(dst: str | os.PathLike, with_layout: bool) -> str:
     """
     The output convert writes to `dst` when none is named: 'checkpoint' with a layout, else by `dst`.
@@ -1203,6 +1247,8 @@ class MergeLoraOptions:
     @property
     def threads(self) -> int:
         """Merging threads per block; 0: every core."""
+
+    def __repr__(self) -> str: ...
 
 def _merge_lora(base: str | os.PathLike, adapter: str | os.PathLike, out: str | os.PathLike, options: MergeLoraOptions) -> MergeLoraResult:
     """

@@ -81,7 +81,8 @@ def save(
     was there.
     """
     names, cores = _named(arrays)
-    return _core._save_checkpoint(_fspath(path, "path"), names, cores, _metadata(metadata), replace, transport)
+    options = _core.SaveOptions(metadata=_metadata(metadata), replace=replace)
+    return _core._save_checkpoint(_fspath(path, "path"), names, cores, options=options, transport=transport)
 
 
 def save_async(
@@ -102,8 +103,8 @@ def save_async(
     used by anything else until wait() returns.
     """
     names, cores = _named(arrays)
-    return _core._save_checkpoint_async(_fspath(path, "path"), names, cores, _metadata(metadata), replace, staging_bytes,
-                                        transport)
+    options = _core.SaveOptions(metadata=_metadata(metadata), replace=replace, staging_bytes=staging_bytes)
+    return _core._save_checkpoint_async(_fspath(path, "path"), names, cores, options=options, transport=transport)
 
 
 def restore(
@@ -124,7 +125,9 @@ def restore(
     names = list(targets)
     shardings = [targets[n] for n in names]
     topology = topology or _default_topology(shardings, transport)
-    cores, stats = _core._restore_checkpoint(_fspath(path, "path"), names, shardings, topology, verify_checksums, transport)
+    options = _core.RestoreOptions(verify_checksums=verify_checksums)
+    cores, stats = _core._restore_checkpoint(_fspath(path, "path"), names, shardings, topology, options=options,
+                                             transport=transport)
     return Restored({n: ShardedArray(a) for n, a in zip(names, cores)}, stats)
 
 
@@ -141,6 +144,7 @@ def restore_into(
     a read-only numpy array) is an InvalidArgumentError before anything is read.
     """
     names, cores = _named(arrays)
-    return _core._restore_checkpoint_into(_fspath(path, "path"), names, cores, verify_checksums, transport)
+    options = _core.RestoreOptions(verify_checksums=verify_checksums)
+    return _core._restore_checkpoint_into(_fspath(path, "path"), names, cores, options=options, transport=transport)
 
 

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -96,5 +98,10 @@ size_t spec_hash(const PartitionSpec& spec);
 
 // A tuple of slice(begin, end) per dimension: a box as numpy indexes it.
 nb::tuple box_to_slices(const Box& box);
+
+// An options object's repr as the keyword call that makes it, from its
+// properties `fields` (its keywords): "ExportOptions(kind='model', ...)"
+// (keyword_repr.cpp).
+std::string keyword_repr(nb::handle self, std::initializer_list<const char*> fields);
 
 }  // namespace reshard::python

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nanobind/stl/filesystem.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -45,20 +46,10 @@ Topology topology_of(const std::vector<NamedArray>& arrays) {
   return arrays.empty() ? Topology::uniform(1, 1) : arrays.front().array.topology();
 }
 
-SaveOptions save_options(std::optional<MetadataItems> metadata, bool replace, uint64_t staging_bytes) {
-  SaveOptions options;
-  if (metadata) options.metadata = safetensors::Metadata(metadata->begin(), metadata->end());
-  options.replace = replace;
-  options.staging_bytes = staging_bytes;
-  return options;
-}
-
 SaveResult save(const std::filesystem::path& path, const std::vector<std::string>& names,
-               const std::vector<ShardedArray>& arrays, std::optional<MetadataItems> metadata, bool replace,
-               Transport* transport) {
+               const std::vector<ShardedArray>& arrays, const SaveOptions& options, Transport* transport) {
   const storage::Location where = place(path, "path");
   const std::vector<NamedArray> named = named_arrays(names, arrays);
-  const SaveOptions options = save_options(std::move(metadata), replace, SaveOptions{}.staging_bytes);
   return with_transport(transport, topology_of(named),
                         [&](Transport& t) { return save_checkpoint(named, where, t, options); });
 }
@@ -109,17 +100,17 @@ class PendingSave {
 };
 
 std::unique_ptr<PendingSave> save_async(const std::filesystem::path& path, const std::vector<std::string>& names,
-                                        const std::vector<ShardedArray>& arrays, std::optional<MetadataItems> metadata,
-                                        bool replace, uint64_t staging_bytes, Transport* transport) {
+                                        const std::vector<ShardedArray>& arrays, const SaveOptions& options,
+                                        Transport* transport) {
   const storage::Location where = place(path, "path");
   const std::vector<NamedArray> named = named_arrays(names, arrays);
-  return PendingSave::start(where, named, save_options(std::move(metadata), replace, staging_bytes), transport);
+  return PendingSave::start(where, named, options, transport);
 }
 
 std::pair<std::vector<ShardedArray>, RestoreResult> restore(const std::filesystem::path& path,
                                                            const std::vector<std::string>& names,
                                                            const std::vector<NamedSharding>& shardings,
-                                                           const Topology& topology, bool verify_checksums,
+                                                           const Topology& topology, const RestoreOptions& options,
                                                            Transport* transport) {
   const storage::Location where = place(path, "path");
   if (names.size() != shardings.size()) {
@@ -129,7 +120,6 @@ std::pair<std::vector<ShardedArray>, RestoreResult> restore(const std::filesyste
   std::vector<RestoreTarget> targets;
   targets.reserve(names.size());
   for (size_t i = 0; i < names.size(); ++i) targets.push_back(RestoreTarget{names[i], shardings[i], topology});
-  const RestoreOptions options{.verify_checksums = verify_checksums};
   RestoreResult result =
       with_transport(transport, topology, [&](Transport& t) { return restore_checkpoint(where, targets, t, options); });
   std::vector<ShardedArray> arrays;
@@ -140,11 +130,11 @@ std::pair<std::vector<ShardedArray>, RestoreResult> restore(const std::filesyste
 }
 
 RestoreResult restore_into(const std::filesystem::path& path, const std::vector<std::string>& names,
-                          const std::vector<ShardedArray>& arrays, bool verify_checksums, Transport* transport) {
+                          const std::vector<ShardedArray>& arrays, const RestoreOptions& options,
+                          Transport* transport) {
   const storage::Location where = place(path, "path");
   std::vector<NamedArray> named = named_arrays(names, arrays);  // copies share the arrays' buffers
   for (const NamedArray& array : named) array.array.check_writable();
-  const RestoreOptions options{.verify_checksums = verify_checksums};
   return with_transport(transport, topology_of(named),
                         [&](Transport& t) { return restore_checkpoint_into(where, named, t, options); });
 }
@@ -169,8 +159,8 @@ void bind_stats(nb::module_& m) {
       .def_ro("peak_staged_bytes", &SaveResult::peak_staged_bytes,
               "Asynchronous saves: the most bytes this process held staged in host memory at once.")
       .def("__repr__", [](const SaveResult& s) {
-        return "SaveResult(chunks_written=" + std::to_string(s.chunks_written) +
-               ", bytes_written=" + std::to_string(s.bytes_written) + ", waves=" + std::to_string(s.waves) + ")";
+        return fmt::format("SaveResult(chunks_written={}, bytes_written={}, waves={}, peak_staged_bytes={})",
+                           s.chunks_written, s.bytes_written, s.waves, s.peak_staged_bytes);
       });
   nb::class_<RestoreResult>(m, "RestoreResult", "What this process read in a restore.")
       .def_ro("header_bytes_read", &RestoreResult::header_bytes_read, "The manifest and data files' headers.")
@@ -181,31 +171,72 @@ void bind_stats(nb::module_& m) {
       });
 }
 
+std::optional<MetadataItems> metadata_items(const SaveOptions& o) {
+  if (!o.metadata) return std::nullopt;
+  return MetadataItems(o.metadata->begin(), o.metadata->end());
+}
+
+// SaveOptions and RestoreOptions, made by keyword only: their fields are the
+// Python keywords of save/save_async and restore/restore_into, each with the
+// C++ default.
+void bind_options(nb::module_& m) {
+  nb::class_<SaveOptions>(m, "SaveOptions", "How a checkpoint is saved (keywords only).")
+      .def("__init__",
+           [](SaveOptions* self, std::optional<MetadataItems> metadata, bool replace, uint64_t staging_bytes,
+              uint64_t checksum_block_bytes) {
+             SaveOptions* options = new (self) SaveOptions();
+             if (metadata) options->metadata = safetensors::Metadata(metadata->begin(), metadata->end());
+             options->replace = replace;
+             options->staging_bytes = staging_bytes;
+             options->checksum_block_bytes = checksum_block_bytes;
+           },
+           nb::kw_only(), nb::arg("metadata").none() = nb::none(), nb::arg("replace") = false,
+           nb::arg("staging_bytes") = SaveOptions{}.staging_bytes,
+           nb::arg("checksum_block_bytes") = SaveOptions{}.checksum_block_bytes)
+      .def_prop_ro("metadata", &metadata_items, "The manifest's own (key, value) pairs; None: none.")
+      .def_ro("replace", &SaveOptions::replace, "Replace a checkpoint already at the path.")
+      .def_ro("staging_bytes", &SaveOptions::staging_bytes, "save_async: host memory its staging may hold.")
+      .def_ro("checksum_block_bytes", &SaveOptions::checksum_block_bytes,
+              "Bytes per checksum block of a chunk; 0: one checksum per chunk (format version 1).")
+      .def("__repr__", [](nb::handle self) {
+        return keyword_repr(self, {"metadata", "replace", "staging_bytes", "checksum_block_bytes"});
+      });
+  nb::class_<RestoreOptions>(m, "RestoreOptions", "How a checkpoint is restored (keywords only).")
+      .def("__init__",
+           [](RestoreOptions* self, bool verify_checksums) {
+             new (self) RestoreOptions{.verify_checksums = verify_checksums};
+           },
+           nb::kw_only(), nb::arg("verify_checksums") = RestoreOptions{}.verify_checksums)
+      .def_ro("verify_checksums", &RestoreOptions::verify_checksums,
+              "Verify the checksums of the blocks read (off: only the bytes needed are read, damage unseen).")
+      .def("__repr__", [](nb::handle self) { return keyword_repr(self, {"verify_checksums"}); });
+}
+
 }  // namespace
 
 void bind_checkpoint(nb::module_& m) {
   bind_stats(m);
+  bind_options(m);
   nb::class_<PendingSave>(m, "SaveHandle",
                           "An asynchronous save in progress: wait() for its result, ready() to poll.")
       .def("wait", &PendingSave::wait,
            "Blocks (without the GIL) until the save is committed everywhere, or raises its error. Once.")
       .def("ready", &PendingSave::ready, "Whether wait() would return at once.");
 
-  m.def("_save_checkpoint", &save, nb::arg("path"), nb::arg("names"), nb::arg("arrays"), nb::arg("metadata").none(),
-        nb::arg("replace"), nb::arg("transport").none() = nb::none(),
+  m.def("_save_checkpoint", &save, nb::arg("path"), nb::arg("names"), nb::arg("arrays"), nb::kw_only(),
+        nb::arg("options"), nb::arg("transport").none() = nb::none(),
         "Saves the arrays under their names as a checkpoint folder (collective).");
   m.def("_save_checkpoint_async", &save_async, nb::arg("path"), nb::arg("names"), nb::arg("arrays"),
-        nb::arg("metadata").none(), nb::arg("replace"), nb::arg("staging_bytes"),
-        nb::arg("transport").none() = nb::none(), nb::keep_alive<0, 7>(),
+        nb::kw_only(), nb::arg("options"), nb::arg("transport").none() = nb::none(), nb::keep_alive<0, 5>(),
         "Stages the arrays and saves them in the background; the handle keeps the transport alive.");
   m.def("_restore_checkpoint", &restore, nb::arg("path"), nb::arg("names"), nb::arg("shardings"),
-        nb::arg("topology"), nb::arg("verify_checksums"), nb::arg("transport").none() = nb::none(),
+        nb::arg("topology"), nb::kw_only(), nb::arg("options"), nb::arg("transport").none() = nb::none(),
         "The named tensors laid out by their shardings, and what was read (collective).");
   m.def("_check_save_path", &check_save_path, nb::arg("path"), nb::arg("argument"),
         "Raises the error a save to `path` would (a URL refused, a scheme reshard does not write), naming "
         "`argument`, before any work is done.");
   m.def("_restore_checkpoint_into", &restore_into, nb::arg("path"), nb::arg("names"), nb::arg("arrays"),
-        nb::arg("verify_checksums"), nb::arg("transport").none() = nb::none(),
+        nb::kw_only(), nb::arg("options"), nb::arg("transport").none() = nb::none(),
         "Fills the arrays' shards with the tensors of their names (collective).");
 }
 

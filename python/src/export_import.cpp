@@ -116,7 +116,11 @@ void bind_export_import_options(nb::module_& m) {
       .def_prop_ro("has_lora_config", [](const ExportOptions& o) { return o.lora_config.has_value(); },
                    "Whether a LoRA config (adapter_config.json) was given.")
       .def_ro("part_bytes", &ExportOptions::part_bytes, "An object-store output's part size; 0: the store's.")
-      .def_ro("parts_in_flight", &ExportOptions::parts_in_flight, "Parts uploaded at once per process.");
+      .def_ro("parts_in_flight", &ExportOptions::parts_in_flight, "Parts uploaded at once per process.")
+      .def("__repr__", [](nb::handle self) {
+        return keyword_repr(self, {"kind", "dtype", "max_shard_size", "base", "gather_to", "replace", "hf_config_json",
+                                   "part_bytes", "parts_in_flight"});
+      });
   nb::class_<ImportOptions>(m, "ImportOptions", "How import reads and saves (keywords only).")
       .def("__init__",
            [](ImportOptions* self, const std::optional<std::string>& dtype, AxisSizes sizes,
@@ -135,7 +139,8 @@ void bind_export_import_options(nb::module_& m) {
       .def_prop_ro("base", [](const ImportOptions& o) {
         return o.base ? std::optional<std::string>(o.base->str()) : std::nullopt;
       }, "An adapter's base model, whose config.json gives the sizes.")
-      .def_ro("replace", &ImportOptions::replace, "Replace a checkpoint already at the output path.");
+      .def_ro("replace", &ImportOptions::replace, "Replace a checkpoint already at the output path.")
+      .def("__repr__", [](nb::handle self) { return keyword_repr(self, {"dtype", "sizes", "base", "replace"}); });
 }
 
 }  // namespace

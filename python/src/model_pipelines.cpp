@@ -142,7 +142,10 @@ void bind_convert_options(nb::module_& m) {
       }, "The float type F32/F16/BF16 tensors are cast to; None: kept.")
       .def_ro("max_shard_size", &ConvertOptions::max_shard_size, "Largest file of a Hugging Face folder, in bytes.")
       .def_ro("replace", &ConvertOptions::replace, "Replace an existing destination.")
-      .def_ro("layout", &ConvertOptions::layout, "A checkpoint output's layout (CheckpointLayout).");
+      .def_ro("layout", &ConvertOptions::layout, "A checkpoint output's layout (CheckpointLayout).")
+      .def("__repr__", [](nb::handle self) {
+        return keyword_repr(self, {"output", "dtype", "max_shard_size", "replace", "layout"});
+      });
   m.def("_convert_output_for", [](const std::filesystem::path& dst, bool with_layout) {
     return output_name(convert_output_for(place(dst, "dst"), with_layout));
   }, nb::arg("dst"), nb::arg("with_layout"),
@@ -181,7 +184,10 @@ void bind_merge_lora_options(nb::module_& m) {
       .def_ro("max_shard_size", &MergeLoraOptions::max_shard_size, "Largest weight file, in bytes.")
       .def_ro("replace", &MergeLoraOptions::replace, "Write over an existing folder's weight files.")
       .def_ro("block_bytes", &MergeLoraOptions::block_bytes, "At most this much of a weight is merged at a time.")
-      .def_ro("threads", &MergeLoraOptions::threads, "Merging threads per block; 0: every core.");
+      .def_ro("threads", &MergeLoraOptions::threads, "Merging threads per block; 0: every core.")
+      .def("__repr__", [](nb::handle self) {
+        return keyword_repr(self, {"dtype", "max_shard_size", "replace", "block_bytes", "threads"});
+      });
 }
 
 }  // namespace

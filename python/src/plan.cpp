@@ -61,15 +61,18 @@ void bind_plan(nb::module_& m) {
       .def("__repr__", [](const PlanStats& s) { return "PlanStats(" + nb::cast<std::string>(nb::repr(stats_to_dict(s))) + ")"; });
 
   nb::class_<PlanOptions>(m, "PlanOptions", "How the planner may go beyond each target device fetching its own slice.")
-      .def(nb::init<>(), "The defaults: fan out and balance senders.")
+      .def(
+          "__init__",
+          [](PlanOptions* self, bool fan_out, bool balance_senders) {
+            new (self) PlanOptions{.fan_out = fan_out, .balance_senders = balance_senders};
+          },
+          nb::kw_only(), nb::arg("fan_out") = PlanOptions{}.fan_out,
+          nb::arg("balance_senders") = PlanOptions{}.balance_senders, "The defaults: fan out and balance senders.")
       .def_rw("fan_out", &PlanOptions::fan_out,
               "A remote piece several devices of one process need crosses into it once; the others copy it (stage 1).")
       .def_rw("balance_senders", &PlanOptions::balance_senders,
               "A piece several processes hold is split over them so the largest sender sends the least.")
-      .def("__repr__", [](const PlanOptions& o) {
-        return fmt::format("PlanOptions(fan_out={}, balance_senders={})", o.fan_out ? "True" : "False",
-                           o.balance_senders ? "True" : "False");
-      });
+      .def("__repr__", [](nb::handle self) { return keyword_repr(self, {"fan_out", "balance_senders"}); });
 
   nb::class_<Plan>(m, "Plan", "The immutable list of transfers that builds a target layout from a source.")
       .def_prop_ro("shape", [](const Plan& p) { return shape_to_python(p.key().shape); },
