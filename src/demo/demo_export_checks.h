@@ -13,8 +13,11 @@ namespace reshard::demo {
 
 // Collective. adapter_model.safetensors holds exactly hf_adapter_tensors,
 // each equal to the framework factor it comes from; adapter_config.json has
-// spec/hf-peft.md's fields with the model's r, alpha and target modules,
-// written as PEFT writes it (sorted keys, two-space indent). `flip` names
+// the fields PEFT's LoraConfig needs (peft_type LORA, task_type, r,
+// lora_alpha, lora_dropout 0, target_modules, bias "none", fan_in_fan_out,
+// use_rslora, inference_mode, base_model_name_or_path, modules_to_save,
+// rank_pattern, alpha_pattern) with the model's values, written as PEFT
+// writes it (sorted keys, two-space indent). `flip` names
 // the --self-test-flip value that corrupts this check. Throws the agreed
 // Error(kInvalidArgument) "check failed: ..." on any difference.
 CheckTally check_adapter_folder(DemoContext& ctx, const std::filesystem::path& folder, std::string_view flip);
