@@ -1,5 +1,5 @@
 // `export`: a model in a training framework's layout (a reshard checkpoint,
-// or sharded arrays in memory) to a Hugging Face model folder, a PEFT adapter
+// sharded arrays in memory, or tensors read through the caller's function) to a Hugging Face model folder, a PEFT adapter
 // folder or a merged model, through a tensor map, written by every process of
 // a job at once without gathering the model.
 #pragma once
@@ -11,9 +11,12 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "reshard/execute/transport.h"
 #include "reshard/formats/hf_split.h"
+#include "reshard/formats/safetensors_layout.h"
+#include "reshard/layout/box.h"
 #include "reshard/layout/dtype.h"
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/lora_config.h"
@@ -128,5 +131,24 @@ ExportResult export_checkpoint(const storage::Location& checkpoint, const storag
 // configs.
 ExportResult export_arrays(std::span<const NamedArray> arrays, const storage::Location& out,
                            const TensorMap& map, Transport& transport, const ExportOptions& options = {});
+
+// Tensors read through the caller's function (a checkpoint in a format
+// reshard does not read itself, such as an Orbax or Levanter checkpoint read
+// through TensorStore). Every process must be able to read any box of any
+// tensor: blocks are assigned as for a checkpoint folder, so a process holds
+// only the blocks it has in flight, never its share of the model.
+struct TensorSource {
+  std::vector<safetensors::TensorSpec> specs;  // the same on every process
+  // Fills `out` with `box` (in source coordinates) of tensor specs[source],
+  // dense and row-major in the box, in the tensor's dtype. Called from
+  // several threads at once; an exception from it fails the export on every
+  // process, its message naming the tensor.
+  std::function<void(size_t source, const Box& box, std::span<std::byte> out)> read;
+};
+
+// The same from a TensorSource (one call per process, the same specs
+// everywhere): only the options give the configs.
+ExportResult export_source(const TensorSource& source, const storage::Location& out, const TensorMap& map,
+                           Transport& transport, const ExportOptions& options = {});
 
 }  // namespace reshard

@@ -126,4 +126,21 @@ void ArraysInput::bring_whole(size_t source, int root, Transport& transport) {
 
 void ArraysInput::release(size_t source) { whole_.erase(source); }
 
+SourceInput::SourceInput(const TensorSource& source) : source_(source) {
+  if (!source_.read) throw Error(ErrorCode::kInvalidArgument, "tensor source: no read function");
+}
+
+void SourceInput::read(size_t source, const Box& box, std::span<std::byte> out) const {
+  const safetensors::TensorSpec& spec = source_.specs.at(source);
+  const std::string where = fmt::format("reading tensor '{}' {}", spec.name, box.to_string());
+  try {
+    source_.read(source, box, out);
+  } catch (const Error& e) {
+    throw e.with_context(where);
+  } catch (const std::exception& e) {
+    // Not reshard's own: typed as a failed read, its text kept.
+    throw Error(ErrorCode::kIo, fmt::format("{}: {}", where, e.what()));
+  }
+}
+
 }  // namespace reshard::pipelines_detail

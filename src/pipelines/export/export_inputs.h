@@ -1,6 +1,7 @@
-// The two inputs of an export: a checkpoint folder (every process reads the
-// chunk byte ranges it needs), and sharded arrays in memory (a process reads
-// its own shards, or a whole array brought to it first).
+// The three inputs of an export: a checkpoint folder (every process reads the
+// chunk byte ranges it needs), sharded arrays in memory (a process reads its
+// own shards, or a whole array brought to it first), and a caller's reading
+// function (every process reads any box through it).
 #pragma once
 
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "reshard/execute/host_array.h"
 #include "reshard/execute/transport.h"
 #include "reshard/formats/checkpoint_reader.h"
+#include "reshard/pipelines/export_model.h"
 #include "reshard/pipelines/named_array.h"
 
 namespace reshard::pipelines_detail {
@@ -52,6 +54,19 @@ class ArraysInput final : public ExportInput {
   std::vector<safetensors::TensorSpec> specs_;
   std::vector<std::vector<std::vector<Box>>> boxes_;  // [source][process]: the shards' boxes
   std::map<size_t, std::pair<int, std::optional<HostArray>>> whole_;  // brought to (root, the array there)
+};
+
+class SourceInput final : public ExportInput {
+ public:
+  explicit SourceInput(const TensorSource& source);
+  const std::vector<safetensors::TensorSpec>& specs() const override { return source_.specs; }
+  bool readable_by(int, size_t, const Box&) const override { return true; }
+  // The caller's read; a failure becomes an Error naming the source tensor
+  // and box (kIo for an exception that is not an Error).
+  void read(size_t source, const Box& box, std::span<std::byte> out) const override;
+
+ private:
+  const TensorSource& source_;
 };
 
 }  // namespace reshard::pipelines_detail

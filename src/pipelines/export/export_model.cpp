@@ -76,6 +76,19 @@ std::vector<std::vector<std::pair<size_t, int>>> place_unplaced(const detail::Ex
   return bring;
 }
 
+// The blocks of an export whose every process reads any source box (a
+// checkpoint folder, a tensor source), balanced by bytes over `processes`.
+std::vector<detail::ExportBlock> cut_read_anywhere(const detail::ExportPlan& plan, const storage::Location& out,
+                                                   const ExportOptions& options, int processes) {
+  const auto anyone = [](int, const auto&) { return true; };
+  if (out.is_local()) return detail::cut_blocks(plan, options.block_bytes, processes, anyone);
+  // Cut along the parts, so that each part is produced where it is uploaded
+  // and nothing moves between processes.
+  const detail::OutputFiles files = detail::plan_output_files(plan, options.max_shard_size);
+  return detail::cut_blocks_by_parts(plan, files, detail::ExportObjects::plan_parts(out, files, options.part_bytes),
+                                     options.block_bytes, processes, anyone);
+}
+
 }  // namespace
 
 ExportResult export_checkpoint(const storage::Location& checkpoint, const storage::Location& out, const TensorMap& map,
@@ -92,16 +105,22 @@ ExportResult export_checkpoint(const storage::Location& checkpoint, const storag
                                         fmt::format("checkpoint {}", checkpoint.str()),
                                         metadata_value(metadata, kGenerationConfigMetadataKey)};
     plan = detail::plan_export(input->specs(), map, options, configs);
-    const auto anyone = [](int, const auto&) { return true; };
-    if (out.is_local()) {
-      blocks = detail::cut_blocks(plan, options.block_bytes, transport.size(), anyone);
-    } else {
-      // Every process reads the checkpoint: cut along the parts, so that each
-      // part is produced where it is uploaded and nothing moves between processes.
-      const detail::OutputFiles files = detail::plan_output_files(plan, options.max_shard_size);
-      blocks = detail::cut_blocks_by_parts(plan, files, detail::ExportObjects::plan_parts(out, files, options.part_bytes),
-                                           options.block_bytes, transport.size(), anyone);
-    }
+    blocks = cut_read_anywhere(plan, out, options, transport.size());
+  });
+  return detail::run_export(plan, blocks, *input, out, options, transport);
+}
+
+ExportResult export_source(const TensorSource& source, const storage::Location& out, const TensorMap& map,
+                           Transport& transport, const ExportOptions& options) {
+  check_options(options, transport);
+  std::optional<detail::SourceInput> input;
+  detail::ExportPlan plan;
+  std::vector<detail::ExportBlock> blocks;
+  agreed_step(transport, "exporting a tensor source", [&] {
+    input.emplace(source);
+    plan = detail::plan_export(input->specs(), map, options,
+                               {std::nullopt, std::nullopt, "the tensor source", std::nullopt});
+    blocks = cut_read_anywhere(plan, out, options, transport.size());
   });
   return detail::run_export(plan, blocks, *input, out, options, transport);
 }
