@@ -1073,6 +1073,15 @@ def _export_checkpoint(checkpoint: str | os.PathLike, out: str | os.PathLike, ma
 def _export_arrays(names: Sequence[str], arrays: Sequence[_ShardedArray], out: str | os.PathLike, map: str, options: ExportOptions, transport: Transport | None = None) -> ExportResult:
     """Exports sharded arrays through a tensor map (collective)."""
 
+def _export_source(specs: Sequence[tuple[str, str, Sequence[int]]], read: Callable, out: str | os.PathLike, map: str, *, options: ExportOptions, transport: Transport | None = None) -> ExportResult:
+    """
+    Exports tensors read through `read(source, starts, stops, buffer)` through a tensor map (collective):
+    `specs` are (name, dtype, shape) of each source; `read` fills the writable memoryview `buffer` (valid
+    during the call only) with that box of tensor `source`, dense, row-major, in its dtype. It is called
+    from the export's threads, several at once, each holding the GIL; an exception it raises fails the
+    export on every process: raised again here, PeerFailedError with its text on the others.
+    """
+
 def _import_arrays(hf_dir: str | os.PathLike, map: str, layout: CheckpointLayout, options: ImportOptions, transport: Transport | None = None) -> tuple[list[tuple[str, _ShardedArray]], ImportResult]:
     """Imports a Hugging Face folder as sharded arrays (collective)."""
 

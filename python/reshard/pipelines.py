@@ -5,10 +5,11 @@ framework's layout and Hugging Face files through a tensor map."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from . import _core
@@ -16,6 +17,18 @@ from ._dtypes import dtype_name
 from .array import _mesh_topology
 from .errors import ArgumentTypeError, InvalidArgumentError, MissingConfigWarning, ParseError
 from ._paths import fspath as _fspath
+
+
+@dataclasses.dataclass(frozen=True)
+class _TensorSource:
+    """Tensors an export reads through a function (an Orbax checkpoint through TensorStore):
+    `specs` (name, dtype name, shape) of each, and ``read(index, starts, stops, buffer)`` filling
+    the writable memoryview `buffer` (valid during the call only) with that box of tensor `index`,
+    dense and row-major. Every process may be asked for any box; it is called from the export's
+    threads, several at once."""
+
+    specs: list[tuple[str, str, tuple[int, ...]]]
+    read: Callable[[int, Sequence[int], Sequence[int], memoryview], None]
 
 ConvertResult = _core.ConvertResult
 MergeLoraResult = _core.MergeLoraResult
@@ -217,13 +230,16 @@ def export(
                     raise ArgumentTypeError(f"source[{name!r}] is a {type(array).__name__}, not a ShardedArray")
             result = _core._export_arrays(list(source), [a._array for a in source.values()], _fspath(out, "out"),
                                           tensor_map, options, transport)
+        elif isinstance(source, _TensorSource):
+            result = _core._export_source(source.specs, source.read, _fspath(out, "out"), tensor_map, options=options,
+                                          transport=transport)
         else:
             result = _core._export_checkpoint(_fspath(source, "source"), _fspath(out, "out"), tensor_map, options,
                                               transport)
     except InvalidArgumentError as e:
         # The library names the checkpoint's metadata key; a Python caller passes the argument.
         if lora_config is None and e.kind == "no_lora_config":
-            where = "" if isinstance(source, Mapping) else f" (and {_fspath(source, 'source')} holds none in its metadata)"
+            where = "" if isinstance(source, (Mapping, _TensorSource)) else f" (and {_fspath(source, 'source')} holds none in its metadata)"
             raise InvalidArgumentError(f"kind={kind!r} needs the LoRA config (r, lora_alpha): pass lora_config=, "
                                        f"adapter_config.json as a dict or its text{where}") from None
         # The store's limits on part sizes, said of the argument that chose one.
@@ -238,7 +254,7 @@ def export(
 def _warn_without_config(out: str, source: Any) -> None:
     if _core._parse_location(out, "out")[0] != "local":
         # A store's folder is not looked into: config.json came from the checkpoint's metadata, or from nowhere.
-        if isinstance(source, Mapping) or not (_core._inspect(_fspath(source, "source"))["metadata"] or {}).get(
+        if isinstance(source, (Mapping, _TensorSource)) or not (_core._inspect(_fspath(source, "source"))["metadata"] or {}).get(
                 _HF_CONFIG_METADATA_KEY):
             warnings.warn(f"{out}: no config.json written (pass hf_config=, config.json as a dict or its text): "
                           "transformers cannot load the folder without one", MissingConfigWarning, stacklevel=3)

@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -71,6 +73,62 @@ ExportResult export_from_arrays(const std::vector<std::string>& names, const std
   const Topology topology = arrays.empty() ? Topology::uniform(1, 1) : arrays.front().topology();
   return with_transport(transport, topology,
                         [&](Transport& t) { return export_arrays(named, where, tensor_map, t, options); });
+}
+
+// A Python exception raised by a source's read, as the export's Error (what
+// the other processes are told): a failed read that says its Python type.
+Error read_error(const nb::python_error& error) {
+  const std::string type = nb::cast<std::string>(nb::handle(error.type()).attr("__name__"));
+  return Error(ErrorCode::kIo, type + ": " + nb::cast<std::string>(nb::str(error.value())));
+}
+
+// `read(source, starts, stops, buffer)` fills the writable memoryview
+// `buffer` (valid during the call only) with that box of tensor `source`.
+// The export calls it from its threads, each taking the GIL for the call.
+// Where it raised on this process, that exception is raised again when the
+// export fails (its Python class kept, the export's context as a note); the
+// other processes raise PeerFailedError with its text.
+ExportResult export_from_source(const std::vector<std::tuple<std::string, std::string, std::vector<uint64_t>>>& specs,
+                                const nb::callable& read, const std::filesystem::path& out, const std::string& map,
+                                const ExportOptions& options, Transport* transport) {
+  const storage::Location where = place(out, "out");
+  TensorSource source;
+  for (const auto& [name, dtype, shape] : specs) source.specs.push_back({name, dtype_from_string(dtype), shape});
+  nb::object raised;  // the first exception `read` raised here; set and read with the GIL held
+  // A handle, not an owning object: the argument outlives the export, and
+  // copies of the function are made without the GIL.
+  source.read = [function = nb::handle(read), &raised](size_t index, const Box& box, std::span<std::byte> bytes) {
+    nb::gil_scoped_acquire acquire;
+    nb::list starts;
+    nb::list stops;
+    for (size_t d = 0; d < box.rank(); ++d) {
+      starts.append(box.origin()[d]);
+      stops.append(box.origin()[d] + box.shape()[d]);
+    }
+    nb::object view = nb::steal(PyMemoryView_FromMemory(reinterpret_cast<char*>(bytes.data()),
+                                                        static_cast<Py_ssize_t>(bytes.size()), PyBUF_WRITE));
+    if (!view.is_valid()) throw nb::python_error();
+    try {
+      function(index, nb::tuple(starts), nb::tuple(stops), view);
+    } catch (nb::python_error& error) {
+      if (!raised.is_valid()) raised = nb::borrow(error.value());
+      throw read_error(error);
+    }
+    // The bytes are the export's after the call: a view the callback kept
+    // now fails instead of reaching them (an array it made over the view
+    // blocks the release, and must not outlive the call either).
+    if (PyObject_CallMethod(view.ptr(), "release", nullptr) == nullptr) PyErr_Clear();
+  };
+  const TensorMap tensor_map = tensor_map_from(map);
+  try {
+    return run_collective(transport,
+                          [&](Transport& t) { return export_source(source, where, tensor_map, t, options); });
+  } catch (const Error& e) {
+    if (!raised.is_valid() || e.code() == ErrorCode::kPeerFailed) throw;
+    if (nb::hasattr(raised, "add_note")) raised.attr("add_note")(std::string(e.what()));
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(raised.ptr())), raised.ptr());
+    throw nb::python_error();
+  }
 }
 
 std::optional<std::string> optional_dtype_name(const std::optional<DType>& dtype) {
@@ -186,6 +244,13 @@ void bind_export_import(nb::module_& m) {
   m.def("_export_arrays", &export_from_arrays, nb::arg("names"), nb::arg("arrays"), nb::arg("out"), nb::arg("map"),
         nb::arg("options"), nb::arg("transport").none() = nb::none(),
         "Exports sharded arrays through a tensor map (collective).");
+  m.def("_export_source", &export_from_source, nb::arg("specs"), nb::arg("read"), nb::arg("out"), nb::arg("map"),
+        nb::kw_only(), nb::arg("options"), nb::arg("transport").none() = nb::none(),
+        "Exports tensors read through `read(source, starts, stops, buffer)` through a tensor map (collective):\n"
+        "`specs` are (name, dtype, shape) of each source; `read` fills the writable memoryview `buffer` (valid\n"
+        "during the call only) with that box of tensor `source`, dense, row-major, in its dtype. It is called\n"
+        "from the export's threads, several at once, each holding the GIL; an exception it raises fails the\n"
+        "export on every process: raised again here, PeerFailedError with its text on the others.");
   m.def("_import_arrays", [](const std::filesystem::path& hf_dir, const std::string& map,
                              const CheckpointLayout& layout, const ImportOptions& options, Transport* transport) {
     const storage::Location source = place(hf_dir, "hf_dir");
