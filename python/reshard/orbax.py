@@ -57,6 +57,7 @@ from . import _core, _job_transport, _paths, _sources, _store_paths
 from . import _orbax_base as _base
 from . import _orbax_layout as _layout
 from . import _orbax_read as _read
+from . import _orbax_source as _source
 from . import _orbax_targets as _targets
 from . import checkpoint as _checkpoint
 from . import pipelines as _pipelines
@@ -268,10 +269,11 @@ def export(path: str | os.PathLike, out: str | os.PathLike, tensor_map: str, *, 
     only its share of the base, with merge-lora's arithmetic (its config.json is
     the merged folder's unless `hf_config` is given).
 
-    Collective over `transport`: every process reads its share of the
-    checkpoint (by default each array split over the processes, see
-    ``restore`` for `mesh`, `rules` and `best_effort`) and writes what it
-    holds; nothing is gathered.
+    Collective over `transport`: every process reads, block by block, the
+    parts of the checkpoint it produces and writes them (holding only the
+    blocks in flight); nothing is gathered. With `base`, or with `mesh`,
+    `rules`, `best_effort` or `topology` (see ``restore``), each process
+    instead first reads its whole share of the checkpoint, laid out so.
     """
     transport = _job_transport.for_jax(transport)
     _store_paths.parse(out, "out")  # a scheme reshard does not write, refused before anything is read
@@ -283,6 +285,13 @@ def export(path: str | os.PathLike, out: str | os.PathLike, tensor_map: str, *, 
     base = options.pop("base", None) if kind == "merged" else None
     if base is not None and options.get("hf_config") is None:
         options["hf_config"] = _base.config_of(base)
+    if base is None and mesh is None and rules is None and best_effort is None and topology is None:
+        # Each block read where it is produced: a process holds only the blocks in flight.
+        source = _core._agreed(transport, lambda: _source.open_source(_item(path, item, subtree)),
+                               f"reading {path}")
+        return _pipelines.export(source, out, tensor_map, kind=kind, dtype=dtype, transport=transport, **options)
+    # A merge's base is imported as arrays beside the checkpoint's, and a layout asked for spreads
+    # the checkpoint as asked: each process reads its whole share first.
     arrays = _core._agreed(transport, lambda: _spread(path, transport, mesh, rules, best_effort, topology, item,
                                                       subtree, base, tensor_map), f"reading {path}")
     return _pipelines.export(arrays, out, tensor_map, kind=kind, dtype=dtype, transport=transport, **options)

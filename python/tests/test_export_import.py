@@ -71,3 +71,35 @@ def test_map_errors_come_before_anything_is_written(tmp_path, rng):
     assert not (tmp_path / "hf").exists()
     with pytest.raises(errors.InvalidArgumentError, match="kind"):
         reshard.export(arrays, tmp_path / "hf", MAP, kind="everything")
+
+
+def test_export_of_a_tensor_source_reads_each_box_through_its_function(tmp_path, rng):
+    from reshard.pipelines import _TensorSource
+
+    values = framework_model(rng)
+    names = list(values)
+    specs = [(n, "f32", v.shape) for n, v in values.items()]
+    boxes, kept = [], []
+
+    def read(source, starts, stops, buffer):
+        box = tuple(slice(a, b) for a, b in zip(starts, stops))
+        boxes.append((names[source], box))
+        kept.append(buffer)
+        np.frombuffer(buffer, np.float32).reshape([b - a for a, b in zip(starts, stops)])[...] = \
+            values[names[source]][box]
+
+    reshard.export(_TensorSource(specs, read), tmp_path / "hf", MAP)
+    assert_hf_folder(tmp_path / "hf", values)
+    assert {n for n, _ in boxes} == set(names)
+    with pytest.raises(ValueError, match="released"):  # the export's bytes are out of reach after each call
+        kept[0][0]
+
+    def failing(source, starts, stops, buffer):
+        if names[source] == "embed":
+            raise KeyError("no such leaf here")
+        read(source, starts, stops, buffer)
+
+    with pytest.raises(KeyError, match="no such leaf here") as raised:  # raised again as it was raised
+        reshard.export(_TensorSource(specs, failing), tmp_path / "failed", MAP)
+    assert any("'embed'" in note and "model.embed.weight" in note for note in raised.value.__notes__)
+    assert not (tmp_path / "failed").exists()

@@ -244,6 +244,9 @@ def test_errors_name_the_leaf_the_file_or_the_kinds(saved, tmp_path):
     chunk.write_bytes(chunk.read_bytes()[:5])
     with pytest.raises(errors.FormatError, match="'transformer.norm.weight'"):
         ro.restore(damaged, {"transformer.norm.weight": one})
+    with pytest.raises(errors.FormatError, match="'transformer.norm.weight'"):  # read block by block
+        ro.export(damaged, tmp_path / "hf", "levanter-llama")
+    assert not (tmp_path / "hf").exists()
     shutil.rmtree(damaged)
     shutil.copytree(saved["ocdbt", "full"][0], damaged)
     for data in (damaged / "d").iterdir():
