@@ -10,6 +10,7 @@
 #include "layout/box_copy.h"
 #include "reshard/execute/buffer.h"
 #include "reshard/execute/executor.h"
+#include "reshard/execute/fast_paths.h"
 #include "message_schedule.h"
 #include "prepared_exchange.h"
 #include "parallel_copy.h"
@@ -82,7 +83,7 @@ class Exchange {
   size_t end_at_shard(size_t end) const;
   // The copies that read the shards the sends [first, end) read, not yet
   // handed over, as the transport takes them.
-  std::vector<Transport::LocalCopy> take_copies(size_t first, size_t end);
+  std::vector<LocalCopy> take_copies(size_t first, size_t end);
   // The source shards the sends [first, end) read, each once, in address order.
   std::vector<const std::byte*> shards_read_by(size_t first, size_t end) const;
   void post_receives();

@@ -11,6 +11,7 @@
 #include "message_schedule.h"
 #include "prepared_exchange.h"
 #include "parallel_copy.h"
+#include "reshard/execute/transport_calls.h"
 #include "reshard/layout/error.h"
 
 namespace reshard {
@@ -103,7 +104,7 @@ void run_stage_zero(std::span<const ArrayMove> moves, Transport& transport, Tag 
   const ProcessMessages& messages = prepared->messages;
   std::vector<CopyJob> jobs = local_jobs(moves, *prepared, 0);
   stats.bytes_copied += bytes_of(jobs);
-  const int threads = options.copy_threads(transport.processes_on_this_host());
+  const int threads = options.copy_threads(processes_on_this_host(transport));
   if (messages.sends.empty() && messages.receives.empty()) {
     run_copies(jobs, threads);
     return;
@@ -147,7 +148,7 @@ void run_host_relay(std::span<const ArrayMove> moves, Transport& transport, cons
       prepare_exchange(moves, transport.rank(), options.chunk_bytes, 2);
   if (prepared->messages.sends.empty() && prepared->messages.receives.empty()) return;
   Exchange(moves, *prepared, transport, base, options.max_bytes_in_flight,
-           options.copy_threads(transport.processes_on_this_host()))
+           options.copy_threads(processes_on_this_host(transport)))
       .run(stats);
 }
 
@@ -169,7 +170,7 @@ ExecuteStats execute_unguarded(std::span<const ArrayMove> moves, Transport& tran
   const std::vector<CopyJob> fan_out =
       local_jobs(moves, *prepare_exchange(moves, transport.rank(), options.chunk_bytes, 1), 1);
   stats.bytes_copied += bytes_of(fan_out);
-  run_copies(fan_out, options.copy_threads(transport.processes_on_this_host()));
+  run_copies(fan_out, options.copy_threads(processes_on_this_host(transport)));
   run_host_relay(moves, transport, options, stats);
   return stats;
 }

@@ -71,22 +71,32 @@ class CountedRequest final : public Request {
 // The in-process transport, saying every message moves in place (or not),
 // and counting what the exchange posts: batches of sends and scattered
 // receives, the two ways it starts messages.
-class InPlaceTransport final : public testing::ForwardingTransport {
+class InPlaceTransport final : public testing::ForwardingTransport, public InPlaceTransfers {
  public:
   InPlaceTransport(Transport& inner, bool in_place, InFlightCount& count)
       : ForwardingTransport(inner), in_place_(in_place), count_(count) {}
 
+  FastPaths fast_paths() override {
+    FastPaths paths = ForwardingTransport::fast_paths();
+    paths.in_place = this;
+    return paths;
+  }
   bool sends_in_place(int, std::span<const ConstRunRows>) const override { return in_place_; }
   bool receives_in_place(int) const override { return in_place_; }
+  bool copies_with_sends() const override { return false; }
+  std::vector<std::unique_ptr<Request>> isend_gather_all_with_copies(std::span<const GatherSend> sends, int threads,
+                                                                     std::span<const LocalCopy> copies) override {
+    return without_fast_path::isend_gather_all_with_copies(*this, sends, threads, copies);
+  }
   std::vector<std::unique_ptr<Request>> isend_gather_all(std::span<const GatherSend> sends, int threads) override {
-    std::vector<std::unique_ptr<Request>> requests = inner().isend_gather_all(sends, threads);
+    std::vector<std::unique_ptr<Request>> requests = reshard::isend_gather_all(inner(), sends, threads);
     for (auto& request : requests) request = std::make_unique<CountedRequest>(std::move(request), count_, true);
     return requests;
   }
   std::unique_ptr<Request> irecv_scatter_rows(int peer, Tag tag, std::span<const RunRows> rows,
-                                              std::shared_ptr<const void> owner = nullptr) override {
-    return std::make_unique<CountedRequest>(inner().irecv_scatter_rows(peer, tag, rows, std::move(owner)), count_,
-                                            false);
+                                              std::shared_ptr<const void> owner) override {
+    return std::make_unique<CountedRequest>(reshard::irecv_scatter_rows(inner(), peer, tag, rows, std::move(owner)),
+                                            count_, false);
   }
 
  private:

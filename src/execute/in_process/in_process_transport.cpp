@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "group_state.h"
+#include "reshard/execute/fast_paths.h"
 
 namespace reshard {
 namespace in_process {
@@ -30,7 +31,7 @@ class InProcessRequest final : public Request {
   std::chrono::milliseconds timeout_;
 };
 
-class InProcessTransport final : public Transport {
+class InProcessTransport final : public Transport, public HostTopology {
  public:
   InProcessTransport(std::shared_ptr<GroupState> group, int rank, std::chrono::milliseconds timeout)
       : group_(std::move(group)), rank_(rank), timeout_(timeout) {}
@@ -81,6 +82,7 @@ class InProcessTransport final : public Transport {
   std::chrono::milliseconds timeout() const override { return timeout_; }
   // Every rank is a thread of this one process.
   int processes_on_this_host() const override { return group_->size(); }
+  FastPaths fast_paths() override { return {.host = this}; }
 
  private:
   std::shared_ptr<Operation> make_operation(int peer, Tag tag, bool is_send, size_t bytes) const {

@@ -30,6 +30,7 @@
 #include "run_copy.h"
 #include "reshard/execute/buffer.h"
 #include "reshard/execute/mpi/mpi_session.h"
+#include "reshard/execute/transport_calls.h"
 #include "../run_bytes.h"
 #include "../shared_arena.h"
 #include "../staging_cache.h"
@@ -428,7 +429,7 @@ std::unique_ptr<Request> MpiTransport::isend_gather(int peer, Tag tag, std::span
     return state_->start_direct_send(peer, tag, mpi_detail::group_runs(runs), std::move(owner));
   }
   if (auto request = state_->start_typed(true, peer, tag, runs, owner)) return request;
-  return Transport::isend_gather(peer, tag, runs, std::move(owner));
+  return without_fast_path::isend_gather(*this, peer, tag, runs);
 }
 
 std::vector<std::unique_ptr<Request>> MpiTransport::isend_gather_all(std::span<const GatherSend> sends,
@@ -509,7 +510,7 @@ std::vector<std::unique_ptr<Request>> MpiTransport::start_batch(std::span<const 
     } else if (state_->goes_direct(send.peer)) {
       requests.push_back(state_->start_direct_send(send.peer, send.tag, std::move(groups[i]), send.owner, batch));
     } else {
-      requests.push_back(std::move(Transport::isend_gather_all(std::span(&send, 1), 1).front()));
+      requests.push_back(std::move(without_fast_path::isend_gather_all(*this, std::span(&send, 1)).front()));
     }
   }
   return requests;
@@ -521,7 +522,7 @@ std::unique_ptr<Request> MpiTransport::irecv_scatter(int peer, Tag tag, std::spa
     return state_->start_direct_receive(peer, tag, mpi_detail::group_runs(runs), std::move(owner));
   }
   if (auto request = state_->start_typed(false, peer, tag, runs, owner)) return request;
-  return Transport::irecv_scatter(peer, tag, runs, std::move(owner));
+  return without_fast_path::irecv_scatter(*this, peer, tag, runs);
 }
 
 std::unique_ptr<Request> MpiTransport::irecv_scatter_rows(int peer, Tag tag, std::span<const RunRows> rows,
@@ -529,7 +530,7 @@ std::unique_ptr<Request> MpiTransport::irecv_scatter_rows(int peer, Tag tag, std
   if (state_->goes_direct(peer)) {
     return state_->start_direct_receive(peer, tag, mpi_detail::group_rows(rows), std::move(owner));
   }
-  return Transport::irecv_scatter_rows(peer, tag, rows, std::move(owner));
+  return without_fast_path::irecv_scatter_rows(*this, peer, tag, rows, std::move(owner));
 }
 
 std::vector<std::vector<std::byte>> MpiTransport::all_gather(std::span<const std::byte> local) {
@@ -574,6 +575,8 @@ PeerPath MpiTransport::path_to(int peer) const {
 }
 
 int MpiTransport::processes_on_this_host() const { return state_->processes_on_host; }
+
+FastPaths MpiTransport::fast_paths() { return {.owned = this, .runs = this, .in_place = this, .host = this}; }
 
 int MpiTransport::host_of(int rank) const {
   state_->check_peer(rank);

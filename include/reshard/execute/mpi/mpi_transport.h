@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "reshard/execute/fast_paths.h"
 #include "reshard/execute/transport.h"
 
 namespace reshard {
@@ -119,7 +120,11 @@ std::string_view peer_path_name(PeerPath path);
 // below it, a rank beats only while it waits in the transport, so one busy
 // elsewhere for longer than the timeout is taken for dead.
 // Requests must not outlive their transport.
-class MpiTransport final : public Transport {
+class MpiTransport final : public Transport,
+                           public OwnedTransfers,
+                           public RunTransfers,
+                           public InPlaceTransfers,
+                           public HostTopology {
  public:
   // Collective over `parent`: every member constructs its transport together.
   // Throws Error(kInvalidArgument) for bad options, Error(kTransport) if MPI
@@ -142,10 +147,10 @@ class MpiTransport final : public Transport {
   // owner, one MPI message of a derived datatype (hindexed over the runs), so
   // MPI moves the bytes between the runs and the wire without a packing pass
   // of ours; otherwise, or when the message exceeds one chunk or its runs
-  // average under 64 bytes, packed as Transport does. Either way it matches a plain isend/irecv of the same
+  // average under 64 bytes, packed (without_fast_path). Either way it matches a plain isend/irecv of the same
   // bytes. A typed message cut short stays with MPI holding a share of `owner`.
   std::unique_ptr<Request> isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs,
-                                        std::shared_ptr<const void> owner = nullptr) override;
+                                        std::shared_ptr<const void> owner) override;
   // Messages to peers of this host whose runs must be gathered first are
   // gathered together (one walk over the rows they share), then each goes
   // as isend_gather's would; the rest go as isend_gather.
@@ -161,10 +166,10 @@ class MpiTransport final : public Transport {
   std::vector<std::unique_ptr<Request>> isend_gather_all_with_copies(std::span<const GatherSend> sends, int threads,
                                                                      std::span<const LocalCopy> copies) override;
   std::unique_ptr<Request> irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,
-                                         std::shared_ptr<const void> owner = nullptr) override;
-  // To a peer on this host, the rows as they are (no list of runs); else as Transport does.
+                                         std::shared_ptr<const void> owner) override;
+  // To a peer on this host, the rows as they are (no list of runs); else run by run (without_fast_path).
   std::unique_ptr<Request> irecv_scatter_rows(int peer, Tag tag, std::span<const RunRows> rows,
-                                              std::shared_ptr<const void> owner = nullptr) override;
+                                              std::shared_ptr<const void> owner) override;
   std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> local) override;
   void barrier() override;
   bool all_equal(uint64_t value) override;
@@ -174,6 +179,8 @@ class MpiTransport final : public Transport {
   std::chrono::milliseconds timeout() const override;
   // The ranks that share this host's kernel (found at construction).
   int processes_on_this_host() const override;
+  // All four kinds: owned, run and in-place transfers, and the host count.
+  FastPaths fast_paths() override;
 
   // Marks this process failed: every peer's pending and later waits throw
   // Error(kPeerFailed) naming this rank and `reason`, and so do this
