@@ -16,7 +16,7 @@ namespace {
 // enough for a model's worth of 8 MiB messages between the processes of a
 // host to go together, few enough that a transport's round of progress,
 // which looks at every pending request, stays short. Tiny messages (a
-// model's biases, a small chunk size) fit the byte budget by the thousand.
+// model's biases, a small message size) fit the byte budget by the thousand.
 constexpr size_t kMaxMessagesInFlight = 256;
 
 }  // namespace

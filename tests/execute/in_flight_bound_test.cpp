@@ -106,16 +106,16 @@ class InPlaceTransport final : public testing::ForwardingTransport, public InPla
 
 // A [rows, 256] f32 array from rows over 8 devices of 2 processes to
 // columns: each process sends the other 16 pieces of rows / 8 x 32 elements,
-// in messages of at most `chunk_bytes`, and receives as many. Every byte is
+// in messages of at most `message_bytes`, and receives as many. Every byte is
 // checked; returns each process's counts.
-std::vector<InFlightCount> reshard_counting(bool in_place, int64_t rows_of_array, uint64_t chunk_bytes,
+std::vector<InFlightCount> reshard_counting(bool in_place, int64_t rows_of_array, uint64_t message_bytes,
                                             uint64_t max_bytes_in_flight) {
   const Topology topology = Topology::uniform(8, 2);
   const Shape shape{rows_of_array, 256};
   const NamedSharding rows(Mesh({{"x", 8}}, {0, 1, 2, 3, 4, 5, 6, 7}), PartitionSpec({{"x"}}));
   const NamedSharding columns(Mesh({{"x", 8}}, {7, 5, 3, 1, 6, 4, 2, 0}), PartitionSpec({{}, {"x"}}));
   ExecuteOptions options;
-  options.chunk_bytes = chunk_bytes;
+  options.message_bytes = message_bytes;
   options.max_bytes_in_flight = max_bytes_in_flight;
   std::vector<InFlightCount> counts(2);
   testing::run_ranks(2, [&](Transport& t) {

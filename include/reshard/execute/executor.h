@@ -17,7 +17,7 @@ struct ExecuteOptions {
   // processes runs each one's copies on its calling thread alone.
   int threads = 0;
   // The largest message between two processes.
-  uint64_t chunk_bytes = uint64_t{8} << 20;
+  uint64_t message_bytes = uint64_t{8} << 20;
   // Bytes of messages posted and not yet completed, per direction, that hold
   // memory of the transport's own (staging buffers). One message is always
   // allowed, however large. Messages the transport moves in place (between
