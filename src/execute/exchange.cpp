@@ -9,7 +9,7 @@
 #include "layout/box_copy.h"
 #include "reshard/execute/transport_calls.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 namespace {
 
 // Messages posted and not finished, each way, at most, whatever their size:
@@ -218,4 +218,4 @@ void Exchange::run(ExecuteStats& stats) {
   for (const std::unique_ptr<Request>& copies : copy_requests_) copies->wait();
 }
 
-}  // namespace reshard
+}  // namespace reshard::execute_detail

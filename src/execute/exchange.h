@@ -15,7 +15,7 @@
 #include "prepared_exchange.h"
 #include "parallel_copy.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 
 // Posts sends and receives in the global message order while the bytes in
 // flight allow (always at least one each way), and waits on the oldest
@@ -117,4 +117,4 @@ class Exchange {
   std::vector<std::unique_ptr<Request>> copy_requests_;
 };
 
-}  // namespace reshard
+}  // namespace reshard::execute_detail

@@ -15,6 +15,16 @@
 #include "reshard/layout/error.h"
 
 namespace reshard {
+
+using execute_detail::ArrayMove;
+using execute_detail::CopyJob;
+using execute_detail::Exchange;
+using execute_detail::PreparedExchange;
+using execute_detail::ProcessMessages;
+using execute_detail::execute_moves;
+using execute_detail::prepare_exchange;
+using execute_detail::run_copies;
+
 namespace {
 
 void check_array(const ShardedArray& array, const NamedSharding& sharding, const PlanKey& key, const char* which) {
@@ -183,7 +193,8 @@ int ExecuteOptions::copy_threads(int processes_on_host) const {
   return std::max(1, cores / std::max(1, processes_on_host));
 }
 
-ExecuteStats execute_moves(std::span<const ArrayMove> moves, Transport& transport, const ExecuteOptions& options) {
+ExecuteStats execute_detail::execute_moves(std::span<const ArrayMove> moves, Transport& transport,
+                                           const ExecuteOptions& options) {
   try {
     return execute_unguarded(moves, transport, options);
   } catch (const std::exception& e) {

@@ -8,7 +8,7 @@
 #include "reshard/execute/sharded_array.h"
 #include "reshard/layout/error.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 namespace {
 
 // One transfer of the batch that crosses processes.
@@ -104,4 +104,4 @@ ProcessMessages schedule_messages(const Plan& plan, int process, uint64_t messag
   return schedule_messages(std::span<const Plan* const>(&one, 1), process, message_bytes);
 }
 
-}  // namespace reshard
+}  // namespace reshard::execute_detail

@@ -9,7 +9,7 @@
 #include "reshard/execute/transport.h"
 #include "reshard/plan/plan.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 
 // Bytes [begin, end) of one transfer's box (in the box's row-major order),
 // stored at `offset` in its message.
@@ -57,4 +57,4 @@ ProcessMessages schedule_messages(std::span<const Plan* const> plans, int proces
 // The batch of one.
 ProcessMessages schedule_messages(const Plan& plan, int process, uint64_t message_bytes);
 
-}  // namespace reshard
+}  // namespace reshard::execute_detail

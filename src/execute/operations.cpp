@@ -10,6 +10,13 @@
 #include "reshard/plan/plan_cache.h"
 
 namespace reshard {
+
+using execute_detail::ArrayMove;
+using execute_detail::CopyJob;
+using execute_detail::HostLayout;
+using execute_detail::execute_moves;
+using execute_detail::run_copies;
+
 namespace {
 
 // Runs one process's part of a collective operation; on failure, tells the

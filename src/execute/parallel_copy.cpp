@@ -10,7 +10,7 @@
 
 #include "layout/copy_bytes.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 namespace {
 
 // Rows shorter than this gain from being walked in lockstep with the copies
@@ -185,4 +185,4 @@ void run_copies(std::span<const CopyJob> jobs, int threads, uint64_t min_bytes_p
   }  // the workers join here
 }
 
-}  // namespace reshard
+}  // namespace reshard::execute_detail

@@ -5,7 +5,7 @@
 #include <mutex>
 #include <utility>
 
-namespace reshard {
+namespace reshard::execute_detail {
 namespace {
 
 // What a prepared exchange was made from. Equal keys and equal digests
@@ -218,4 +218,4 @@ std::shared_ptr<const PreparedExchange> prepare_exchange(std::span<const ArrayMo
   return prepared;
 }
 
-}  // namespace reshard
+}  // namespace reshard::execute_detail

@@ -13,7 +13,7 @@
 #include "reshard/layout/byte_run.h"
 #include "message_schedule.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 
 struct ExchangeRows;
 
@@ -87,4 +87,4 @@ std::shared_ptr<const ExchangeRows> exchange_rows(std::span<const ArrayMove> mov
 std::shared_ptr<const PreparedExchange> prepare_exchange(std::span<const ArrayMove> moves, int process,
                                                          uint64_t message_bytes, int stage);
 
-}  // namespace reshard
+}  // namespace reshard::execute_detail

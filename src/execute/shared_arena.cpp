@@ -18,7 +18,7 @@
 #include "layout/copy_bytes.h"
 #include "reshard/layout/error.h"
 
-namespace reshard::detail {
+namespace reshard::execute_detail {
 namespace {
 
 constexpr uint64_t kGranule = uint64_t{64} << 10;
@@ -232,4 +232,4 @@ void SharedArena::add_free(uint64_t offset, uint64_t bytes) {
   free_.emplace(offset, bytes);
 }
 
-}  // namespace reshard::detail
+}  // namespace reshard::execute_detail

@@ -7,7 +7,7 @@
 
 #include "reshard/execute/buffer.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 
 // Messages that are not one contiguous run are packed into, or received into,
 // a staging buffer. A fresh large buffer costs a page fault per page, and the
@@ -43,4 +43,4 @@ class StagingCache {
   std::vector<Buffer> kept_;  // least recently given back first
 };
 
-}  // namespace reshard
+}  // namespace reshard::execute_detail

@@ -11,6 +11,11 @@
 #include "staging_cache.h"
 
 namespace reshard {
+
+using execute_detail::StagingCache;
+using execute_detail::runs_of;
+using execute_detail::total_bytes;
+
 namespace {
 
 // A request over a staging buffer, which goes back to the cache at the end.

@@ -11,7 +11,7 @@
 #include "reshard/plan/planner.h"
 #include "support/seed.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 namespace {
 
 using testing::pick;
@@ -102,4 +102,4 @@ TEST(MessageSchedule, RejectsAZeroMessageSize) {
 }
 
 }  // namespace
-}  // namespace reshard
+}  // namespace reshard::execute_detail

@@ -11,7 +11,7 @@
 #include "layout/copy_bytes.h"
 #include "support/seed.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 namespace {
 
 using Bytes = std::vector<std::byte>;
@@ -212,4 +212,4 @@ TEST(RunCopies, SplitsOneLargeRunOverThreads) {
 }
 
 }  // namespace
-}  // namespace reshard
+}  // namespace reshard::execute_detail

@@ -10,7 +10,7 @@
 #include "reshard/execute/sharded_array.h"
 #include "reshard/plan/planner.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 namespace {
 
 // Rows to columns over 8 devices on 2 processes, as process `process` holds it.
@@ -159,4 +159,4 @@ TEST(ExchangeRows, TheSameArraysTakeTheRowsTheyHadAndOtherArraysGetTheirOwn) {
 }
 
 }  // namespace
-}  // namespace reshard
+}  // namespace reshard::execute_detail

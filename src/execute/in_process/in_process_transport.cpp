@@ -10,7 +10,7 @@
 #include "reshard/execute/fast_paths.h"
 
 namespace reshard {
-namespace in_process {
+namespace in_process_detail {
 namespace {
 
 class InProcessRequest final : public Request {
@@ -112,7 +112,7 @@ class InProcessTransport final : public Transport, public HostTopology {
 };
 
 }  // namespace
-}  // namespace in_process
+}  // namespace in_process_detail
 
 InProcessGroup::InProcessGroup(int size, std::chrono::milliseconds timeout) {
   if (size < 1) {
@@ -122,9 +122,9 @@ InProcessGroup::InProcessGroup(int size, std::chrono::milliseconds timeout) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("an in-process group's timeout must be positive, not {} ms", timeout.count()));
   }
-  state_ = std::make_shared<in_process::GroupState>(size);
+  state_ = std::make_shared<in_process_detail::GroupState>(size);
   for (int rank = 0; rank < size; ++rank) {
-    transports_.push_back(std::make_unique<in_process::InProcessTransport>(state_, rank, timeout));
+    transports_.push_back(std::make_unique<in_process_detail::InProcessTransport>(state_, rank, timeout));
   }
 }
 

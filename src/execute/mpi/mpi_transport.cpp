@@ -140,7 +140,7 @@ struct MpiTransport::State {
   int rank = 0;
   int size = 1;
   int tag_ub = 32767;
-  TagMap tags;
+  mpi_detail::TagMap tags;
   mpi_detail::ProgressEngine engine;
   std::atomic<uint64_t> next_operation{0};
   uint64_t next_collective = 0;
@@ -160,7 +160,7 @@ struct MpiTransport::State {
     peer_arenas = std::move(host.arenas);
     // Peers read our large buffers in place only once they live in the arena.
     if (std::find(peer_paths.begin(), peer_paths.end(), PeerPath::kSharedMemory) != peer_paths.end()) {
-      detail::SharedArena::serve_allocations();
+      execute_detail::SharedArena::serve_allocations();
     }
     processes_on_host = host.processes_on_host;
     const char* senders_write_env = std::getenv("RESHARD_SENDERS_WRITE");
@@ -245,7 +245,7 @@ struct MpiTransport::State {
   std::unique_ptr<Request> start(mpi_detail::Direction direction, int peer, Tag tag, std::byte* data_ptr,
                                  size_t bytes, std::shared_ptr<const void> owner) {
     check_peer(peer);
-    const MpiTagSlot slot = tags.map(tag);
+    const mpi_detail::MpiTagSlot slot = tags.map(tag);
     mpi_detail::PiecewiseMessage message{direction, peer,  tag,   data[slot.communicator].get(), slot.tag, data_ptr,
                                        bytes,     std::move(owner)};
     auto guard = engine.lock();
@@ -268,7 +268,7 @@ struct MpiTransport::State {
   }
 
   mpi_detail::DirectChannel direct_channel(int peer, Tag tag) const {
-    const MpiTagSlot slot = tags.map(tag);
+    const mpi_detail::MpiTagSlot slot = tags.map(tag);
     return {direct_headers[slot.communicator].get(), direct_replies[slot.communicator].get(),
             direct_wheres[slot.communicator].get(), direct_writes[slot.communicator].get(), slot.tag,
             arena_of(peer)};
@@ -288,7 +288,7 @@ struct MpiTransport::State {
   }
 
   static bool in_our_arena(std::span<const mpi_detail::RunGroup> groups) {
-    const detail::SharedArena* arena = detail::SharedArena::for_process();
+    const execute_detail::SharedArena* arena = execute_detail::SharedArena::for_process();
     return arena != nullptr && std::all_of(groups.begin(), groups.end(), [arena](const mpi_detail::RunGroup& group) {
              return mpi_detail::group_inside(group, arena->base_address(), arena->reserved_bytes());
            });
@@ -298,7 +298,8 @@ struct MpiTransport::State {
   // that kept buffers serve later messages of other sizes: a fresh one costs
   // a zeroed page per 4 KiB, about as much as the gather itself.
   static Buffer gather_buffer(uint64_t bytes) {
-    return StagingCache::for_process().take(std::bit_ceil(std::max<size_t>(static_cast<size_t>(bytes), 1)));
+    const size_t rounded = std::bit_ceil(std::max<size_t>(static_cast<size_t>(bytes), 1));
+    return execute_detail::StagingCache::for_process().take(rounded);
   }
 
   // The jobs that gather `groups` into `out`, one after another.
@@ -375,7 +376,7 @@ struct MpiTransport::State {
     // One message either way: a typed message never exceeds one piece, so it
     // matches a plain request of the same bytes at the other end.
     if (bytes > piece_bytes()) return nullptr;
-    const MpiTagSlot slot = tags.map(tag);
+    const mpi_detail::MpiTagSlot slot = tags.map(tag);
     auto guard = engine.lock();
     engine.throw_if_aborted();
     return std::make_unique<mpi_detail::TypedRequest>(engine, is_send, peer, tag, data[slot.communicator].get(),
