@@ -70,16 +70,16 @@ def over_mpi4py_communicator(values, src, dst, rank, size) -> list[str]:
     return [f"over mpi4py: {f}" for f in failures]
 
 
-def small_pieces_old_and_new_keyword(values, src, dst, size) -> list[str]:
-    """The reshard over transports whose messages go in 256-byte pieces (the largest array is 2 KiB),
-    asked for by `piece_bytes` and by its old name `chunk_bytes`, which works but warns naming the new one."""
+def small_segments_old_and_new_keyword(values, src, dst, size) -> list[str]:
+    """The reshard over transports whose messages go in 256-byte segments (the largest array is 2 KiB),
+    asked for by `segment_bytes` and by its old name `chunk_bytes`, which works but warns naming the new one."""
     failures = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         old = reshard.mpi.transport(chunk_bytes=256)
-    if not any(w.category is DeprecationWarning and "piece_bytes" in str(w.message) for w in caught):
+    if not any(w.category is DeprecationWarning and "segment_bytes" in str(w.message) for w in caught):
         failures.append(f"chunk_bytes= warned {[str(w.message) for w in caught]}")
-    for name, t in (("chunk_bytes", old), ("piece_bytes", reshard.mpi.transport(piece_bytes=256))):
+    for name, t in (("chunk_bytes", old), ("segment_bytes", reshard.mpi.transport(segment_bytes=256))):
         topology = reshard.Topology.uniform(8, size)
         a = {n: reshard.from_host(v, src[n], topology, transport=t) for n, v in values.items()}
         failures += [f"over {name}=256: {f}" for f in wrong_shards(reshard.reshard(a, dst, transport=t), values)]
@@ -115,7 +115,7 @@ def main(folder: pathlib.Path, seed: int) -> int:
     src, dst = layouts(SEED_ORDERS[0]), layouts(SEED_ORDERS[1])
     # A third layout for the restore: fewer devices, another mesh.
     third = {n: sharding([7, 5, 3, 1], (4,), ("y",), P() if v.ndim == 0 else P("y")) for n, v in values.items()}
-    failures = small_pieces_old_and_new_keyword(values, src, dst, size)
+    failures = small_segments_old_and_new_keyword(values, src, dst, size)
 
     a = {n: reshard.from_host(v, src[n], topology, transport=t) for n, v in values.items()}
     failures += wrong_shards(a, values)

@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 
 #include "all_gather.h"
-#include "piecewise_request.h"
+#include "segmented_request.h"
 #include "communicator.h"
 #include "direct_request.h"
 #include "given_up_peers.h"
@@ -62,14 +62,14 @@ constexpr size_t kMinExposedRunBytes = 4096;
 // The options with the session's timeout filled in where they leave it to it.
 MpiTransportOptions validated(MpiTransportOptions options) {
   if (options.timeout.count() == 0) options.timeout = MpiSession::peer_timeout();
-  if (options.piece_bytes == 0 || options.max_bytes_in_flight == 0 || options.concurrent_operations == 0 ||
+  if (options.segment_bytes == 0 || options.max_bytes_in_flight == 0 || options.concurrent_operations == 0 ||
       options.timeout.count() < 0 || options.max_message_bytes == 0 ||
       options.max_message_bytes > static_cast<size_t>(INT_MAX)) {
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("MPI transport options: piece_bytes ({}), max_bytes_in_flight ({}), "
+                fmt::format("MPI transport options: segment_bytes ({}), max_bytes_in_flight ({}), "
                             "concurrent_operations ({}) and timeout ({} ms) must all be positive, and "
                             "max_message_bytes ({}) between 1 and INT_MAX",
-                            options.piece_bytes, options.max_bytes_in_flight, options.concurrent_operations,
+                            options.segment_bytes, options.max_bytes_in_flight, options.concurrent_operations,
                             options.timeout.count(), options.max_message_bytes));
   }
   return options;
@@ -233,7 +233,7 @@ struct MpiTransport::State {
     }
   }
 
-  size_t piece_bytes() const { return std::min(options.piece_bytes, options.max_message_bytes); }
+  size_t segment_bytes() const { return std::min(options.segment_bytes, options.max_message_bytes); }
 
   void check_peer(int peer) const {
     if (peer < 0 || peer >= size) {
@@ -246,11 +246,11 @@ struct MpiTransport::State {
                                  size_t bytes, std::shared_ptr<const void> owner) {
     check_peer(peer);
     const mpi_detail::MpiTagSlot slot = tags.map(tag);
-    mpi_detail::PiecewiseMessage message{direction, peer,  tag,   data[slot.communicator].get(), slot.tag, data_ptr,
+    mpi_detail::SegmentedMessage message{direction, peer,  tag,   data[slot.communicator].get(), slot.tag, data_ptr,
                                        bytes,     std::move(owner)};
     auto guard = engine.lock();
     engine.throw_if_aborted();
-    return std::make_unique<mpi_detail::PiecewiseRequest>(engine, message, piece_bytes());
+    return std::make_unique<mpi_detail::SegmentedRequest>(engine, message, segment_bytes());
   }
 
   // Whether messages to and from `peer` take the single-copy path. Both
@@ -373,9 +373,9 @@ struct MpiTransport::State {
     if (bytes > static_cast<size_t>(INT_MAX) || runs.size() > static_cast<size_t>(INT_MAX)) return nullptr;
     // Runs this short cost MPI more to describe and walk than to pack.
     if (runs.size() > bytes / kMinTypedRunBytes) return nullptr;
-    // One message either way: a typed message never exceeds one piece, so it
+    // One message either way: a typed message never exceeds one segment, so it
     // matches a plain request of the same bytes at the other end.
-    if (bytes > piece_bytes()) return nullptr;
+    if (bytes > segment_bytes()) return nullptr;
     const mpi_detail::MpiTagSlot slot = tags.map(tag);
     auto guard = engine.lock();
     engine.throw_if_aborted();
@@ -410,7 +410,7 @@ std::unique_ptr<Request> MpiTransport::isend_owned(int peer, Tag tag, std::span<
     const ConstByteRun run{data.data(), data.size()};
     return state_->start_direct_send(peer, tag, mpi_detail::group_runs(std::span(&run, 1)), std::move(owner));
   }
-  // The buffer is only read; PiecewiseMessage holds one pointer for both ways.
+  // The buffer is only read; SegmentedMessage holds one pointer for both ways.
   return state_->start(mpi_detail::Direction::kSend, peer, tag, const_cast<std::byte*>(data.data()), data.size(),
                        std::move(owner));
 }

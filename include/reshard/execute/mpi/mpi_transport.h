@@ -20,15 +20,15 @@ struct PushBatch;
 
 
 struct MpiTransportOptions {
-  // The largest single MPI message; larger transfers are split. Pieces never
+  // The largest single MPI message; larger transfers are split. Segments never
   // exceed max_message_bytes, whatever this says.
-  size_t piece_bytes = size_t{8} << 20;
+  size_t segment_bytes = size_t{8} << 20;
   // The most bytes one MPI call may carry: MPI counts are int, so INT_MAX
   // (the most allowed); lower it for an MPI or network with a smaller limit.
   size_t max_message_bytes = static_cast<size_t>(INT_MAX);
   // Bytes posted to MPI and not yet complete, over all pending requests. Each
-  // request may always keep one piece posted, so that no request can starve
-  // another into a deadlock: the bound is this plus one piece per further
+  // request may always keep one segment posted, so that no request can starve
+  // another into a deadlock: the bound is this plus one segment per further
   // pending request.
   size_t max_bytes_in_flight = size_t{128} << 20;
   // The liveness bound: a peer silent (no heartbeat) for this long is taken
@@ -91,7 +91,7 @@ enum class PeerPath {
 // "self", "shared memory", "single copy", "MPI (other host)", "MPI (single copy off)", "MPI (attach refused)".
 std::string_view peer_path_name(PeerPath path);
 
-// Point-to-point transfers are non-blocking MPI_Isend/MPI_Irecv, split into pieces, with
+// Point-to-point transfers are non-blocking MPI_Isend/MPI_Irecv, split into segments, with
 // a bound on the bytes in flight (between processes of one host, by default,
 // one kernel copy instead: see MpiTransportOptions::single_copy); all_gather is built on the same non-blocking
 // calls, barrier and all_equal on MPI_Ibarrier and MPI_Iallreduce. Waits poll
@@ -105,7 +105,7 @@ std::string_view peer_path_name(PeerPath path);
 // its transport.
 //
 // No memory is freed while MPI may still touch it: a request ended or failed
-// part-way leaves its pieces in MPI's hands with a share of the memory's
+// part-way leaves its segments in MPI's hands with a share of the memory's
 // owner (isend_owned, irecv_owned, and gathers and scatters given an owner;
 // plain isend/irecv move the bytes through a copy of the transport's own),
 // released when MPI completes them or, at the latest, once MPI is finalized.
@@ -146,7 +146,7 @@ class MpiTransport final : public Transport,
   // between the runs. Otherwise, with options().derived_datatypes and an
   // owner, one MPI message of a derived datatype (hindexed over the runs), so
   // MPI moves the bytes between the runs and the wire without a packing pass
-  // of ours; otherwise, or when the message exceeds one piece or its runs
+  // of ours; otherwise, or when the message exceeds one segment or its runs
   // average under 64 bytes, packed (without_fast_path). Either way it matches a plain isend/irecv of the same
   // bytes. A typed message cut short stays with MPI holding a share of `owner`.
   std::unique_ptr<Request> isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs,
