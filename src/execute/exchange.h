@@ -31,7 +31,7 @@ namespace reshard::execute_detail {
 //
 // The bound on bytes in flight bounds the memory the transport holds for
 // messages (staging buffers). A message the transport moves in place
-// (Transport::sends_in_place, receives_in_place: between processes of a
+// (sends_in_place, receives_in_place of transport_calls.h: between processes of a
 // host, straight from rows to rows) holds none, so it does not count.
 // Posting those together lets the transport walk a source shard once for all
 // the peers its rows go to, where batches cut by the bound walked it once
@@ -44,7 +44,7 @@ class Exchange {
   // A transport that gathers sends may use `threads` threads for it.
   // `copies` within this process (stage 0's) go with the send batches that
   // read the same source shards where the transport makes such copies
-  // itself (Transport::copies_with_sends); the rest are the caller's.
+  // itself (copies_with_sends, transport_calls.h); the rest are the caller's.
   Exchange(std::span<const ArrayMove> moves, const PreparedExchange& prepared, Transport& transport, Tag base,
            uint64_t max_bytes_in_flight, int threads = 1, std::vector<CopyJob> copies = {});
 
