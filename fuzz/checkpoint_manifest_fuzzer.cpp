@@ -13,10 +13,10 @@
 #include "reshard/formats/checkpoint_manifest.h"
 #include "reshard/layout/error.h"
 
-using reshard::formats_detail::xxh64;
-
 namespace {
 
+using reshard::formats_detail::checksum_hex;
+using reshard::formats_detail::xxh64;
 using reshard::fuzz::check;
 namespace ckpt = reshard::checkpoint;
 
@@ -60,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int64_t version = ckpt::kOldestFormatVersion; version <= ckpt::kFormatVersion; ++version) {
     const nlohmann::ordered_json file = {{"format", ckpt::kFormatName},
                                          {"version", version},
-                                         {"checksum", "xxh64:" + reshard::checksum_hex(reshard::xxh64(body.dump()))},
+                                         {"checksum", "xxh64:" + checksum_hex(xxh64(body.dump()))},
                                          {"manifest", body}};
     try_parse(file.dump());
   }

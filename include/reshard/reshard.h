@@ -23,12 +23,14 @@
 #include "reshard/execute/buffer.h"
 #include "reshard/execute/cached_memory.h"
 #include "reshard/execute/executor.h"
+#include "reshard/execute/fast_paths.h"
 #include "reshard/execute/host_array.h"
 #include "reshard/execute/in_process_transport.h"
 #include "reshard/execute/operations.h"
 #include "reshard/execute/sharded_array.h"
 #include "reshard/execute/tcp_transport.h"
 #include "reshard/execute/transport.h"
+#include "reshard/execute/transport_calls.h"
 
 // Storage: local files and object stores.
 #include "reshard/storage/location.h"

@@ -1266,7 +1266,7 @@ def _merge_lora(base: str | os.PathLike, adapter: str | os.PathLike, out: str | 
 
 _mpi_available: bool = True
 
-DEFAULT_MPI_CHUNK_BYTES: int = 8388608
+DEFAULT_MPI_SEGMENT_BYTES: int = 8388608
 
 DEFAULT_MPI_BYTES_IN_FLIGHT: int = 134217728
 
@@ -1318,7 +1318,7 @@ class _MpiTransport(Transport):
     def rendezvous(self) -> str:
         """How the processes met: "mpirun" (an MPI launcher)."""
 
-def _mpi_transport(comm: int | None, chunk_bytes: int, max_bytes_in_flight: int, timeout: float) -> _MpiTransport:
+def _mpi_transport(comm: int | None, segment_bytes: int, max_bytes_in_flight: int, timeout: float) -> _MpiTransport:
     """
     A transport over MPI_COMM_WORLD, or the communicator of handle `comm` (collective).
     """

@@ -26,6 +26,7 @@ already has one. Available when the extension was built with MPI
 from __future__ import annotations
 
 import atexit
+import warnings
 from typing import Any
 
 from . import _core, _exit
@@ -91,26 +92,34 @@ def session(peer_timeout: float = 60.0) -> Session:
     return Session()
 
 
-def transport(comm: Any = None, chunk_bytes: int | None = None, max_bytes_in_flight: int | None = None,
-              timeout: float = 0.0) -> _core.Transport:
+def transport(comm: Any = None, segment_bytes: int | None = None, max_bytes_in_flight: int | None = None,
+              timeout: float = 0.0, *, chunk_bytes: int | None = None) -> _core.Transport:
     """A transport between the processes of MPI_COMM_WORLD, or of `comm` (an mpi4py communicator).
 
-    `chunk_bytes` and `max_bytes_in_flight` default to the C++ MpiTransportOptions'
-    (``_core.DEFAULT_MPI_CHUNK_BYTES``, 8 MiB, and ``_core.DEFAULT_MPI_BYTES_IN_FLIGHT``, 128 MiB).
+    A message larger than `segment_bytes` goes as several MPI messages of at most that size.
+    `segment_bytes` and `max_bytes_in_flight` default to the C++ MpiTransportOptions'
+    (``_core.DEFAULT_MPI_SEGMENT_BYTES``, 8 MiB, and ``_core.DEFAULT_MPI_BYTES_IN_FLIGHT``, 128 MiB).
+    `chunk_bytes` is the old name of `segment_bytes` (deprecated).
 
     Collective: every process of the communicator calls it. Traffic runs on
     communicators of its own, so it never mixes with the caller's messages.
     `timeout` 0 takes the session's peer timeout. ``close()`` releases it early.
     """
+    if chunk_bytes is not None:
+        if segment_bytes is not None:
+            raise TypeError("transport() got both segment_bytes and chunk_bytes, its old name; "
+                            "give segment_bytes alone")
+        warnings.warn("reshard.mpi.transport(chunk_bytes=) is now segment_bytes=", DeprecationWarning, stacklevel=2)
+        segment_bytes = chunk_bytes
     session()
     handle = None
     if comm is not None:
         from mpi4py import MPI  # only when the caller has an mpi4py communicator
 
         handle = MPI._handleof(comm)
-    chunk_bytes = _core.DEFAULT_MPI_CHUNK_BYTES if chunk_bytes is None else chunk_bytes
+    segment_bytes = _core.DEFAULT_MPI_SEGMENT_BYTES if segment_bytes is None else segment_bytes
     max_bytes_in_flight = _core.DEFAULT_MPI_BYTES_IN_FLIGHT if max_bytes_in_flight is None else max_bytes_in_flight
-    return _core._mpi_transport(handle, chunk_bytes, max_bytes_in_flight, timeout)
+    return _core._mpi_transport(handle, segment_bytes, max_bytes_in_flight, timeout)
 
 
 def _finalize() -> None:

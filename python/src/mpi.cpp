@@ -113,10 +113,10 @@ std::chrono::milliseconds milliseconds(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0));
 }
 
-std::unique_ptr<ClosableMpiTransport> make_transport(std::optional<uintptr_t> comm, size_t chunk_bytes,
+std::unique_ptr<ClosableMpiTransport> make_transport(std::optional<uintptr_t> comm, size_t segment_bytes,
                                                      size_t max_bytes_in_flight, double timeout_seconds) {
   MpiTransportOptions options;
-  options.chunk_bytes = chunk_bytes;
+  options.segment_bytes = segment_bytes;
   options.max_bytes_in_flight = max_bytes_in_flight;
   options.timeout = milliseconds(timeout_seconds);
   // Building a communicator is collective: with a silent member it would never
@@ -155,7 +155,7 @@ void after_transport_failure() {
 
 void bind_mpi(nb::module_& m) {
   m.attr("_mpi_available") = true;
-  m.attr("DEFAULT_MPI_CHUNK_BYTES") = MpiTransportOptions{}.chunk_bytes;
+  m.attr("DEFAULT_MPI_SEGMENT_BYTES") = MpiTransportOptions{}.segment_bytes;
   m.attr("DEFAULT_MPI_BYTES_IN_FLIGHT") = MpiTransportOptions{}.max_bytes_in_flight;
   m.def("_launched_by_mpi", &launched_by_mpi, "Whether an MPI launcher (mpirun, srun) started this process.");
   m.def("_mpi_init", &init_session, nb::arg("peer_timeout"),
@@ -180,7 +180,7 @@ void bind_mpi(nb::module_& m) {
       .def_prop_ro("kind", [](const ClosableMpiTransport&) { return "mpi"; }, "\"mpi\".")
       .def_prop_ro("rendezvous", [](const ClosableMpiTransport&) { return "mpirun"; },
                    "How the processes met: \"mpirun\" (an MPI launcher).");
-  m.def("_mpi_transport", &make_transport, nb::arg("comm").none(), nb::arg("chunk_bytes"),
+  m.def("_mpi_transport", &make_transport, nb::arg("comm").none(), nb::arg("segment_bytes"),
         nb::arg("max_bytes_in_flight"), nb::arg("timeout"),
         "A transport over MPI_COMM_WORLD, or the communicator of handle `comm` (collective).");
 }

@@ -26,6 +26,12 @@
 namespace reshard::python {
 namespace {
 
+using execute_detail::choose_launcher;
+using execute_detail::LauncherChoice;
+using execute_detail::parse_transport_kind;
+using execute_detail::process_env;
+using execute_detail::transport_kind_name;
+
 #if RESHARD_PYTHON_WITH_MPI
 constexpr bool kMpiBuilt = true;
 #else

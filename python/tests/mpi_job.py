@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import pathlib
 import sys
+import warnings
 
 import ml_dtypes
 import numpy as np
@@ -69,6 +70,23 @@ def over_mpi4py_communicator(values, src, dst, rank, size) -> list[str]:
     return [f"over mpi4py: {f}" for f in failures]
 
 
+def small_segments_old_and_new_keyword(values, src, dst, size) -> list[str]:
+    """The reshard over transports whose messages go in 256-byte segments (the largest array is 2 KiB),
+    asked for by `segment_bytes` and by its old name `chunk_bytes`, which works but warns naming the new one."""
+    failures = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        old = reshard.mpi.transport(chunk_bytes=256)
+    if not any(w.category is DeprecationWarning and "segment_bytes" in str(w.message) for w in caught):
+        failures.append(f"chunk_bytes= warned {[str(w.message) for w in caught]}")
+    for name, t in (("chunk_bytes", old), ("segment_bytes", reshard.mpi.transport(segment_bytes=256))):
+        topology = reshard.Topology.uniform(8, size)
+        a = {n: reshard.from_host(v, src[n], topology, transport=t) for n, v in values.items()}
+        failures += [f"over {name}=256: {f}" for f in wrong_shards(reshard.reshard(a, dst, transport=t), values)]
+        t.close()
+    return failures
+
+
 def jax_across_processes_refused(t) -> list[str]:
     """Single-process JAX in each rank is not one JAX job: reshard.jax refuses the transport
     on every rank, typed and before any collective (the barrier after it would hang otherwise)."""
@@ -97,7 +115,7 @@ def main(folder: pathlib.Path, seed: int) -> int:
     src, dst = layouts(SEED_ORDERS[0]), layouts(SEED_ORDERS[1])
     # A third layout for the restore: fewer devices, another mesh.
     third = {n: sharding([7, 5, 3, 1], (4,), ("y",), P() if v.ndim == 0 else P("y")) for n, v in values.items()}
-    failures = []
+    failures = small_segments_old_and_new_keyword(values, src, dst, size)
 
     a = {n: reshard.from_host(v, src[n], topology, transport=t) for n, v in values.items()}
     failures += wrong_shards(a, values)

@@ -43,3 +43,9 @@ def test_each_launchers_variable_says_mpi_started_the_process(monkeypatch, name)
         monkeypatch.delenv(other, raising=False)
     monkeypatch.setenv(name, "2")
     assert reshard.mpi.launched_by_mpi()
+
+
+def test_the_old_and_new_name_of_segment_bytes_together_are_refused():
+    # Refused before MPI is touched; the old name alone is checked in mpi_job.py.
+    with pytest.raises(TypeError, match="segment_bytes and chunk_bytes"):
+        reshard.mpi.transport(segment_bytes=4096, chunk_bytes=4096)

@@ -18,7 +18,7 @@ using job::set_job_transport;
 void add_transport_option(CLI::App& command) {
   command
       .add_option_function<std::string>(
-          "--transport", [](const std::string& name) { set_job_transport(parse_transport_kind(name)); },
+          "--transport", [](const std::string& name) { set_job_transport(execute_detail::parse_transport_kind(name)); },
           "How the job's processes find each other: auto (default: mpirun/srun with MPI, else torchrun's "
           "RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT, else RESHARD_RANK/RESHARD_SIZE/RESHARD_COORDINATOR, else "
           "Slurm's SLURM_PROCID/SLURM_NTASKS with RESHARD_COORDINATOR, else one process), mpi, tcp or none. "

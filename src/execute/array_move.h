@@ -4,7 +4,7 @@
 #include "reshard/execute/sharded_array.h"
 #include "reshard/plan/plan.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 
 // The plan of one array and this process's source and target arrays for it.
 struct ArrayMove {
@@ -13,4 +13,4 @@ struct ArrayMove {
   ShardedArray* dst = nullptr;
 };
 
-}  // namespace reshard
+}  // namespace reshard::execute_detail

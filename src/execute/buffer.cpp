@@ -11,6 +11,9 @@
 #include "shared_arena.h"
 
 namespace reshard {
+
+using execute_detail::SharedArena;
+
 namespace {
 
 constexpr size_t kSmallAlignment = 64;
@@ -28,8 +31,8 @@ struct AlignedDelete {
 // A large buffer in the process's shared arena, where same-host peers read
 // it in place; empty when the arena is off or full.
 std::optional<Buffer> allocate_shared(size_t size) {
-  if (size < detail::SharedArena::kMinBytes || !detail::SharedArena::serving_allocations()) return std::nullopt;
-  detail::SharedArena* arena = detail::SharedArena::for_process();
+  if (size < SharedArena::kMinBytes || !SharedArena::serving_allocations()) return std::nullopt;
+  SharedArena* arena = SharedArena::for_process();
   std::byte* data = arena != nullptr ? arena->allocate(size) : nullptr;
   if (data == nullptr) return std::nullopt;
   std::shared_ptr<std::byte> owner(data, [arena, size](std::byte* p) { arena->release(p, size); });

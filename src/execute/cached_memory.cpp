@@ -9,6 +9,10 @@
 #include "staging_cache.h"
 
 namespace reshard {
+
+using execute_detail::SharedArena;
+using execute_detail::StagingCache;
+
 namespace {
 
 constexpr uint64_t kDefaultLimit = uint64_t{256} << 20;
@@ -32,7 +36,7 @@ std::atomic<uint64_t>& limit() {
 
 CachedMemory cached_memory() {
   CachedMemory held;
-  if (detail::SharedArena* arena = detail::SharedArena::for_process()) held.shared_arena_bytes = arena->kept_bytes();
+  if (SharedArena* arena = SharedArena::for_process()) held.shared_arena_bytes = arena->kept_bytes();
   held.staging_bytes = StagingCache::for_process().kept_bytes();
   held.limit_bytes = cached_memory_limit();
   return held;
@@ -42,7 +46,7 @@ uint64_t cached_memory_limit() { return limit().load(std::memory_order_relaxed);
 
 void set_cached_memory_limit(uint64_t bytes) {
   limit().store(bytes, std::memory_order_relaxed);
-  if (detail::SharedArena* arena = detail::SharedArena::for_process()) {
+  if (SharedArena* arena = SharedArena::for_process()) {
     const uint64_t eighth = arena->reserved_bytes() / 8;
     arena->set_max_kept_bytes(bytes < eighth ? bytes : eighth);
   }
@@ -50,7 +54,7 @@ void set_cached_memory_limit(uint64_t bytes) {
 }
 
 void release_cached_memory() {
-  if (detail::SharedArena* arena = detail::SharedArena::for_process()) {
+  if (SharedArena* arena = SharedArena::for_process()) {
     const uint64_t bound = arena->max_kept_bytes();
     arena->set_max_kept_bytes(0);
     arena->set_max_kept_bytes(bound);

@@ -7,15 +7,16 @@
 #include <vector>
 
 #include "layout/box_copy.h"
+#include "reshard/execute/transport_calls.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 namespace {
 
 // Messages posted and not finished, each way, at most, whatever their size:
 // enough for a model's worth of 8 MiB messages between the processes of a
 // host to go together, few enough that a transport's round of progress,
 // which looks at every pending request, stays short. Tiny messages (a
-// model's biases, a small chunk size) fit the byte budget by the thousand.
+// model's biases, a small message size) fit the byte budget by the thousand.
 constexpr size_t kMaxMessagesInFlight = 256;
 
 }  // namespace
@@ -57,11 +58,11 @@ Exchange::Exchange(std::span<const ArrayMove> moves, const PreparedExchange& pre
   copy_handed_.assign(copies_.size(), false);
   send_in_place_.resize(messages_.sends.size());
   for (size_t i = 0; i < send_in_place_.size(); ++i) {
-    send_in_place_[i] = transport_.sends_in_place(messages_.sends[i].dst_process, rows_->sends[i]);
+    send_in_place_[i] = sends_in_place(transport_, messages_.sends[i].dst_process, rows_->sends[i]);
   }
   receive_in_place_.resize(messages_.receives.size());
   for (size_t i = 0; i < receive_in_place_.size(); ++i) {
-    receive_in_place_[i] = transport_.receives_in_place(messages_.receives[i].src_process);
+    receive_in_place_[i] = receives_in_place(transport_, messages_.receives[i].src_process);
   }
 }
 
@@ -76,7 +77,7 @@ std::vector<const std::byte*> Exchange::shards_read_by(size_t first, size_t end)
 }
 
 std::vector<CopyJob> Exchange::copies_left_to_caller() {
-  if (copies_.empty() || !transport_.copies_with_sends()) return std::exchange(copies_, {});
+  if (copies_.empty() || !copies_with_sends(transport_)) return std::exchange(copies_, {});
   const std::vector<const std::byte*> sent_from = shards_read_by(0, messages_.sends.size());
   std::vector<CopyJob> left;
   std::erase_if(copies_, [&](const CopyJob& job) {
@@ -98,8 +99,8 @@ size_t Exchange::end_at_shard(size_t end) const {
   return end;
 }
 
-std::vector<Transport::LocalCopy> Exchange::take_copies(size_t first, size_t end) {
-  std::vector<Transport::LocalCopy> taken;
+std::vector<LocalCopy> Exchange::take_copies(size_t first, size_t end) {
+  std::vector<LocalCopy> taken;
   if (copies_.empty()) return taken;
   const auto by_source = [](const CopyJob& job, const std::byte* shard) { return std::less<>()(job.src, shard); };
   for (const std::byte* shard : shards_read_by(first, end)) {
@@ -143,7 +144,7 @@ void Exchange::post_sends() {
   }
   if (end == next_send_) return;
   end = end_at_shard(end);
-  std::vector<Transport::GatherSend> batch;
+  std::vector<GatherSend> batch;
   batch.reserve(end - next_send_);
   for (size_t i = next_send_; i < end; ++i) {
     // The request shares the shards' owner: if the exchange fails, a
@@ -151,10 +152,10 @@ void Exchange::post_sends() {
     batch.push_back({messages_.sends[i].dst_process, base_ + messages_.sends[i].index, rows_->sends[i],
                      owner_of(rows_->send_shards[i])});
   }
-  const std::vector<Transport::LocalCopy> copies = take_copies(next_send_, end);
+  const std::vector<LocalCopy> copies = take_copies(next_send_, end);
   std::vector<std::unique_ptr<Request>> requests = copies.empty()
-                                                      ? transport_.isend_gather_all(batch, threads_)
-                                                      : transport_.isend_gather_all_with_copies(batch, threads_, copies);
+                                                      ? isend_gather_all(transport_, batch, threads_)
+                                                      : isend_gather_all_with_copies(transport_, batch, threads_, copies);
   if (!copies.empty()) {
     copy_requests_.push_back(std::move(requests.back()));
     requests.pop_back();
@@ -175,7 +176,7 @@ void Exchange::post_receives() {
     const size_t index = next_receive_++;
     const Message& m = messages_.receives[index];
     Pending pending{&m, nullptr, receive_in_place_[index]};
-    pending.request = transport_.irecv_scatter_rows(m.src_process, base_ + m.index, rows_->receives[index],
+    pending.request = irecv_scatter_rows(transport_, m.src_process, base_ + m.index, rows_->receives[index],
                                                     owner_of(rows_->receive_shards[index]));
     receiving_.add(m.bytes, pending.in_place);
     receives_.push_back(std::move(pending));
@@ -217,4 +218,4 @@ void Exchange::run(ExecuteStats& stats) {
   for (const std::unique_ptr<Request>& copies : copy_requests_) copies->wait();
 }
 
-}  // namespace reshard
+}  // namespace reshard::execute_detail

@@ -10,11 +10,12 @@
 #include "layout/box_copy.h"
 #include "reshard/execute/buffer.h"
 #include "reshard/execute/executor.h"
+#include "reshard/execute/fast_paths.h"
 #include "message_schedule.h"
 #include "prepared_exchange.h"
 #include "parallel_copy.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 
 // Posts sends and receives in the global message order while the bytes in
 // flight allow (always at least one each way), and waits on the oldest
@@ -30,7 +31,7 @@ namespace reshard {
 //
 // The bound on bytes in flight bounds the memory the transport holds for
 // messages (staging buffers). A message the transport moves in place
-// (Transport::sends_in_place, receives_in_place: between processes of a
+// (sends_in_place, receives_in_place of transport_calls.h: between processes of a
 // host, straight from rows to rows) holds none, so it does not count.
 // Posting those together lets the transport walk a source shard once for all
 // the peers its rows go to, where batches cut by the bound walked it once
@@ -43,7 +44,7 @@ class Exchange {
   // A transport that gathers sends may use `threads` threads for it.
   // `copies` within this process (stage 0's) go with the send batches that
   // read the same source shards where the transport makes such copies
-  // itself (Transport::copies_with_sends); the rest are the caller's.
+  // itself (copies_with_sends, transport_calls.h); the rest are the caller's.
   Exchange(std::span<const ArrayMove> moves, const PreparedExchange& prepared, Transport& transport, Tag base,
            uint64_t max_bytes_in_flight, int threads = 1, std::vector<CopyJob> copies = {});
 
@@ -82,7 +83,7 @@ class Exchange {
   size_t end_at_shard(size_t end) const;
   // The copies that read the shards the sends [first, end) read, not yet
   // handed over, as the transport takes them.
-  std::vector<Transport::LocalCopy> take_copies(size_t first, size_t end);
+  std::vector<LocalCopy> take_copies(size_t first, size_t end);
   // The source shards the sends [first, end) read, each once, in address order.
   std::vector<const std::byte*> shards_read_by(size_t first, size_t end) const;
   void post_receives();
@@ -116,4 +117,4 @@ class Exchange {
   std::vector<std::unique_ptr<Request>> copy_requests_;
 };
 
-}  // namespace reshard
+}  // namespace reshard::execute_detail

@@ -11,9 +11,20 @@
 #include "message_schedule.h"
 #include "prepared_exchange.h"
 #include "parallel_copy.h"
+#include "reshard/execute/transport_calls.h"
 #include "reshard/layout/error.h"
 
 namespace reshard {
+
+using execute_detail::ArrayMove;
+using execute_detail::CopyJob;
+using execute_detail::Exchange;
+using execute_detail::PreparedExchange;
+using execute_detail::ProcessMessages;
+using execute_detail::execute_moves;
+using execute_detail::prepare_exchange;
+using execute_detail::run_copies;
+
 namespace {
 
 void check_array(const ShardedArray& array, const NamedSharding& sharding, const PlanKey& key, const char* which) {
@@ -43,7 +54,7 @@ void check_inputs(const ArrayMove& move, const Transport& transport) {
   move.dst->check_writable();
 }
 
-// FNV-1a over what the message schedule depends on: the chunk size and each plan (its digest).
+// FNV-1a over what the message schedule depends on: the message size and each plan (its digest).
 class Fingerprint {
  public:
   void add(uint64_t value) {
@@ -59,7 +70,7 @@ class Fingerprint {
 
 uint64_t batch_fingerprint(std::span<const ArrayMove> moves, const ExecuteOptions& options) {
   Fingerprint f;
-  f.add(options.chunk_bytes);
+  f.add(options.message_bytes);
   f.add(moves.size());
   for (const ArrayMove& move : moves) f.add(move.plan->digest());
   return f.value();
@@ -99,11 +110,11 @@ uint64_t bytes_of(const std::vector<CopyJob>& jobs) {
 void run_stage_zero(std::span<const ArrayMove> moves, Transport& transport, Tag base, const ExecuteOptions& options,
                     ExecuteStats& stats) {
   const std::shared_ptr<const PreparedExchange> prepared =
-      prepare_exchange(moves, transport.rank(), options.chunk_bytes, 0);
+      prepare_exchange(moves, transport.rank(), options.message_bytes, 0);
   const ProcessMessages& messages = prepared->messages;
   std::vector<CopyJob> jobs = local_jobs(moves, *prepared, 0);
   stats.bytes_copied += bytes_of(jobs);
-  const int threads = options.copy_threads(transport.processes_on_this_host());
+  const int threads = options.copy_threads(processes_on_this_host(transport));
   if (messages.sends.empty() && messages.receives.empty()) {
     run_copies(jobs, threads);
     return;
@@ -144,10 +155,10 @@ void run_host_relay(std::span<const ArrayMove> moves, Transport& transport, cons
   if (!has_stage(moves, 2)) return;
   const Tag base = transport.begin_operation();
   const std::shared_ptr<const PreparedExchange> prepared =
-      prepare_exchange(moves, transport.rank(), options.chunk_bytes, 2);
+      prepare_exchange(moves, transport.rank(), options.message_bytes, 2);
   if (prepared->messages.sends.empty() && prepared->messages.receives.empty()) return;
   Exchange(moves, *prepared, transport, base, options.max_bytes_in_flight,
-           options.copy_threads(transport.processes_on_this_host()))
+           options.copy_threads(processes_on_this_host(transport)))
       .run(stats);
 }
 
@@ -167,9 +178,9 @@ ExecuteStats execute_unguarded(std::span<const ArrayMove> moves, Transport& tran
   run_stage_zero(moves, transport, base, options, stats);
   // Stage 1 reads what stage 0 wrote, all of which is in place now.
   const std::vector<CopyJob> fan_out =
-      local_jobs(moves, *prepare_exchange(moves, transport.rank(), options.chunk_bytes, 1), 1);
+      local_jobs(moves, *prepare_exchange(moves, transport.rank(), options.message_bytes, 1), 1);
   stats.bytes_copied += bytes_of(fan_out);
-  run_copies(fan_out, options.copy_threads(transport.processes_on_this_host()));
+  run_copies(fan_out, options.copy_threads(processes_on_this_host(transport)));
   run_host_relay(moves, transport, options, stats);
   return stats;
 }
@@ -182,7 +193,8 @@ int ExecuteOptions::copy_threads(int processes_on_host) const {
   return std::max(1, cores / std::max(1, processes_on_host));
 }
 
-ExecuteStats execute_moves(std::span<const ArrayMove> moves, Transport& transport, const ExecuteOptions& options) {
+ExecuteStats execute_detail::execute_moves(std::span<const ArrayMove> moves, Transport& transport,
+                                           const ExecuteOptions& options) {
   try {
     return execute_unguarded(moves, transport, options);
   } catch (const std::exception& e) {

@@ -1,6 +1,6 @@
 #include "host_layout.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 namespace {
 
 Topology with_host_devices(const Topology& devices) {
@@ -29,4 +29,4 @@ NamedSharding HostLayout::on_host(int process) const {
                        MemoryKind::kUnpinnedHost);
 }
 
-}  // namespace reshard
+}  // namespace reshard::execute_detail

@@ -4,7 +4,7 @@
 #include "reshard/layout/sharding.h"
 #include "reshard/layout/topology.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 
 // A job's topology with one host device per process appended (process p's is
 // device num_devices + p), so that moves to and from hosts are ordinary plans:
@@ -27,4 +27,4 @@ class HostLayout {
   DeviceId first_host_;
 };
 
-}  // namespace reshard
+}  // namespace reshard::execute_detail

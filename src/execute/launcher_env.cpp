@@ -5,7 +5,7 @@
 
 #include "reshard/layout/error.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 namespace {
 
 // A rank or size from the environment: a decimal int, checked for overflow.
@@ -110,4 +110,4 @@ LauncherChoice choose_launcher(TransportKind requested, bool mpi_built, const En
   return single;
 }
 
-}  // namespace reshard
+}  // namespace reshard::execute_detail

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace reshard {
+namespace reshard::execute_detail {
 
 enum class TransportKind { kAuto, kMpi, kTcp, kNone };
 
@@ -36,4 +36,4 @@ EnvLookup process_env();
 // environment cannot serve is an error naming what is missing.
 LauncherChoice choose_launcher(TransportKind requested, bool mpi_built, const EnvLookup& env);
 
-}  // namespace reshard
+}  // namespace reshard::execute_detail

@@ -8,7 +8,7 @@
 #include "reshard/execute/sharded_array.h"
 #include "reshard/layout/error.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 
 using layout_detail::checked_add;
 using layout_detail::checked_mul;
@@ -54,17 +54,17 @@ PairTransfers cross_process_transfers(std::span<const Plan* const> plans, int pr
   return pairs;
 }
 
-// Streams the pair's transfers into messages of at most `chunk` bytes.
-std::vector<Message> cut_into_messages(int src, int dst, const std::vector<TransferRef>& transfers, uint64_t chunk) {
+// Streams the pair's transfers into messages of at most `most` bytes.
+std::vector<Message> cut_into_messages(int src, int dst, const std::vector<TransferRef>& transfers, uint64_t most) {
   std::vector<Message> messages;
   Message current{src, dst, 0, 0, {}};
   for (const TransferRef& t : transfers) {
     for (uint64_t pos = 0; pos < t.bytes;) {
-      const uint64_t take = std::min(t.bytes - pos, chunk - current.bytes);
+      const uint64_t take = std::min(t.bytes - pos, most - current.bytes);
       current.pieces.push_back(MessagePiece{t.array, t.transfer, pos, pos + take, current.bytes});
       current.bytes += take;
       pos += take;
-      if (current.bytes == chunk) {
+      if (current.bytes == most) {
         messages.push_back(std::move(current));
         current = Message{src, dst, messages.size(), 0, {}};
       }
@@ -83,17 +83,17 @@ bool Message::comes_before(const Message& other, int num_processes) const {
   return key(*this) < key(other);
 }
 
-ProcessMessages schedule_messages(std::span<const Plan* const> plans, int process, uint64_t chunk_bytes, int stage) {
-  if (chunk_bytes == 0) throw Error(ErrorCode::kInvalidArgument, "the message chunk size must be at least 1 byte");
+ProcessMessages schedule_messages(std::span<const Plan* const> plans, int process, uint64_t message_bytes, int stage) {
+  if (message_bytes == 0) throw Error(ErrorCode::kInvalidArgument, "the message size must be at least 1 byte");
   ProcessMessages out;
   int processes = 1;
   for (const Plan* plan : plans) processes = std::max(processes, plan->key().topology.num_processes());
   for (const auto& [pair, transfers] : cross_process_transfers(plans, process, stage)) {
     uint64_t pair_bytes = 0;
     for (const TransferRef& t : transfers) pair_bytes = checked_add(pair_bytes, t.bytes, "bytes between two processes");
-    // Tags within one operation are limited; grow the chunk rather than run out.
-    const uint64_t chunk = std::max(chunk_bytes, pair_bytes / Transport::kTagsPerOperation + 1);
-    auto messages = cut_into_messages(pair.first, pair.second, transfers, chunk);
+    // Tags within one operation are limited; grow the messages rather than run out.
+    const uint64_t most = std::max(message_bytes, pair_bytes / Transport::kTagsPerOperation + 1);
+    auto messages = cut_into_messages(pair.first, pair.second, transfers, most);
     auto& list = pair.first == process ? out.sends : out.receives;
     list.insert(list.end(), std::make_move_iterator(messages.begin()), std::make_move_iterator(messages.end()));
   }
@@ -103,9 +103,9 @@ ProcessMessages schedule_messages(std::span<const Plan* const> plans, int proces
   return out;
 }
 
-ProcessMessages schedule_messages(const Plan& plan, int process, uint64_t chunk_bytes) {
+ProcessMessages schedule_messages(const Plan& plan, int process, uint64_t message_bytes) {
   const Plan* one = &plan;
-  return schedule_messages(std::span<const Plan* const>(&one, 1), process, chunk_bytes);
+  return schedule_messages(std::span<const Plan* const>(&one, 1), process, message_bytes);
 }
 
-}  // namespace reshard
+}  // namespace reshard::execute_detail

@@ -9,7 +9,7 @@
 #include "reshard/execute/transport.h"
 #include "reshard/plan/plan.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 
 // Bytes [begin, end) of one transfer's box (in the box's row-major order),
 // stored at `offset` in its message.
@@ -24,7 +24,7 @@ struct MessagePiece {
 // One message from one process to another. Between each pair of processes the
 // cross-process transfers of one stage of every plan of the batch are streamed in
 // order (plan by plan, each in its own order) and cut into messages of at most
-// the chunk size, so small transfers, of one array or of several, share a
+// the message size, so small transfers, of one array or of several, share a
 // message and large ones span several.
 struct Message {
   int src_process = 0;
@@ -47,14 +47,14 @@ struct ProcessMessages {
 };
 
 // The messages of `process` for a batch of plans (one operation), at most
-// `chunk_bytes` each (more when a pair would otherwise need more than
+// `message_bytes` each (more when a pair would otherwise need more than
 // Transport::kTagsPerOperation messages), from the cross-process transfers of
 // `stage` (0: from the source arrays; 2: between processes of a host, from
-// target shards). Throws Error(kInvalidArgument) when chunk_bytes is 0.
-ProcessMessages schedule_messages(std::span<const Plan* const> plans, int process, uint64_t chunk_bytes,
+// target shards). Throws Error(kInvalidArgument) when message_bytes is 0.
+ProcessMessages schedule_messages(std::span<const Plan* const> plans, int process, uint64_t message_bytes,
                                   int stage = 0);
 
 // The batch of one.
-ProcessMessages schedule_messages(const Plan& plan, int process, uint64_t chunk_bytes);
+ProcessMessages schedule_messages(const Plan& plan, int process, uint64_t message_bytes);
 
-}  // namespace reshard
+}  // namespace reshard::execute_detail

@@ -11,6 +11,11 @@
 
 namespace reshard {
 
+using execute_detail::ArrayMove;
+using execute_detail::CopyJob;
+using execute_detail::execute_moves;
+using execute_detail::HostLayout;
+using execute_detail::run_copies;
 using layout_detail::BoxCopy;
 using layout_detail::checked_mul;
 using layout_detail::checked_product;

@@ -10,7 +10,7 @@
 
 #include "layout/copy_bytes.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 
 using layout_detail::BoxCopy;
 using layout_detail::copy_bytes;
@@ -194,4 +194,4 @@ void run_copies(std::span<const CopyJob> jobs, int threads, uint64_t min_bytes_p
   }  // the workers join here
 }
 
-}  // namespace reshard
+}  // namespace reshard::execute_detail

@@ -8,7 +8,7 @@
 
 #include "layout/box_copy.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 
 // One box copy between two buffers (each pointing at its extent's first element).
 struct CopyJob {
@@ -27,4 +27,4 @@ struct CopyJob {
 void run_copies(std::span<const CopyJob> jobs, int threads, uint64_t min_bytes_per_thread = uint64_t{1} << 20,
                 std::optional<layout_detail::CopyMode> mode = std::nullopt);
 
-}  // namespace reshard
+}  // namespace reshard::execute_detail

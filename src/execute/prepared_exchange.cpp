@@ -5,7 +5,7 @@
 #include <mutex>
 #include <utility>
 
-namespace reshard {
+namespace reshard::execute_detail {
 
 using layout_detail::BoxCopy;
 
@@ -18,11 +18,11 @@ struct PreparedKey {
   std::vector<PlanKey> plans;
   std::vector<uint64_t> digests;
   int process = 0;
-  uint64_t chunk_bytes = 0;
+  uint64_t message_bytes = 0;
   int stage = 0;
 
-  bool matches(std::span<const ArrayMove> moves, int p, uint64_t chunk, int s) const {
-    if (process != p || chunk_bytes != chunk || stage != s || plans.size() != moves.size()) return false;
+  bool matches(std::span<const ArrayMove> moves, int p, uint64_t bytes, int s) const {
+    if (process != p || message_bytes != bytes || stage != s || plans.size() != moves.size()) return false;
     for (size_t i = 0; i < moves.size(); ++i) {
       if (digests[i] != moves[i].plan->digest() || !(plans[i] == moves[i].plan->key())) return false;
     }
@@ -40,11 +40,11 @@ class PreparedCache {
     return cache;
   }
 
-  std::shared_ptr<const PreparedExchange> find(std::span<const ArrayMove> moves, int process, uint64_t chunk,
+  std::shared_ptr<const PreparedExchange> find(std::span<const ArrayMove> moves, int process, uint64_t bytes,
                                                int stage) {
     std::lock_guard guard(mutex_);
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
-      if (!it->first.matches(moves, process, chunk, stage)) continue;
+      if (!it->first.matches(moves, process, bytes, stage)) continue;
       entries_.splice(entries_.begin(), entries_, it);  // most recent first
       return entries_.front().second;
     }
@@ -200,18 +200,18 @@ std::shared_ptr<const ExchangeRows> exchange_rows(std::span<const ArrayMove> mov
 }
 
 std::shared_ptr<const PreparedExchange> prepare_exchange(std::span<const ArrayMove> moves, int process,
-                                                         uint64_t chunk_bytes, int stage) {
+                                                         uint64_t message_bytes, int stage) {
   PreparedCache& cache = PreparedCache::instance();
-  if (auto found = cache.find(moves, process, chunk_bytes, stage)) return found;
+  if (auto found = cache.find(moves, process, message_bytes, stage)) return found;
   std::vector<const Plan*> plans;
-  PreparedKey key{{}, {}, process, chunk_bytes, stage};
+  PreparedKey key{{}, {}, process, message_bytes, stage};
   for (const ArrayMove& move : moves) {
     plans.push_back(move.plan);
     key.plans.push_back(move.plan->key());
     key.digests.push_back(move.plan->digest());
   }
   auto prepared = std::make_shared<PreparedExchange>();
-  prepared->messages = schedule_messages(plans, process, chunk_bytes, stage);
+  prepared->messages = schedule_messages(plans, process, message_bytes, stage);
   prepared->send_copies =
       copies_of(prepared->messages.sends, [&](const MessagePiece& piece) { return send_copy(moves, piece); });
   prepared->receive_copies =
@@ -221,4 +221,4 @@ std::shared_ptr<const PreparedExchange> prepare_exchange(std::span<const ArrayMo
   return prepared;
 }
 
-}  // namespace reshard
+}  // namespace reshard::execute_detail

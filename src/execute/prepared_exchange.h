@@ -13,7 +13,7 @@
 #include "reshard/layout/byte_run.h"
 #include "message_schedule.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 
 struct ExchangeRows;
 
@@ -82,9 +82,9 @@ std::shared_ptr<const ExchangeRows> exchange_rows(std::span<const ArrayMove> mov
 
 // The prepared exchange of `process` for stage `stage` of `moves` (see
 // schedule_messages), from a small cache of recent ones (per process, keyed
-// by the plans' keys and transfers, the chunk size and the stage), or made
+// by the plans' keys and transfers, the message size and the stage), or made
 // and kept. Thread-safe: in-process ranks run side by side.
 std::shared_ptr<const PreparedExchange> prepare_exchange(std::span<const ArrayMove> moves, int process,
-                                                         uint64_t chunk_bytes, int stage);
+                                                         uint64_t message_bytes, int stage);
 
-}  // namespace reshard
+}  // namespace reshard::execute_detail

@@ -1,6 +1,6 @@
 #include "run_bytes.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 namespace {
 
 template <typename Run, typename Rows>
@@ -19,4 +19,4 @@ std::vector<Run> expand(std::span<const Rows> rows) {
 std::vector<ConstByteRun> runs_of(std::span<const ConstRunRows> rows) { return expand<ConstByteRun>(rows); }
 std::vector<ByteRun> runs_of(std::span<const RunRows> rows) { return expand<ByteRun>(rows); }
 
-}  // namespace reshard
+}  // namespace reshard::execute_detail

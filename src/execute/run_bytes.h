@@ -7,7 +7,7 @@
 
 #include "reshard/layout/byte_run.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 
 // Runs describe memory that exists, so their sum cannot overflow size_t.
 template <typename Run>
@@ -29,4 +29,4 @@ size_t total_row_bytes(std::span<const Rows> rows) {
   return bytes;
 }
 
-}  // namespace reshard
+}  // namespace reshard::execute_detail

@@ -18,7 +18,7 @@
 #include "layout/copy_bytes.h"
 #include "reshard/layout/error.h"
 
-namespace reshard::detail {
+namespace reshard::execute_detail {
 
 using layout_detail::copy_bytes;
 using layout_detail::prefetch_rows_a_page_apart;
@@ -237,4 +237,4 @@ void SharedArena::add_free(uint64_t offset, uint64_t bytes) {
   free_.emplace(offset, bytes);
 }
 
-}  // namespace reshard::detail
+}  // namespace reshard::execute_detail

@@ -10,7 +10,7 @@
 #include <optional>
 #include <span>
 
-namespace reshard::detail {
+namespace reshard::execute_detail {
 
 // A process's large buffers, in one memory file (memfd) mapped at one place.
 // A peer process on the same host that may attach to this one (the same
@@ -103,4 +103,4 @@ class SharedArena {
   uint64_t allocated_ = 0;
 };
 
-}  // namespace reshard::detail
+}  // namespace reshard::execute_detail

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-namespace reshard {
+namespace reshard::execute_detail {
 
 Buffer StagingCache::take(size_t size) {
   {
@@ -62,4 +62,4 @@ StagingCache& StagingCache::for_process() {
   return cache;
 }
 
-}  // namespace reshard
+}  // namespace reshard::execute_detail

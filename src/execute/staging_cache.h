@@ -7,13 +7,13 @@
 
 #include "reshard/execute/buffer.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 
 // Messages that are not one contiguous run are packed into, or received into,
 // a staging buffer. A fresh large buffer costs a page fault per page, and the
 // kernel zeroing each page costs about as much as the copy itself, so freed
 // staging buffers are kept, up to a bound, for later messages of the same
-// size (messages are mostly the chunk size). Thread-safe.
+// size (messages are mostly the message size). Thread-safe.
 class StagingCache {
  public:
   explicit StagingCache(size_t max_kept_bytes) : max_kept_bytes_(max_kept_bytes) {}
@@ -43,4 +43,4 @@ class StagingCache {
   std::vector<Buffer> kept_;  // least recently given back first
 };
 
-}  // namespace reshard
+}  // namespace reshard::execute_detail

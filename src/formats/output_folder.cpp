@@ -7,7 +7,7 @@
 #include "reshard/layout/error.h"
 #include "reshard/storage/open_store.h"
 
-namespace reshard {
+namespace reshard::formats_detail {
 
 std::vector<std::string> top_level_files(const storage::Location& folder) {
   std::vector<std::string> names;
@@ -69,4 +69,4 @@ void OutputFolder::commit(std::span<const std::string> stale, std::span<const st
   }
 }
 
-}  // namespace reshard
+}  // namespace reshard::formats_detail

@@ -24,7 +24,7 @@
 #include "reshard/storage/location.h"
 #include "storage/local/staged_folder.h"
 
-namespace reshard {
+namespace reshard::formats_detail {
 
 class OutputFolder {
  public:
@@ -64,4 +64,4 @@ class OutputFolder {
 // none when there is no such folder.
 std::vector<std::string> top_level_files(const storage::Location& folder);
 
-}  // namespace reshard
+}  // namespace reshard::formats_detail

@@ -19,6 +19,14 @@
 #endif
 
 namespace reshard::job {
+
+using execute_detail::choose_launcher;
+using execute_detail::LauncherChoice;
+using execute_detail::parse_transport_kind;
+using execute_detail::process_env;
+using execute_detail::transport_kind_name;
+using execute_detail::TransportKind;
+
 namespace {
 
 // Everything the job started, torn down in reverse order by finish_job (or,

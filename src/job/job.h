@@ -56,7 +56,7 @@ void set_job_timeout(std::chrono::milliseconds timeout);
 
 // How the job's processes find each other, instead of RESHARD_TRANSPORT or
 // auto. Takes effect when the job starts (its first use).
-void set_job_transport(TransportKind kind);
+void set_job_transport(execute_detail::TransportKind kind);
 
 // {"transport": "tcp", "rendezvous": "torchrun", "processes": 4}: how this job
 // was formed, for the --json of every command that moves data.

@@ -21,7 +21,7 @@ class CachedMemoryTest : public ::testing::Test {
 TEST_F(CachedMemoryTest, StagingBuffersAreKeptReportedAndGivenBack) {
   release_cached_memory();
   EXPECT_EQ(cached_memory().staging_bytes, 0u);
-  StagingCache& staging = StagingCache::for_process();
+  execute_detail::StagingCache& staging = execute_detail::StagingCache::for_process();
   staging.give_back(Buffer::allocate(3 * kMiB));
   staging.give_back(Buffer::allocate(2 * kMiB));
   EXPECT_EQ(cached_memory().staging_bytes, 5 * kMiB);
@@ -38,7 +38,7 @@ TEST_F(CachedMemoryTest, StagingBuffersAreKeptReportedAndGivenBack) {
 }
 
 TEST_F(CachedMemoryTest, TheSharedArenasKeptRangesAreReportedAndPunchedOut) {
-  detail::SharedArena* arena = detail::SharedArena::for_process();
+  execute_detail::SharedArena* arena = execute_detail::SharedArena::for_process();
   ASSERT_NE(arena, nullptr) << "this machine refuses a memory file";
   set_cached_memory_limit(64 * kMiB);
   release_cached_memory();

@@ -31,7 +31,7 @@ class Failures : public ::testing::Test {
 
 TEST_F(Failures, OneRankFailingMidTransferStopsTheOthersQuickly) {
   ExecuteOptions options;
-  options.chunk_bytes = 512;  // many messages, so the fault lands mid-transfer
+  options.message_bytes = 512;  // many messages, so the fault lands mid-transfer
   options.max_bytes_in_flight = 1024;
   std::vector<ErrorCode> codes(4, ErrorCode::kInvalidArgument);
   std::vector<std::string> messages(4);
@@ -101,7 +101,7 @@ TEST_F(Failures, ASilentRankIsReportedWithinTheBoundNamingIt) {
   std::condition_variable gave_up;
   int others_given_up = 0;
   ExecuteOptions options;
-  options.chunk_bytes = 512;
+  options.message_bytes = 512;
   options.max_bytes_in_flight = 1024;
   EXPECT_THROW(testing::run_ranks(group,
                                   [&](Transport& t) {
@@ -167,7 +167,7 @@ TEST_F(Failures, SurvivorsOfAFailureRunFurtherOperationsCleanly) {
   // carries on with a new group: nothing from the failed exchange may touch
   // the new one's buffers (the sanitizer build checks), and the results are right.
   ExecuteOptions options;
-  options.chunk_bytes = 512;
+  options.message_bytes = 512;
   options.max_bytes_in_flight = 1024;
   std::vector<std::string> messages(4);
   {

@@ -44,7 +44,7 @@ TEST(HostRelay, EveryElementArrivesAndOnlyThePlannedBytesMove) {
                        : testing::random_sharding(rng, shape, plain, uneven);
     const DType dtype = pick<DType>(rng, {DType::kU8, DType::kBF16, DType::kF32});
     ExecuteOptions options;
-    options.chunk_bytes = pick<uint64_t>(rng, {3, 64, uint64_t{1} << 20});
+    options.message_bytes = pick<uint64_t>(rng, {3, 64, uint64_t{1} << 20});
     options.max_bytes_in_flight = pick<uint64_t>(rng, {1, 200, uint64_t{1} << 20});
     const Plan plan = make_plan(PlanKey{shape, dtype, src, dst, topology});
     SCOPED_TRACE(fmt::format("trial {}: {} processes on {} hosts, shape [{}] {}\n  from {}\n  to   {}", trial,

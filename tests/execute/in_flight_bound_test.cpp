@@ -71,22 +71,32 @@ class CountedRequest final : public Request {
 // The in-process transport, saying every message moves in place (or not),
 // and counting what the exchange posts: batches of sends and scattered
 // receives, the two ways it starts messages.
-class InPlaceTransport final : public testing::ForwardingTransport {
+class InPlaceTransport final : public testing::ForwardingTransport, public InPlaceTransfers {
  public:
   InPlaceTransport(Transport& inner, bool in_place, InFlightCount& count)
       : ForwardingTransport(inner), in_place_(in_place), count_(count) {}
 
+  FastPaths fast_paths() override {
+    FastPaths paths = ForwardingTransport::fast_paths();
+    paths.in_place = this;
+    return paths;
+  }
   bool sends_in_place(int, std::span<const ConstRunRows>) const override { return in_place_; }
   bool receives_in_place(int) const override { return in_place_; }
+  bool copies_with_sends() const override { return false; }
+  std::vector<std::unique_ptr<Request>> isend_gather_all_with_copies(std::span<const GatherSend> sends, int threads,
+                                                                     std::span<const LocalCopy> copies) override {
+    return without_fast_path::isend_gather_all_with_copies(*this, sends, threads, copies);
+  }
   std::vector<std::unique_ptr<Request>> isend_gather_all(std::span<const GatherSend> sends, int threads) override {
-    std::vector<std::unique_ptr<Request>> requests = inner().isend_gather_all(sends, threads);
+    std::vector<std::unique_ptr<Request>> requests = reshard::isend_gather_all(inner(), sends, threads);
     for (auto& request : requests) request = std::make_unique<CountedRequest>(std::move(request), count_, true);
     return requests;
   }
   std::unique_ptr<Request> irecv_scatter_rows(int peer, Tag tag, std::span<const RunRows> rows,
-                                              std::shared_ptr<const void> owner = nullptr) override {
-    return std::make_unique<CountedRequest>(inner().irecv_scatter_rows(peer, tag, rows, std::move(owner)), count_,
-                                            false);
+                                              std::shared_ptr<const void> owner) override {
+    return std::make_unique<CountedRequest>(reshard::irecv_scatter_rows(inner(), peer, tag, rows, std::move(owner)),
+                                            count_, false);
   }
 
  private:
@@ -96,16 +106,16 @@ class InPlaceTransport final : public testing::ForwardingTransport {
 
 // A [rows, 256] f32 array from rows over 8 devices of 2 processes to
 // columns: each process sends the other 16 pieces of rows / 8 x 32 elements,
-// in messages of at most `chunk_bytes`, and receives as many. Every byte is
+// in messages of at most `message_bytes`, and receives as many. Every byte is
 // checked; returns each process's counts.
-std::vector<InFlightCount> reshard_counting(bool in_place, int64_t rows_of_array, uint64_t chunk_bytes,
+std::vector<InFlightCount> reshard_counting(bool in_place, int64_t rows_of_array, uint64_t message_bytes,
                                             uint64_t max_bytes_in_flight) {
   const Topology topology = Topology::uniform(8, 2);
   const Shape shape{rows_of_array, 256};
   const NamedSharding rows(Mesh({{"x", 8}}, {0, 1, 2, 3, 4, 5, 6, 7}), PartitionSpec({{"x"}}));
   const NamedSharding columns(Mesh({{"x", 8}}, {7, 5, 3, 1, 6, 4, 2, 0}), PartitionSpec({{}, {"x"}}));
   ExecuteOptions options;
-  options.chunk_bytes = chunk_bytes;
+  options.message_bytes = message_bytes;
   options.max_bytes_in_flight = max_bytes_in_flight;
   std::vector<InFlightCount> counts(2);
   testing::run_ranks(2, [&](Transport& t) {

@@ -7,7 +7,7 @@
 
 #include "reshard/layout/error.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 namespace {
 
 EnvLookup env_of(std::map<std::string, std::string> vars) {
@@ -96,4 +96,4 @@ TEST(LauncherEnv, KindNamesRoundTrip) {
 }
 
 }  // namespace
-}  // namespace reshard
+}  // namespace reshard::execute_detail

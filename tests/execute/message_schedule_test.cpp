@@ -11,7 +11,7 @@
 #include "reshard/plan/planner.h"
 #include "support/seed.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 namespace {
 
 using testing::pick;
@@ -29,7 +29,7 @@ bool same_message(const Message& a, const Message& b) {
 }
 
 // Sender and receiver derive the same messages; together they carry every
-// cross-process transfer's bytes exactly once, in chunks, in the global order.
+// cross-process transfer's bytes exactly once, in messages, in the global order.
 TEST(MessageSchedule, BothEndsAgreeAndEveryByteTravelsOnce) {
   auto rng = testing::seeded_rng();
   for (int trial = 0; trial < 100; ++trial) {
@@ -38,10 +38,10 @@ TEST(MessageSchedule, BothEndsAgreeAndEveryByteTravelsOnce) {
     const Shape shape = testing::random_shape(rng, false);
     const Plan plan = make_plan(PlanKey{shape, DType::kBF16, testing::random_sharding(rng, shape, topology, false),
                                         testing::random_sharding(rng, shape, topology, false), topology});
-    const uint64_t chunk = pick<uint64_t>(rng, {1, 7, 64, 4096});
-    SCOPED_TRACE(fmt::format("trial {}: chunk {}", trial, chunk));
+    const uint64_t most = pick<uint64_t>(rng, {1, 7, 64, 4096});
+    SCOPED_TRACE(fmt::format("trial {}: messages of {} B", trial, most));
     std::vector<ProcessMessages> schedules;
-    for (int p = 0; p < processes; ++p) schedules.push_back(schedule_messages(plan, p, chunk));
+    for (int p = 0; p < processes; ++p) schedules.push_back(schedule_messages(plan, p, most));
 
     std::map<size_t, uint64_t> carried;  // transfer -> bytes covered, checked to be in order
     std::map<int, DeviceId> last_source;   // per receiving process: the pair streams source by source
@@ -61,7 +61,7 @@ TEST(MessageSchedule, BothEndsAgreeAndEveryByteTravelsOnce) {
           EXPECT_TRUE(sends[i - 1].comes_before(m, processes));
         }
         EXPECT_GT(m.bytes, 0u);
-        EXPECT_LE(m.bytes, chunk);
+        EXPECT_LE(m.bytes, most);
         uint64_t offset = 0;
         for (const MessagePiece& piece : m.pieces) {
           EXPECT_EQ(piece.offset, offset);
@@ -93,7 +93,7 @@ TEST(MessageSchedule, BothEndsAgreeAndEveryByteTravelsOnce) {
   }
 }
 
-TEST(MessageSchedule, RejectsAZeroChunk) {
+TEST(MessageSchedule, RejectsAZeroMessageSize) {
   const Topology topology = Topology::uniform(2, 2);
   const NamedSharding a(Mesh({{"x", 2}}, {0, 1}), PartitionSpec({{"x"}}));
   const NamedSharding b(Mesh({{"x", 2}}, {1, 0}), PartitionSpec({{"x"}}));
@@ -102,4 +102,4 @@ TEST(MessageSchedule, RejectsAZeroChunk) {
 }
 
 }  // namespace
-}  // namespace reshard
+}  // namespace reshard::execute_detail

@@ -11,7 +11,7 @@
 #include "layout/copy_bytes.h"
 #include "support/seed.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 
 using layout_detail::BoxCopy;
 using layout_detail::copy_bytes;
@@ -222,4 +222,4 @@ TEST(RunCopies, SplitsOneLargeRunOverThreads) {
 }
 
 }  // namespace
-}  // namespace reshard
+}  // namespace reshard::execute_detail

@@ -10,7 +10,7 @@
 #include "reshard/execute/sharded_array.h"
 #include "reshard/plan/planner.h"
 
-namespace reshard {
+namespace reshard::execute_detail {
 namespace {
 
 // Rows to columns over 8 devices on 2 processes, as process `process` holds it.
@@ -64,7 +64,7 @@ TEST(PreparedExchange, TheSamePlansTakeWhatWasPreparedAndEachPieceHasItsCopy) {
   std::vector<ShardedArray> dst2 = c.arrays(0, c.by_columns);
   const ArrayMove move2{&again, &src2[0], &dst2[0]};
   EXPECT_EQ(prepare_exchange(std::span(&move2, 1), 0, 4096, 0), first);
-  // Another chunk size, process or stage: prepared on its own.
+  // Another message size, process or stage: prepared on its own.
   EXPECT_NE(prepare_exchange(std::span(&move, 1), 0, 8192, 0), first);
   EXPECT_NE(prepare_exchange(std::span(&move, 1), 0, 4096, 2), first);
   const std::vector<ShardedArray> src1 = c.arrays(1, c.by_rows);
@@ -159,4 +159,4 @@ TEST(ExchangeRows, TheSameArraysTakeTheRowsTheyHadAndOtherArraysGetTheirOwn) {
 }
 
 }  // namespace
-}  // namespace reshard
+}  // namespace reshard::execute_detail

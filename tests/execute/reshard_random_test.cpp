@@ -23,10 +23,10 @@ struct Scenario {
   ExecuteOptions options;
 
   std::string describe() const {
-    return fmt::format("{} processes, {} devices, shape [{}] {}\n  from {}\n  to   {}\n  chunk {} B, in flight {} B, "
+    return fmt::format("{} processes, {} devices, shape [{}] {}\n  from {}\n  to   {}\n  messages {} B, in flight {} B, "
                        "{} threads",
                        topology.num_processes(), topology.num_devices(), fmt::join(shape, ", "), dtype_name(dtype),
-                       src.to_string(), dst.to_string(), options.chunk_bytes, options.max_bytes_in_flight,
+                       src.to_string(), dst.to_string(), options.message_bytes, options.max_bytes_in_flight,
                        options.threads);
   }
 };
@@ -39,8 +39,8 @@ Scenario random_scenario(std::mt19937_64& rng) {
   const Shape shape = testing::random_shape(rng, uneven);
   ExecuteOptions options;
   options.threads = pick<int>(rng, {1, 2, 3});
-  // Tiny chunks and windows make messages split transfers and share them.
-  options.chunk_bytes = pick<uint64_t>(rng, {3, 64, 1000, uint64_t{1} << 20});
+  // Tiny messages and windows make messages split transfers and share them.
+  options.message_bytes = pick<uint64_t>(rng, {3, 64, 1000, uint64_t{1} << 20});
   options.max_bytes_in_flight = pick<uint64_t>(rng, {1, 200, uint64_t{1} << 20});
   NamedSharding src = testing::random_sharding(rng, shape, topology, uneven);
   NamedSharding dst = testing::random_sharding(rng, shape, topology, uneven);

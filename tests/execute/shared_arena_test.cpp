@@ -13,7 +13,7 @@
 #include "support/capability.h"
 #include "support/seed.h"
 
-namespace reshard::detail {
+namespace reshard::execute_detail {
 namespace {
 
 constexpr size_t kMiB = size_t{1} << 20;
@@ -149,4 +149,4 @@ TEST(SharedArena, BuffersComeFromTheProcessArenaOnlyOnceItServesThem) {
 }
 
 }  // namespace
-}  // namespace reshard::detail
+}  // namespace reshard::execute_detail

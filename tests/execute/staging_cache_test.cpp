@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-namespace reshard {
+namespace reshard::execute_detail {
 namespace {
 
 TEST(StagingCache, ReusesABufferOfTheSameSize) {
@@ -66,4 +66,4 @@ TEST(StagingCache, KeepsNothingLargerThanItsBound) {
 }
 
 }  // namespace
-}  // namespace reshard
+}  // namespace reshard::execute_detail

@@ -6,6 +6,7 @@
 
 #include "reshard/execute/executor.h"
 #include "reshard/execute/in_process_transport.h"
+#include "reshard/execute/transport_calls.h"
 
 namespace reshard {
 namespace {
@@ -30,7 +31,7 @@ TEST(ThreadBudget, AnExplicitCountIsKeptWhateverTheHostHolds) {
 
 TEST(ThreadBudget, InProcessEveryRankSharesThisHost) {
   InProcessGroup group(4);
-  for (int rank = 0; rank < 4; ++rank) EXPECT_EQ(group.transport(rank).processes_on_this_host(), 4);
+  for (int rank = 0; rank < 4; ++rank) EXPECT_EQ(processes_on_this_host(group.transport(rank)), 4);
 }
 
 }  // namespace

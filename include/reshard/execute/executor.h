@@ -12,16 +12,16 @@ namespace reshard {
 
 struct ExecuteOptions {
   // Threads for copies within this process. 0: the host's hardware threads
-  // shared evenly among the job's processes on it (Transport::
-  // processes_on_this_host), at least one, so a host with fewer cores than
+  // shared evenly among the job's processes on it (processes_on_this_host,
+  // transport_calls.h), at least one, so a host with fewer cores than
   // processes runs each one's copies on its calling thread alone.
   int threads = 0;
   // The largest message between two processes.
-  uint64_t chunk_bytes = uint64_t{8} << 20;
+  uint64_t message_bytes = uint64_t{8} << 20;
   // Bytes of messages posted and not yet completed, per direction, that hold
   // memory of the transport's own (staging buffers). One message is always
   // allowed, however large. Messages the transport moves in place (between
-  // processes of a host, straight from rows to rows: Transport::sends_in_place)
+  // processes of a host, straight from rows to rows: sends_in_place)
   // hold none and are not counted here; at most 256 of them each way.
   uint64_t max_bytes_in_flight = uint64_t{64} << 20;
 

@@ -12,7 +12,7 @@
 
 namespace reshard {
 
-namespace in_process {
+namespace in_process_detail {
 class GroupState;
 }
 
@@ -67,7 +67,7 @@ class InProcessGroup {
 
  private:
   int checked_rank(int rank) const;
-  std::shared_ptr<in_process::GroupState> state_;
+  std::shared_ptr<in_process_detail::GroupState> state_;
   std::vector<std::unique_ptr<Transport>> transports_;
 };
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "reshard/execute/fast_paths.h"
 #include "reshard/execute/transport.h"
 
 namespace reshard {
@@ -56,7 +57,7 @@ struct TcpTransportOptions {
 // connections or aborted fails waits on it with Error(kPeerFailed) at once,
 // and so does the coordinator's (rank 0's) loss, named as such. Destroying the
 // transport never waits for a peer that has gone.
-class TcpTransport final : public Transport {
+class TcpTransport final : public Transport, public OwnedTransfers, public HostTopology {
  public:
   // Collective: every rank of the job constructs one. Throws
   // Error(kInvalidArgument) for a bad rank, size or address, Error(kTimeout)
@@ -84,6 +85,8 @@ class TcpTransport final : public Transport {
   void set_timeout(std::chrono::milliseconds timeout) override;
   std::chrono::milliseconds timeout() const override;
   int processes_on_this_host() const override;
+  // Owned transfers and the host count.
+  FastPaths fast_paths() override;
 
   // Rank `rank`'s host, numbered 0..H-1 by lowest rank: one kernel (boot id)
   // and one network namespace, as the MPI transport tells hosts apart.

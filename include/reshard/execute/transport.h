@@ -1,4 +1,5 @@
-// Transport: moves byte buffers between the processes of a job.
+// Transport: moves byte buffers between the processes of a job; the core
+// every transport implements.
 #pragma once
 
 #include <chrono>
@@ -45,6 +46,11 @@ struct TransportCounters {
 // Transport::begin_operation(); tags inside it cannot collide with any other.
 using Tag = uint64_t;
 
+struct FastPaths;
+
+// The core every transport implements. What only some can do faster (sends
+// of owned memory, gathers, in-place transfers between the processes of a
+// host) is optional, beside it (fast_paths.h).
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -58,79 +64,6 @@ class Transport {
   // touch it later moves the bytes through a copy of its own).
   virtual std::unique_ptr<Request> isend(int peer, Tag tag, std::span<const std::byte> data) = 0;
   virtual std::unique_ptr<Request> irecv(int peer, Tag tag, std::span<std::byte> data) = 0;
-
-  // The same for memory that `owner` keeps alive (Buffer::owner()): the
-  // transport holds a share of it until it is certain never to touch the
-  // memory again, which may be after the request ends (a failed transfer
-  // still in MPI's hands), so it can skip the copy. Null: as above.
-  virtual std::unique_ptr<Request> isend_owned(int peer, Tag tag, std::span<const std::byte> data,
-                                               std::shared_ptr<const void> owner);
-  virtual std::unique_ptr<Request> irecv_owned(int peer, Tag tag, std::span<std::byte> data,
-                                               std::shared_ptr<const void> owner);
-
-  // Like isend/irecv of the runs' bytes concatenated (a strided box, say),
-  // without packing them into one buffer first where the transport can (MPI:
-  // a derived datatype). The runs' memory must stay alive until wait()
-  // returns; the list itself is copied. The message must not share its
-  // (peer, tag) with another pending one. By default the runs are packed into
-  // (unpacked from) a staging buffer around isend_owned (irecv_owned), which
-  // keeps the staging buffer alive past a failure. `owner` keeps the runs'
-  // memory alive as for isend_owned; a transport handing the runs themselves
-  // to MPI does so only with an owner (null: it packs).
-  virtual std::unique_ptr<Request> isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs,
-                                                std::shared_ptr<const void> owner = nullptr);
-  virtual std::unique_ptr<Request> irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,
-                                                 std::shared_ptr<const void> owner = nullptr);
-
-  // irecv_scatter into runs given as rows. By default the rows are listed
-  // run by run for irecv_scatter; a transport that describes memory as
-  // strided rows itself (the MPI transport between processes of a host)
-  // takes them as they are, at no cost per run.
-  virtual std::unique_ptr<Request> irecv_scatter_rows(int peer, Tag tag, std::span<const RunRows> rows,
-                                                      std::shared_ptr<const void> owner = nullptr);
-
-  // One send of a batch: isend_gather's arguments, its runs given as rows.
-  struct GatherSend {
-    int peer = 0;
-    Tag tag = 0;
-    std::span<const ConstRunRows> rows;
-    std::shared_ptr<const void> owner;
-  };
-  // Starts every send of the batch, each as isend_gather would (one run as
-  // isend_owned; by default the rows are listed run by run), and returns
-  // their requests in the batch's order. A
-  // transport that gathers runs into buffers of its own walks the batch's
-  // runs together, so that rows several messages take from (the strips one
-  // shard sends to several peers) are read once, not once per message, on
-  // up to `threads` threads.
-  virtual std::vector<std::unique_ptr<Request>> isend_gather_all(std::span<const GatherSend> sends, int threads);
-
-  // Whether a send to `peer` of `rows` (their memory kept alive by an owner,
-  // as isend_gather_all's are), or a receive from `peer` into rows with an
-  // owner, holds no memory of the transport's own while in flight: the bytes
-  // go straight between the two processes' rows. A bound on bytes in flight,
-  // which is there to bound such memory, need not count it. False unless the
-  // transport knows better.
-  virtual bool sends_in_place(int /*peer*/, std::span<const ConstRunRows> /*rows*/) const { return false; }
-  virtual bool receives_in_place(int /*peer*/) const { return false; }
-
-  // A copy within this process: the bytes of `from`'s rows into `to`'s, in order.
-  struct LocalCopy {
-    std::span<const ConstRunRows> from;
-    std::span<const RunRows> to;
-  };
-  // Whether the transport would rather make the copies within this process
-  // that read a batch's source rows itself, with the batch (below): one
-  // whose sends write into their receivers' memory walks each source row
-  // once for all of them, the part that stays here included.
-  virtual bool copies_with_sends() const { return false; }
-  // isend_gather_all, and `copies` within this process from rows that the
-  // sends read: the sends' requests, then one more, done once the copies are
-  // made (their rows, and the lists, must stay alive until then). By default
-  // the copies are made here, first.
-  virtual std::vector<std::unique_ptr<Request>> isend_gather_all_with_copies(std::span<const GatherSend> sends,
-                                                                            int threads,
-                                                                            std::span<const LocalCopy> copies);
 
   // Collective: returns every process's `local` bytes, indexed by rank. The way
   // processes agree on small metadata (shapes, sizes, a failure flag).
@@ -165,10 +98,9 @@ class Transport {
   virtual void set_timeout(std::chrono::milliseconds timeout) = 0;
   virtual std::chrono::milliseconds timeout() const = 0;
 
-  // How many of the job's processes run on this process's host, itself
-  // included: what a thread budget divides the host's cores by. 1 unless the
-  // transport knows better.
-  virtual int processes_on_this_host() const { return 1; }
+  // The fast paths this transport has beside the core (fast_paths.h):
+  // none unless it says so. Callers reach them through transport_calls.h.
+  virtual FastPaths fast_paths();
 
   // Blocking helpers over isend/irecv.
   void send(int peer, Tag tag, std::span<const std::byte> data) { isend(peer, tag, data)->wait(); }

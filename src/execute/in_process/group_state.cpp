@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-namespace reshard::in_process {
+namespace reshard::in_process_detail {
 
 GroupState::GroupState(int size)
     : size_(size),
@@ -234,4 +234,4 @@ TransportCounters GroupState::counters(int rank) const {
   return TransportCounters{bytes_sent_.at(r), bytes_received_.at(r), messages_sent_.at(r), messages_received_.at(r)};
 }
 
-}  // namespace reshard::in_process
+}  // namespace reshard::in_process_detail

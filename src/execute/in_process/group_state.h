@@ -17,7 +17,7 @@
 #include "reshard/execute/transport.h"
 #include "reshard/layout/error.h"
 
-namespace reshard::in_process {
+namespace reshard::in_process_detail {
 
 // A posted send or receive. kCopying cannot be cancelled: the copy is under way
 // outside the lock and always finishes.
@@ -109,4 +109,4 @@ class GroupState {
   std::vector<std::optional<Clock::time_point>> silent_since_;  // by rank
 };
 
-}  // namespace reshard::in_process
+}  // namespace reshard::in_process_detail

@@ -7,9 +7,10 @@
 #include <fmt/format.h>
 
 #include "group_state.h"
+#include "reshard/execute/fast_paths.h"
 
 namespace reshard {
-namespace in_process {
+namespace in_process_detail {
 namespace {
 
 class InProcessRequest final : public Request {
@@ -30,7 +31,7 @@ class InProcessRequest final : public Request {
   std::chrono::milliseconds timeout_;
 };
 
-class InProcessTransport final : public Transport {
+class InProcessTransport final : public Transport, public HostTopology {
  public:
   InProcessTransport(std::shared_ptr<GroupState> group, int rank, std::chrono::milliseconds timeout)
       : group_(std::move(group)), rank_(rank), timeout_(timeout) {}
@@ -81,6 +82,7 @@ class InProcessTransport final : public Transport {
   std::chrono::milliseconds timeout() const override { return timeout_; }
   // Every rank is a thread of this one process.
   int processes_on_this_host() const override { return group_->size(); }
+  FastPaths fast_paths() override { return {.host = this}; }
 
  private:
   std::shared_ptr<Operation> make_operation(int peer, Tag tag, bool is_send, size_t bytes) const {
@@ -110,7 +112,7 @@ class InProcessTransport final : public Transport {
 };
 
 }  // namespace
-}  // namespace in_process
+}  // namespace in_process_detail
 
 InProcessGroup::InProcessGroup(int size, std::chrono::milliseconds timeout) {
   if (size < 1) {
@@ -120,9 +122,9 @@ InProcessGroup::InProcessGroup(int size, std::chrono::milliseconds timeout) {
     throw Error(ErrorCode::kInvalidArgument,
                 fmt::format("an in-process group's timeout must be positive, not {} ms", timeout.count()));
   }
-  state_ = std::make_shared<in_process::GroupState>(size);
+  state_ = std::make_shared<in_process_detail::GroupState>(size);
   for (int rank = 0; rank < size; ++rank) {
-    transports_.push_back(std::make_unique<in_process::InProcessTransport>(state_, rank, timeout));
+    transports_.push_back(std::make_unique<in_process_detail::InProcessTransport>(state_, rank, timeout));
   }
 }
 

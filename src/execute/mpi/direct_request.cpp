@@ -197,7 +197,7 @@ DirectSend::~DirectSend() {
   if (!done_ || staging_.size() == 0) return;
   // Read and done with: back to the cache, holding no other share of it.
   owner_.reset();
-  StagingCache::for_process().give_back(std::move(staging_));
+  execute_detail::StagingCache::for_process().give_back(std::move(staging_));
 }
 
 void DirectSend::take_where() noexcept {

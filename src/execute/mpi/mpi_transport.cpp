@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 
 #include "all_gather.h"
-#include "chunked_request.h"
+#include "segmented_request.h"
 #include "communicator.h"
 #include "direct_request.h"
 #include "given_up_peers.h"
@@ -30,6 +30,7 @@
 #include "run_copy.h"
 #include "reshard/execute/buffer.h"
 #include "reshard/execute/mpi/mpi_session.h"
+#include "reshard/execute/transport_calls.h"
 #include "../run_bytes.h"
 #include "../shared_arena.h"
 #include "../staging_cache.h"
@@ -61,14 +62,14 @@ constexpr size_t kMinExposedRunBytes = 4096;
 // The options with the session's timeout filled in where they leave it to it.
 MpiTransportOptions validated(MpiTransportOptions options) {
   if (options.timeout.count() == 0) options.timeout = MpiSession::peer_timeout();
-  if (options.chunk_bytes == 0 || options.max_bytes_in_flight == 0 || options.concurrent_operations == 0 ||
+  if (options.segment_bytes == 0 || options.max_bytes_in_flight == 0 || options.concurrent_operations == 0 ||
       options.timeout.count() < 0 || options.max_message_bytes == 0 ||
       options.max_message_bytes > static_cast<size_t>(INT_MAX)) {
     throw Error(ErrorCode::kInvalidArgument,
-                fmt::format("MPI transport options: chunk_bytes ({}), max_bytes_in_flight ({}), "
+                fmt::format("MPI transport options: segment_bytes ({}), max_bytes_in_flight ({}), "
                             "concurrent_operations ({}) and timeout ({} ms) must all be positive, and "
                             "max_message_bytes ({}) between 1 and INT_MAX",
-                            options.chunk_bytes, options.max_bytes_in_flight, options.concurrent_operations,
+                            options.segment_bytes, options.max_bytes_in_flight, options.concurrent_operations,
                             options.timeout.count(), options.max_message_bytes));
   }
   return options;
@@ -139,7 +140,7 @@ struct MpiTransport::State {
   int rank = 0;
   int size = 1;
   int tag_ub = 32767;
-  TagMap tags;
+  mpi_detail::TagMap tags;
   mpi_detail::ProgressEngine engine;
   std::atomic<uint64_t> next_operation{0};
   uint64_t next_collective = 0;
@@ -159,7 +160,7 @@ struct MpiTransport::State {
     peer_arenas = std::move(host.arenas);
     // Peers read our large buffers in place only once they live in the arena.
     if (std::find(peer_paths.begin(), peer_paths.end(), PeerPath::kSharedMemory) != peer_paths.end()) {
-      detail::SharedArena::serve_allocations();
+      execute_detail::SharedArena::serve_allocations();
     }
     processes_on_host = host.processes_on_host;
     const char* senders_write_env = std::getenv("RESHARD_SENDERS_WRITE");
@@ -232,7 +233,7 @@ struct MpiTransport::State {
     }
   }
 
-  size_t chunk_bytes() const { return std::min(options.chunk_bytes, options.max_message_bytes); }
+  size_t segment_bytes() const { return std::min(options.segment_bytes, options.max_message_bytes); }
 
   void check_peer(int peer) const {
     if (peer < 0 || peer >= size) {
@@ -244,12 +245,12 @@ struct MpiTransport::State {
   std::unique_ptr<Request> start(mpi_detail::Direction direction, int peer, Tag tag, std::byte* data_ptr,
                                  size_t bytes, std::shared_ptr<const void> owner) {
     check_peer(peer);
-    const MpiTagSlot slot = tags.map(tag);
-    mpi_detail::ChunkedMessage message{direction, peer,  tag,   data[slot.communicator].get(), slot.tag, data_ptr,
+    const mpi_detail::MpiTagSlot slot = tags.map(tag);
+    mpi_detail::SegmentedMessage message{direction, peer,  tag,   data[slot.communicator].get(), slot.tag, data_ptr,
                                        bytes,     std::move(owner)};
     auto guard = engine.lock();
     engine.throw_if_aborted();
-    return std::make_unique<mpi_detail::ChunkedRequest>(engine, message, chunk_bytes());
+    return std::make_unique<mpi_detail::SegmentedRequest>(engine, message, segment_bytes());
   }
 
   // Whether messages to and from `peer` take the single-copy path. Both
@@ -267,7 +268,7 @@ struct MpiTransport::State {
   }
 
   mpi_detail::DirectChannel direct_channel(int peer, Tag tag) const {
-    const MpiTagSlot slot = tags.map(tag);
+    const mpi_detail::MpiTagSlot slot = tags.map(tag);
     return {direct_headers[slot.communicator].get(), direct_replies[slot.communicator].get(),
             direct_wheres[slot.communicator].get(), direct_writes[slot.communicator].get(), slot.tag,
             arena_of(peer)};
@@ -287,7 +288,7 @@ struct MpiTransport::State {
   }
 
   static bool in_our_arena(std::span<const mpi_detail::RunGroup> groups) {
-    const detail::SharedArena* arena = detail::SharedArena::for_process();
+    const execute_detail::SharedArena* arena = execute_detail::SharedArena::for_process();
     return arena != nullptr && std::all_of(groups.begin(), groups.end(), [arena](const mpi_detail::RunGroup& group) {
              return mpi_detail::group_inside(group, arena->base_address(), arena->reserved_bytes());
            });
@@ -297,7 +298,8 @@ struct MpiTransport::State {
   // that kept buffers serve later messages of other sizes: a fresh one costs
   // a zeroed page per 4 KiB, about as much as the gather itself.
   static Buffer gather_buffer(uint64_t bytes) {
-    return StagingCache::for_process().take(std::bit_ceil(std::max<size_t>(static_cast<size_t>(bytes), 1)));
+    const size_t rounded = std::bit_ceil(std::max<size_t>(static_cast<size_t>(bytes), 1));
+    return execute_detail::StagingCache::for_process().take(rounded);
   }
 
   // The jobs that gather `groups` into `out`, one after another.
@@ -371,10 +373,10 @@ struct MpiTransport::State {
     if (bytes > static_cast<size_t>(INT_MAX) || runs.size() > static_cast<size_t>(INT_MAX)) return nullptr;
     // Runs this short cost MPI more to describe and walk than to pack.
     if (runs.size() > bytes / kMinTypedRunBytes) return nullptr;
-    // One message either way: a typed message never exceeds one chunk, so it
+    // One message either way: a typed message never exceeds one segment, so it
     // matches a plain request of the same bytes at the other end.
-    if (bytes > chunk_bytes()) return nullptr;
-    const MpiTagSlot slot = tags.map(tag);
+    if (bytes > segment_bytes()) return nullptr;
+    const mpi_detail::MpiTagSlot slot = tags.map(tag);
     auto guard = engine.lock();
     engine.throw_if_aborted();
     return std::make_unique<mpi_detail::TypedRequest>(engine, is_send, peer, tag, data[slot.communicator].get(),
@@ -408,7 +410,7 @@ std::unique_ptr<Request> MpiTransport::isend_owned(int peer, Tag tag, std::span<
     const ConstByteRun run{data.data(), data.size()};
     return state_->start_direct_send(peer, tag, mpi_detail::group_runs(std::span(&run, 1)), std::move(owner));
   }
-  // The buffer is only read; ChunkedMessage holds one pointer for both ways.
+  // The buffer is only read; SegmentedMessage holds one pointer for both ways.
   return state_->start(mpi_detail::Direction::kSend, peer, tag, const_cast<std::byte*>(data.data()), data.size(),
                        std::move(owner));
 }
@@ -428,7 +430,7 @@ std::unique_ptr<Request> MpiTransport::isend_gather(int peer, Tag tag, std::span
     return state_->start_direct_send(peer, tag, mpi_detail::group_runs(runs), std::move(owner));
   }
   if (auto request = state_->start_typed(true, peer, tag, runs, owner)) return request;
-  return Transport::isend_gather(peer, tag, runs, std::move(owner));
+  return without_fast_path::isend_gather(*this, peer, tag, runs);
 }
 
 std::vector<std::unique_ptr<Request>> MpiTransport::isend_gather_all(std::span<const GatherSend> sends,
@@ -509,7 +511,7 @@ std::vector<std::unique_ptr<Request>> MpiTransport::start_batch(std::span<const 
     } else if (state_->goes_direct(send.peer)) {
       requests.push_back(state_->start_direct_send(send.peer, send.tag, std::move(groups[i]), send.owner, batch));
     } else {
-      requests.push_back(std::move(Transport::isend_gather_all(std::span(&send, 1), 1).front()));
+      requests.push_back(std::move(without_fast_path::isend_gather_all(*this, std::span(&send, 1)).front()));
     }
   }
   return requests;
@@ -521,7 +523,7 @@ std::unique_ptr<Request> MpiTransport::irecv_scatter(int peer, Tag tag, std::spa
     return state_->start_direct_receive(peer, tag, mpi_detail::group_runs(runs), std::move(owner));
   }
   if (auto request = state_->start_typed(false, peer, tag, runs, owner)) return request;
-  return Transport::irecv_scatter(peer, tag, runs, std::move(owner));
+  return without_fast_path::irecv_scatter(*this, peer, tag, runs);
 }
 
 std::unique_ptr<Request> MpiTransport::irecv_scatter_rows(int peer, Tag tag, std::span<const RunRows> rows,
@@ -529,7 +531,7 @@ std::unique_ptr<Request> MpiTransport::irecv_scatter_rows(int peer, Tag tag, std
   if (state_->goes_direct(peer)) {
     return state_->start_direct_receive(peer, tag, mpi_detail::group_rows(rows), std::move(owner));
   }
-  return Transport::irecv_scatter_rows(peer, tag, rows, std::move(owner));
+  return without_fast_path::irecv_scatter_rows(*this, peer, tag, rows, std::move(owner));
 }
 
 std::vector<std::vector<std::byte>> MpiTransport::all_gather(std::span<const std::byte> local) {
@@ -574,6 +576,8 @@ PeerPath MpiTransport::path_to(int peer) const {
 }
 
 int MpiTransport::processes_on_this_host() const { return state_->processes_on_host; }
+
+FastPaths MpiTransport::fast_paths() { return {.owned = this, .runs = this, .in_place = this, .host = this}; }
 
 int MpiTransport::host_of(int rank) const {
   state_->check_peer(rank);

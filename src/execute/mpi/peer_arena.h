@@ -14,7 +14,7 @@
 
 namespace reshard::mpi_detail {
 
-// A peer's arena (detail::SharedArena), mapped once for the transport's life:
+// A peer's arena (execute_detail::SharedArena), mapped once for the transport's life:
 // its shards are then read, and its receiving runs written, with ordinary
 // loads and stores. The arena never shrinks and freed ranges read as zeros,
 // so the mapping never faults whatever the peer does; the message protocol

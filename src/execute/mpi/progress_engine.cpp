@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "chunked_request.h"
+#include "segmented_request.h"
 #include "direct_request.h"
 #include "given_up_peers.h"
 #include "orphans.h"
@@ -39,7 +39,7 @@ ProgressEngine::ProgressEngine(int rank, int size, MPI_Comm control, MPI_Comm he
     : rank_(rank), failures_(control, rank, size), heartbeats_(heartbeat, rank, size),
       max_in_flight_(max_bytes_in_flight), timeout_ms_(timeout.count()) {}
 
-void ProgressEngine::add(ChunkedRequest* request) {
+void ProgressEngine::add(SegmentedRequest* request) {
   // The latest pending request on the same channel posts first.
   for (auto it = requests_.rbegin(); it != requests_.rend(); ++it) {
     if ((*it)->shares_channel_with(*request)) {
@@ -50,8 +50,8 @@ void ProgressEngine::add(ChunkedRequest* request) {
   requests_.push_back(request);
 }
 
-void ProgressEngine::remove(ChunkedRequest* request) {
-  for (ChunkedRequest* other : requests_) {
+void ProgressEngine::remove(SegmentedRequest* request) {
+  for (SegmentedRequest* other : requests_) {
     if (other->predecessor == request) other->predecessor = request->predecessor;
   }
   std::erase(requests_, request);
@@ -85,7 +85,7 @@ bool ProgressEngine::first_awaiting(const DirectRequest* request) const {
 }
 
 void ProgressEngine::progress() {
-  for (ChunkedRequest* request : requests_) request->advance();
+  for (SegmentedRequest* request : requests_) request->advance();
   for (PolledRequest* request : polled_) request->advance_keeping_error();
   failures_.poll();
   // Waiting ranks beat too (rate-limited), in case there is no heartbeat thread.

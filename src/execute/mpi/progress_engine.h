@@ -20,7 +20,7 @@
 
 namespace reshard::mpi_detail {
 
-class ChunkedRequest;
+class SegmentedRequest;
 class DirectRequest;
 class PolledRequest;
 
@@ -51,8 +51,8 @@ struct WaitFor {
   std::function<std::vector<int>()> peers;
 };
 
-// MPI makes progress only inside MPI calls, and a chunked request posts its
-// next chunks only when someone looks at it. So every wait, whatever it waits
+// MPI makes progress only inside MPI calls, and a segmented request posts its
+// next segments only when someone looks at it. So every wait, whatever it waits
 // for, advances every pending request of the transport: a rank waiting on
 // one transfer still feeds the others its peers may be waiting on. One lock
 // serialises all MPI calls of the transport.
@@ -73,8 +73,8 @@ class ProgressEngine {
   // Every call below except the accessors and abort needs the lock held.
   std::unique_lock<std::mutex> lock() { return std::unique_lock<std::mutex>(mutex_); }
 
-  void add(ChunkedRequest* request);
-  void remove(ChunkedRequest* request);
+  void add(SegmentedRequest* request);
+  void remove(SegmentedRequest* request);
   void add(PolledRequest* request);
   void remove(PolledRequest* request);
   // A direct request is polled, and ordered among those on its channel.
@@ -86,7 +86,7 @@ class ProgressEngine {
   // asks this, and a round may poll hundreds.
   bool first_awaiting(const DirectRequest* request) const;
 
-  // A pending request completed a chunk or a message: waits keep polling.
+  // A pending request completed a segment or a message: waits keep polling.
   void note_completion() { ++completions_; }
 
   // One round: every pending request completes and posts what it can, and
@@ -105,7 +105,7 @@ class ProgressEngine {
                           const std::function<std::string()>& describe);
 
   // Takes `bytes` of the in-flight budget if they fit, or unconditionally when
-  // `always` (a request's first posted chunk). Returns whether taken.
+  // `always` (a request's first posted segment). Returns whether taken.
   bool take_budget(size_t bytes, bool always);
   void give_back_budget(size_t bytes);
 
@@ -149,7 +149,7 @@ class ProgressEngine {
 
   std::mutex mutex_;
   int rank_;
-  std::vector<ChunkedRequest*> requests_;
+  std::vector<SegmentedRequest*> requests_;
   std::vector<PolledRequest*> polled_;
   // Direct requests (also polled) by channel, each channel's in the order started.
   std::unordered_map<DirectChannelKey, std::vector<const DirectRequest*>, DirectChannelKeyHash> direct_;

@@ -14,7 +14,7 @@ namespace reshard::mpi_detail {
 
 class DirectSend;
 
-// The sends of one Transport::isend_gather_all call: those that write into
+// The sends of one isend_gather_all call: those that write into
 // their receivers (DirectSend) write together, in one walk, so that the rows
 // of a source shard that go to several receivers are read once, whole. The
 // copies from those rows to this process's own shards join the first such

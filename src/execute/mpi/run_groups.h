@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "reshard/execute/transport.h"
+#include "reshard/layout/byte_run.h"
 
 namespace reshard::mpi_detail {
 

@@ -38,7 +38,7 @@ struct Identity {
   int32_t arena_fd = -1;
   uint64_t arena_base = 0;
   uint64_t arena_bytes = 0;
-  std::array<std::byte, detail::SharedArena::kTokenBytes> arena_token{};
+  std::array<std::byte, execute_detail::SharedArena::kTokenBytes> arena_token{};
 };
 
 // What one process found out about another, sent back to it.
@@ -128,7 +128,7 @@ std::string_view shared_memory_setting() { return setting("RESHARD_SHARED_MEMORY
 // Offers this process's arena to its peers, where shared memory is wanted.
 void offer_arena(Identity& me, bool shared_memory) {
   if (!shared_memory || shared_memory_setting() == "0") return;
-  const detail::SharedArena* arena = detail::SharedArena::for_process();
+  const execute_detail::SharedArena* arena = execute_detail::SharedArena::for_process();
   if (arena == nullptr) return;
   me.offers_arena = 1;
   me.arena_fd = arena->fd();

@@ -7,7 +7,7 @@
 
 #include "reshard/layout/error.h"
 
-namespace reshard {
+namespace reshard::mpi_detail {
 namespace {
 
 static_assert(std::has_single_bit(Transport::kTagsPerOperation));
@@ -51,4 +51,4 @@ MpiTagSlot TagMap::map(Tag tag) const {
   return {slot * comms_per_operation_ + (offset >> tag_bits_), static_cast<int>(offset & tag_mask)};
 }
 
-}  // namespace reshard
+}  // namespace reshard::mpi_detail

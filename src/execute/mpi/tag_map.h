@@ -5,7 +5,7 @@
 
 #include "reshard/execute/transport.h"
 
-namespace reshard {
+namespace reshard::mpi_detail {
 
 // Where one reshard tag travels: the index of a data communicator, and the
 // MPI tag on it.
@@ -47,4 +47,4 @@ class TagMap {
   size_t num_communicators_ = 0;
 };
 
-}  // namespace reshard
+}  // namespace reshard::mpi_detail

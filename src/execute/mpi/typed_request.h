@@ -19,7 +19,7 @@ namespace reshard::mpi_detail {
 // The runs become one MPI_Type_create_hindexed over absolute addresses
 // (MPI_BOTTOM), so MPI moves the bytes between the runs and its own buffers
 // with no packing pass of ours. A receive is posted only once a message of
-// the expected size has arrived (MPI_Improbe, MPI_Imrecv), as ChunkedRequest
+// the expected size has arrived (MPI_Improbe, MPI_Imrecv), as SegmentedRequest
 // does. The engine drives every pending one (so a receive is matched as soon
 // as its message arrives, whatever is waited on); an MPI error is kept and
 // thrown by the next wait() or test(). `owner` keeps

@@ -12,6 +12,7 @@
 #include "pipelines/export/export_slices.h"
 #include "pipelines/export/export_write_queue.h"
 #include "reshard/execute/executor.h"
+#include "reshard/execute/transport_calls.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::pipelines_detail {
@@ -48,7 +49,7 @@ class ExportRun {
   ExportRun(const ExportPlan& plan, const std::vector<ExportBlock>& blocks, const ExportInput& input,
             const storage::Location& out, const ExportOptions& options, Transport& transport)
       : plan_(plan), blocks_(blocks), input_(input),
-        producer_(plan, input_, ExecuteOptions{}.copy_threads(transport.processes_on_this_host())),
+        producer_(plan, input_, ExecuteOptions{}.copy_threads(processes_on_this_host(transport))),
         options_(options), transport_(transport),
         output_(out, plan, options.max_shard_size, options.replace, options.part_bytes, options.parts_in_flight),
         rank_(transport.rank()), root_(options.gather_to.value_or(0)),

@@ -23,6 +23,7 @@ namespace reshard {
 
 using formats_detail::hf_weight_files_among;
 using formats_detail::HfFolderPlan;
+using formats_detail::OutputFolder;
 using formats_detail::write_hf_index;
 using formats_detail::write_hf_weight_files;
 using layout_detail::checked_add;

@@ -13,6 +13,7 @@
 
 namespace reshard {
 
+using formats_detail::OutputFolder;
 using formats_detail::write_produced_file;
 
 namespace {

@@ -26,7 +26,7 @@ using testing::world_transport;
 class FailureRecovery : public MpiTest {
  protected:
   Topology topology() const { return Topology::uniform(8, world_transport().size()); }
-  const Shape shape_{512, 1024};  // 2 MiB of f32: many chunks between every pair
+  const Shape shape_{512, 1024};  // 2 MiB of f32: many messages between every pair
   const NamedSharding rows_{Mesh({{"x", 8}}, {0, 1, 2, 3, 4, 5, 6, 7}), PartitionSpec({{"x"}})};
   const NamedSharding columns_{Mesh({{"x", 8}}, {7, 5, 3, 1, 6, 4, 2, 0}), PartitionSpec({{}, {"x"}})};
 };
@@ -36,9 +36,9 @@ TEST_F(FailureRecovery, SurvivorsNameTheFailedRankAndCarryOnWithANewTransport) {
   if (size < 2) GTEST_SKIP() << "needs a peer to fail";
   const int failing = size - 1;
   ExecuteOptions options;
-  // Chunks both below and above Open MPI's eager limit, so that the failure
+  // Messages both below and above Open MPI's eager limit, so that the failure
   // leaves matched receives and rendezvous sends in MPI's hands.
-  options.chunk_bytes = 96 << 10;
+  options.message_bytes = 96 << 10;
   options.max_bytes_in_flight = 256 << 10;
   {
     MpiTransport first(MPI_COMM_WORLD);

@@ -75,35 +75,35 @@ TEST_F(MpiTransportTest, RankAndSizeAreTheWorlds) {
   EXPECT_EQ(world.size(), size);
 }
 
-TEST_F(MpiTransportTest, LargeMessagesTravelInChunksWithinTheInFlightBound) {
+TEST_F(MpiTransportTest, LargeMessagesTravelInSegmentsWithinTheInFlightBound) {
   MpiTransportOptions options;
-  options.chunk_bytes = 64 << 10;
+  options.segment_bytes = 64 << 10;
   options.max_bytes_in_flight = 256 << 10;
-  options.single_copy = false;  // MPI's chunked path is what is tested here
+  options.single_copy = false;  // MPI's segmented path is what is tested here
   MpiTransport t(MPI_COMM_WORLD, options);
   const Tag tag = t.begin_operation();
-  ring_exchange(t, tag, (3 << 20) + 12345);  // not a multiple of the chunk
-  EXPECT_GT(t.peak_bytes_in_flight(), 2 * options.chunk_bytes);  // it did pipeline
-  // The budget, plus the one chunk the second request may always post.
-  EXPECT_LE(t.peak_bytes_in_flight(), options.max_bytes_in_flight + options.chunk_bytes);
+  ring_exchange(t, tag, (3 << 20) + 12345);  // not a multiple of the segment
+  EXPECT_GT(t.peak_bytes_in_flight(), 2 * options.segment_bytes);  // it did pipeline
+  // The budget, plus the one segment the second request may always post.
+  EXPECT_LE(t.peak_bytes_in_flight(), options.max_bytes_in_flight + options.segment_bytes);
 }
 
-TEST_F(MpiTransportTest, EachRequestKeepsOneChunkMovingEvenWithATinyBudget) {
+TEST_F(MpiTransportTest, EachRequestKeepsOneSegmentMovingEvenWithATinyBudget) {
   MpiTransportOptions options;
-  options.chunk_bytes = 32 << 10;
-  options.max_bytes_in_flight = 1;  // only the always-allowed chunk per request
-  options.single_copy = false;  // MPI's chunked path is what is tested here
+  options.segment_bytes = 32 << 10;
+  options.max_bytes_in_flight = 1;  // only the always-allowed segment per request
+  options.single_copy = false;  // MPI's segmented path is what is tested here
   MpiTransport t(MPI_COMM_WORLD, options);
   ring_exchange(t, t.begin_operation(), 1 << 20);
-  EXPECT_LE(t.peak_bytes_in_flight(), 2 * options.chunk_bytes);  // one send and one receive
+  EXPECT_LE(t.peak_bytes_in_flight(), 2 * options.segment_bytes);  // one send and one receive
 }
 
 TEST_F(MpiTransportTest, WaitingOnOneRequestFeedsTheOthers) {
   // Both sides wait on their send before their receive, with messages far
-  // above the eager limit and one chunk in flight: if a wait advanced only its
-  // own request, neither receive would post its next chunk and both would hang.
+  // above the eager limit and one segment in flight: if a wait advanced only its
+  // own request, neither receive would post its next segment and both would hang.
   MpiTransportOptions options;
-  options.chunk_bytes = 64 << 10;
+  options.segment_bytes = 64 << 10;
   options.max_bytes_in_flight = 1;
   options.timeout = 10s;
   MpiTransport t(MPI_COMM_WORLD, options);
@@ -120,10 +120,10 @@ TEST_F(MpiTransportTest, WaitingOnOneRequestFeedsTheOthers) {
   EXPECT_EQ(incoming, pattern(peer, bytes));
 }
 
-TEST_F(MpiTransportTest, ManyChunkMessagesOnOneTagArriveInOrder) {
-  // Each message is many chunks: they must not interleave with each other.
+TEST_F(MpiTransportTest, ManySegmentMessagesOnOneTagArriveInOrder) {
+  // Each message is many segments: they must not interleave with each other.
   MpiTransportOptions options;
-  options.chunk_bytes = 16 << 10;
+  options.segment_bytes = 16 << 10;
   options.max_bytes_in_flight = 64 << 10;
   MpiTransport t(MPI_COMM_WORLD, options);
   const Tag tag = t.begin_operation();
@@ -148,20 +148,20 @@ TEST_F(MpiTransportTest, EmptyMessagesMatch) {
   ring_exchange(t, t.begin_operation() + 3, 0);
 }
 
-TEST_F(MpiTransportTest, ChunksNeverExceedTheMessageCapWhateverTheChunkSize) {
+TEST_F(MpiTransportTest, SegmentsNeverExceedTheMessageCapWhateverTheSegmentSize) {
   // The cap is INT_MAX by default (MPI counts are int); a lower cap takes the
-  // same path, so a message many caps long must travel in capped chunks even
-  // with an unbounded chunk size: one chunk each way in flight at most.
+  // same path, so a message many caps long must travel in capped segments even
+  // with an unbounded segment size: one segment each way in flight at most.
   EXPECT_EQ(MpiTransportOptions{}.max_message_bytes, static_cast<size_t>(INT_MAX));
   MpiTransportOptions options;
-  options.chunk_bytes = SIZE_MAX;
+  options.segment_bytes = SIZE_MAX;
   options.max_message_bytes = 64 << 10;
-  options.single_copy = false;  // MPI's chunked path is what is tested here
+  options.single_copy = false;  // MPI's segmented path is what is tested here
   options.max_bytes_in_flight = 1;
   MpiTransport t(MPI_COMM_WORLD, options);
   ring_exchange(t, t.begin_operation(), (5 << 16) + 321);
   EXPECT_GT(t.peak_bytes_in_flight(), 0u);
-  EXPECT_LE(t.peak_bytes_in_flight(), 2 * options.max_message_bytes);  // one send and one receive chunk
+  EXPECT_LE(t.peak_bytes_in_flight(), 2 * options.max_message_bytes);  // one send and one receive segment
   MpiTransportOptions too_large;
   too_large.max_message_bytes = static_cast<size_t>(INT_MAX) + 1;
   EXPECT_EQ(error_code_of([&] { MpiTransport bad(MPI_COMM_WORLD, too_large); }), ErrorCode::kInvalidArgument);
@@ -275,9 +275,9 @@ TEST_F(MpiTransportTest, BadArgumentsAreTypedErrors) {
   EXPECT_EQ(error_code_of([&] { t.isend(t.size(), 0, buffer); }), ErrorCode::kInvalidArgument);
   EXPECT_EQ(error_code_of([&] { t.irecv(-1, 0, buffer); }), ErrorCode::kInvalidArgument);
   EXPECT_EQ(error_code_of([&] { t.set_timeout(0ms); }), ErrorCode::kInvalidArgument);
-  MpiTransportOptions zero_chunk;
-  zero_chunk.chunk_bytes = 0;
-  EXPECT_EQ(error_code_of([&] { MpiTransport bad(MPI_COMM_WORLD, zero_chunk); }), ErrorCode::kInvalidArgument);
+  MpiTransportOptions zero_segment;
+  zero_segment.segment_bytes = 0;
+  EXPECT_EQ(error_code_of([&] { MpiTransport bad(MPI_COMM_WORLD, zero_segment); }), ErrorCode::kInvalidArgument);
 }
 
 // Whether process `pid` is stopped (state T in /proc/PID/stat; Linux).

@@ -16,7 +16,7 @@ namespace {
 
 TEST(PeerArena, MapsAnArenaAndReadsItsRunsInPlace) {
   // This process plays its own peer: the same calls, the same permission.
-  detail::SharedArena arena(size_t{8} << 20, 0);
+  execute_detail::SharedArena arena(size_t{8} << 20, 0);
   std::byte* data = arena.allocate(size_t{1} << 20);
   ASSERT_NE(data, nullptr);
   for (size_t i = 0; i < (size_t{1} << 20); ++i) data[i] = static_cast<std::byte>(i * 31);
@@ -41,8 +41,8 @@ TEST(PeerArena, MapsAnArenaAndReadsItsRunsInPlace) {
 }
 
 TEST(PeerArena, AWrongTokenOrDescriptorOrLengthIsRefused) {
-  detail::SharedArena arena(size_t{4} << 20, 0);
-  std::array<std::byte, detail::SharedArena::kTokenBytes> wrong{};
+  execute_detail::SharedArena arena(size_t{4} << 20, 0);
+  std::array<std::byte, execute_detail::SharedArena::kTokenBytes> wrong{};
   std::copy(arena.token().begin(), arena.token().end(), wrong.begin());
   wrong[0] ^= std::byte{1};
   EXPECT_EQ(PeerArena::map(::getpid(), arena.fd(), arena.base_address(), arena.reserved_bytes(), wrong), nullptr);

@@ -33,9 +33,9 @@ struct Scenario {
   ExecuteOptions options;
 
   std::string describe() const {
-    return fmt::format("{} processes, {} devices, shape [{}] {}\n  from {}\n  to   {}\n  chunk {} B, in flight {} B",
+    return fmt::format("{} processes, {} devices, shape [{}] {}\n  from {}\n  to   {}\n  messages {} B, in flight {} B",
                        topology.num_processes(), topology.num_devices(), fmt::join(shape, ", "), dtype_name(dtype),
-                       src.to_string(), dst.to_string(), options.chunk_bytes, options.max_bytes_in_flight);
+                       src.to_string(), dst.to_string(), options.message_bytes, options.max_bytes_in_flight);
   }
 };
 
@@ -69,7 +69,7 @@ Scenario random_scenario(std::mt19937_64& rng, Family family, int processes) {
   const Shape shape = testing::random_shape(rng, uneven);
   ExecuteOptions options;
   options.threads = 1;  // ranks already outnumber the cores
-  options.chunk_bytes = pick<uint64_t>(rng, {3, 64, 1000, uint64_t{1} << 20});
+  options.message_bytes = pick<uint64_t>(rng, {3, 64, 1000, uint64_t{1} << 20});
   options.max_bytes_in_flight = pick<uint64_t>(rng, {1, 200, uint64_t{1} << 20});
   const DType dtype = pick<DType>(rng, {DType::kU8, DType::kBF16, DType::kF32, DType::kF64});
   NamedSharding src = testing::random_sharding(rng, shape, topology, uneven);

@@ -253,7 +253,7 @@ TEST_F(SingleCopyMpi, SharedMemoryPairsReadArenaBuffersAndEachOptOutFallsBackToT
     RESHARD_SKIP_WITHOUT("shared memory between ranks") << t.describe_paths();
   }
   // From now on this process's large buffers live where its peers map them.
-  const detail::SharedArena* arena = detail::SharedArena::for_process();
+  const execute_detail::SharedArena* arena = execute_detail::SharedArena::for_process();
   ASSERT_NE(arena, nullptr);
   const Buffer large = Buffer::allocate(size_t{1} << 20);
   EXPECT_TRUE(arena->contains(large.data(), large.size()));
@@ -349,7 +349,7 @@ TEST_F(SingleCopyMpi, WhatMovesInPlaceIsWhatNeedsNoBufferOfTheTransports) {
   if (t.size() < 2) GTEST_SKIP() << "needs two ranks";
   const Buffer in_arena = Buffer::allocate(size_t{1} << 20);
   std::vector<std::byte> elsewhere(4096);
-  const detail::SharedArena* arena = detail::SharedArena::for_process();
+  const execute_detail::SharedArena* arena = execute_detail::SharedArena::for_process();
   const bool arena_here = arena != nullptr && arena->contains(in_arena.data(), in_arena.size());
   const std::array<ConstRunRows, 1> arena_rows{ConstRunRows{in_arena.data(), 256, 4096, 64}};
   const std::array<ConstRunRows, 1> other_rows{ConstRunRows{elsewhere.data(), 256, 1024, 4}};

@@ -8,7 +8,7 @@
 
 #include "reshard/layout/error.h"
 
-namespace reshard {
+namespace reshard::mpi_detail {
 namespace {
 
 constexpr Tag kOp = Transport::kTagsPerOperation;
@@ -80,4 +80,4 @@ TEST(TagMap, RejectsATagUbBelowTheStandardsMinimum) {
 }
 
 }  // namespace
-}  // namespace reshard
+}  // namespace reshard::mpi_detail

@@ -1,4 +1,4 @@
-// Thousands of tiny messages between real processes: a 3-byte chunk size cuts
+// Thousands of tiny messages between real processes: a 3-byte message size cuts
 // each process's shard into thousands of messages to every peer. Between
 // processes of one host each such message is a request with control traffic
 // of its own (see direct_request.h), and a transport's round of progress
@@ -33,7 +33,7 @@ TEST_F(TinyMessagesMpi, ThousandsOfMessagesToEveryPeerAllArrive) {
   const NamedSharding everywhere(Mesh({{"x", processes}}, reversed), PartitionSpec());
   ExecuteOptions options;
   options.threads = 1;
-  options.chunk_bytes = 3;
+  options.message_bytes = 3;
   constexpr uint64_t kSalt = 37;
 
   const ShardedArray a = testing::reference_array(shape, DType::kF64, split, topology, t.rank(), kSalt);

@@ -49,7 +49,7 @@ TEST_F(TypedMessagesMpi, AStridedReshardArrivesWholeAndIsCounted) {
 }
 
 // A typed receive is matched and completed by waits on other requests too, as
-// chunked ones are: MPI moves a non-contiguous message only while it is
+// segmented ones are: MPI moves a non-contiguous message only while it is
 // driven, so one left to its own wait would stall its sender meanwhile.
 TEST_F(TypedMessagesMpi, WaitsOnOtherRequestsDriveATypedReceive) {
   MpiTransport t(MPI_COMM_WORLD, typed_options());

@@ -27,7 +27,7 @@ class FaultyTransport final : public ForwardingTransport {
     return ForwardingTransport::isend_owned(peer, tag, data, std::move(owner));
   }
   std::unique_ptr<Request> isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs,
-                                        std::shared_ptr<const void> owner = nullptr) override {
+                                        std::shared_ptr<const void> owner) override {
     count_send();
     return ForwardingTransport::isend_gather(peer, tag, runs, std::move(owner));
   }

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "reshard/execute/transport_calls.h"
 #include "reshard/layout/error.h"
 
 namespace reshard::testing {
@@ -274,10 +275,10 @@ void gather_and_scatter(Transport& t) {
     scatter.push_back({scattered.data() + offset, 50});
   }
   std::vector<std::unique_ptr<Request>> requests;
-  requests.push_back(t.irecv_scatter(previous_rank(t), base, scatter, scattered_owner));
+  requests.push_back(irecv_scatter(t, previous_rank(t), base, scatter, scattered_owner));
   requests.push_back(t.irecv(previous_rank(t), base + 1, plain));
-  requests.push_back(t.isend_gather(next_rank(t), base, gather, source_owner));
-  requests.push_back(t.isend_gather(next_rank(t), base + 1, gather));
+  requests.push_back(isend_gather(t, next_rank(t), base, gather, source_owner));
+  requests.push_back(isend_gather(t, next_rank(t), base + 1, gather));
   wait_all(requests);
   const Bytes sent = pattern(previous_rank(t), t.rank(), 4096);
   Bytes expected;

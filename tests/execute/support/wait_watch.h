@@ -79,11 +79,11 @@ class WatchedTransport final : public ForwardingTransport {
     return watched(ForwardingTransport::irecv_owned(peer, tag, data, std::move(owner)));
   }
   std::unique_ptr<Request> isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs,
-                                        std::shared_ptr<const void> owner = nullptr) override {
+                                        std::shared_ptr<const void> owner) override {
     return watched(ForwardingTransport::isend_gather(peer, tag, runs, std::move(owner)));
   }
   std::unique_ptr<Request> irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,
-                                         std::shared_ptr<const void> owner = nullptr) override {
+                                         std::shared_ptr<const void> owner) override {
     return watched(ForwardingTransport::irecv_scatter(peer, tag, runs, std::move(owner)));
   }
   std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> local) override {

@@ -26,6 +26,10 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using execute_detail::choose_launcher;
+using execute_detail::LauncherChoice;
+using execute_detail::process_env;
+using execute_detail::TransportKind;
 
 // --- the suite, on threads -----------------------------------------------
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "reshard/execute/fast_paths.h"
 #include "reshard/execute/transport.h"
 
 namespace reshard {
@@ -19,15 +20,15 @@ struct PushBatch;
 
 
 struct MpiTransportOptions {
-  // The largest single MPI message; larger transfers are split. Chunks never
+  // The largest single MPI message; larger transfers are split. Segments never
   // exceed max_message_bytes, whatever this says.
-  size_t chunk_bytes = size_t{8} << 20;
+  size_t segment_bytes = size_t{8} << 20;
   // The most bytes one MPI call may carry: MPI counts are int, so INT_MAX
   // (the most allowed); lower it for an MPI or network with a smaller limit.
   size_t max_message_bytes = static_cast<size_t>(INT_MAX);
   // Bytes posted to MPI and not yet complete, over all pending requests. Each
-  // request may always keep one chunk posted, so that no request can starve
-  // another into a deadlock: the bound is this plus one chunk per further
+  // request may always keep one segment posted, so that no request can starve
+  // another into a deadlock: the bound is this plus one segment per further
   // pending request.
   size_t max_bytes_in_flight = size_t{128} << 20;
   // The liveness bound: a peer silent (no heartbeat) for this long is taken
@@ -90,7 +91,7 @@ enum class PeerPath {
 // "self", "shared memory", "single copy", "MPI (other host)", "MPI (single copy off)", "MPI (attach refused)".
 std::string_view peer_path_name(PeerPath path);
 
-// Point-to-point transfers are non-blocking MPI_Isend/MPI_Irecv, chunked, with
+// Point-to-point transfers are non-blocking MPI_Isend/MPI_Irecv, split into segments, with
 // a bound on the bytes in flight (between processes of one host, by default,
 // one kernel copy instead: see MpiTransportOptions::single_copy); all_gather is built on the same non-blocking
 // calls, barrier and all_equal on MPI_Ibarrier and MPI_Iallreduce. Waits poll
@@ -104,7 +105,7 @@ std::string_view peer_path_name(PeerPath path);
 // its transport.
 //
 // No memory is freed while MPI may still touch it: a request ended or failed
-// part-way leaves its chunks in MPI's hands with a share of the memory's
+// part-way leaves its segments in MPI's hands with a share of the memory's
 // owner (isend_owned, irecv_owned, and gathers and scatters given an owner;
 // plain isend/irecv move the bytes through a copy of the transport's own),
 // released when MPI completes them or, at the latest, once MPI is finalized.
@@ -119,7 +120,11 @@ std::string_view peer_path_name(PeerPath path);
 // below it, a rank beats only while it waits in the transport, so one busy
 // elsewhere for longer than the timeout is taken for dead.
 // Requests must not outlive their transport.
-class MpiTransport final : public Transport {
+class MpiTransport final : public Transport,
+                           public OwnedTransfers,
+                           public RunTransfers,
+                           public InPlaceTransfers,
+                           public HostTopology {
  public:
   // Collective over `parent`: every member constructs its transport together.
   // Throws Error(kInvalidArgument) for bad options, Error(kTransport) if MPI
@@ -141,11 +146,11 @@ class MpiTransport final : public Transport {
   // between the runs. Otherwise, with options().derived_datatypes and an
   // owner, one MPI message of a derived datatype (hindexed over the runs), so
   // MPI moves the bytes between the runs and the wire without a packing pass
-  // of ours; otherwise, or when the message exceeds one chunk or its runs
-  // average under 64 bytes, packed as Transport does. Either way it matches a plain isend/irecv of the same
+  // of ours; otherwise, or when the message exceeds one segment or its runs
+  // average under 64 bytes, packed (without_fast_path). Either way it matches a plain isend/irecv of the same
   // bytes. A typed message cut short stays with MPI holding a share of `owner`.
   std::unique_ptr<Request> isend_gather(int peer, Tag tag, std::span<const ConstByteRun> runs,
-                                        std::shared_ptr<const void> owner = nullptr) override;
+                                        std::shared_ptr<const void> owner) override;
   // Messages to peers of this host whose runs must be gathered first are
   // gathered together (one walk over the rows they share), then each goes
   // as isend_gather's would; the rest go as isend_gather.
@@ -161,10 +166,10 @@ class MpiTransport final : public Transport {
   std::vector<std::unique_ptr<Request>> isend_gather_all_with_copies(std::span<const GatherSend> sends, int threads,
                                                                      std::span<const LocalCopy> copies) override;
   std::unique_ptr<Request> irecv_scatter(int peer, Tag tag, std::span<const ByteRun> runs,
-                                         std::shared_ptr<const void> owner = nullptr) override;
-  // To a peer on this host, the rows as they are (no list of runs); else as Transport does.
+                                         std::shared_ptr<const void> owner) override;
+  // To a peer on this host, the rows as they are (no list of runs); else run by run (without_fast_path).
   std::unique_ptr<Request> irecv_scatter_rows(int peer, Tag tag, std::span<const RunRows> rows,
-                                              std::shared_ptr<const void> owner = nullptr) override;
+                                              std::shared_ptr<const void> owner) override;
   std::vector<std::vector<std::byte>> all_gather(std::span<const std::byte> local) override;
   void barrier() override;
   bool all_equal(uint64_t value) override;
@@ -174,6 +179,8 @@ class MpiTransport final : public Transport {
   std::chrono::milliseconds timeout() const override;
   // The ranks that share this host's kernel (found at construction).
   int processes_on_this_host() const override;
+  // All four kinds: owned, run and in-place transfers, and the host count.
+  FastPaths fast_paths() override;
 
   // Marks this process failed: every peer's pending and later waits throw
   // Error(kPeerFailed) naming this rank and `reason`, and so do this

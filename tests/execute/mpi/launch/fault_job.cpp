@@ -32,6 +32,7 @@
 #include "reshard/execute/buffer.h"
 #include "reshard/execute/mpi/mpi_session.h"
 #include "reshard/execute/mpi/mpi_transport.h"
+#include "reshard/execute/transport_calls.h"
 #include "reshard/layout/error.h"
 
 namespace {
@@ -64,9 +65,9 @@ void die_after(std::chrono::milliseconds delay) {
   std::fill(shard.bytes().begin(), shard.bytes().end(), std::byte{42});
   constexpr uint64_t kRow = 256;
   const reshard::ConstRunRows rows{shard.data(), kRow, 2 * kRow, kLargeMessageBytes / (2 * kRow)};
-  std::vector<reshard::Transport::GatherSend> batch;
+  std::vector<reshard::GatherSend> batch;
   for (int peer = 0; peer < kFailingRank; ++peer) batch.push_back({peer, tag, std::span(&rows, 1), shard.owner()});
-  std::vector<std::unique_ptr<reshard::Request>> sends = transport.isend_gather_all(batch, 1);
+  std::vector<std::unique_ptr<reshard::Request>> sends = reshard::isend_gather_all(transport, batch, 1);
   die_after(std::chrono::milliseconds(20));
   for (const auto& send : sends) send->wait();
   raise(SIGKILL);
@@ -91,7 +92,7 @@ void die_after(std::chrono::milliseconds delay) {
   }
   std::vector<std::unique_ptr<reshard::Request>> sends;
   for (int peer = 0; peer < kFailingRank; ++peer) {
-    sends.push_back(transport.isend_owned(peer, tag, bytes, owner));
+    sends.push_back(reshard::isend_owned(transport, peer, tag, bytes, owner));
   }
   // Long enough for the headers to arrive and the reads to begin, far
   // shorter than reading 256 MiB twice.
@@ -126,7 +127,7 @@ void receive_stream(reshard::Transport& transport, reshard::Tag tag, const std::
     if (mode == "killed-writing" && i == kMessagesBeforeFailure) {
       // Into a buffer of reshard's, in the arena, that the sender may write.
       reshard::Buffer into = reshard::Buffer::allocate(message_bytes(i, mode));
-      transport.irecv_owned(kFailingRank, tag + static_cast<reshard::Tag>(i), into.bytes(), into.owner())->wait();
+      reshard::irecv_owned(transport, kFailingRank, tag + static_cast<reshard::Tag>(i), into.bytes(), into.owner())->wait();
       continue;
     }
     message.resize(message_bytes(i, mode));

@@ -1,4 +1,4 @@
-#include "chunked_request.h"
+#include "segmented_request.h"
 
 #include <algorithm>
 #include <cstring>
@@ -11,11 +11,11 @@
 
 namespace reshard::mpi_detail {
 
-ChunkedRequest::ChunkedRequest(ProgressEngine& engine, ChunkedMessage message, size_t chunk_bytes)
-    : engine_(engine), message_(std::move(message)), chunk_bytes_(chunk_bytes) {
+SegmentedRequest::SegmentedRequest(ProgressEngine& engine, SegmentedMessage message, size_t segment_bytes)
+    : engine_(engine), message_(std::move(message)), segment_bytes_(segment_bytes) {
   if (!message_.owner && message_.size > 0) {
     // Nothing keeps the caller's bytes alive past this request, but MPI may
-    // hold a chunk past it: move the bytes through memory of our own.
+    // hold a segment past it: move the bytes through memory of our own.
     auto copy = std::make_shared_for_overwrite<std::byte[]>(message_.size);
     if (message_.direction == Direction::kSend) {
       std::memcpy(copy.get(), message_.data, message_.size);
@@ -29,13 +29,13 @@ ChunkedRequest::ChunkedRequest(ProgressEngine& engine, ChunkedMessage message, s
   advance();
 }
 
-ChunkedRequest::~ChunkedRequest() {
+SegmentedRequest::~SegmentedRequest() {
   auto guard = engine_.lock();
   orphan_posted();
   engine_.remove(this);
 }
 
-void ChunkedRequest::wait() {
+void SegmentedRequest::wait() {
   uint64_t seen = completions_;
   engine_.wait(WaitFor{[&] {
                          throw_if_failed();
@@ -47,7 +47,7 @@ void ChunkedRequest::wait() {
                        [&] { return describe(); }, [&] { return std::vector<int>{message_.peer}; }});
 }
 
-bool ChunkedRequest::test() {
+bool SegmentedRequest::test() {
   auto guard = engine_.lock();
   engine_.throw_if_aborted();
   engine_.progress();
@@ -59,11 +59,11 @@ bool ChunkedRequest::test() {
   return false;
 }
 
-void ChunkedRequest::advance() {
+void SegmentedRequest::advance() {
   if (error_ || done()) return;
   try {
-    complete_finished_chunks();
-    post_chunks();
+    complete_finished_segments();
+    post_segments();
     if (done()) engine_.count_completed(message_.direction == Direction::kSend, message_.size);
   } catch (const Error& e) {
     error_ = e.with_context(fmt::format("rank {}: {}", engine_.rank(), describe()));
@@ -71,45 +71,45 @@ void ChunkedRequest::advance() {
   }
 }
 
-void ChunkedRequest::complete_finished_chunks() {
-  for (PostedChunk& chunk : posted_) {
+void SegmentedRequest::complete_finished_segments() {
+  for (PostedSegment& segment : posted_) {
     int finished = 0;
-    const int code = MPI_Test(&chunk.request, &finished, MPI_STATUS_IGNORE);
+    const int code = MPI_Test(&segment.request, &finished, MPI_STATUS_IGNORE);
     if (code != MPI_SUCCESS || finished != 0) {
-      chunk.request = MPI_REQUEST_NULL;  // MPI frees a request that completes, in error or not
-      engine_.give_back_budget(chunk.size);
+      segment.request = MPI_REQUEST_NULL;  // MPI frees a request that completes, in error or not
+      engine_.give_back_budget(segment.size);
     }
-    check_mpi(code, fmt::format("bytes {}..{}", chunk.offset, chunk.offset + chunk.size));
+    check_mpi(code, fmt::format("bytes {}..{}", segment.offset, segment.offset + segment.size));
     if (finished == 0) continue;
-    if (caller_data_ != nullptr) std::memcpy(caller_data_ + chunk.offset, message_.data + chunk.offset, chunk.size);
+    if (caller_data_ != nullptr) std::memcpy(caller_data_ + segment.offset, message_.data + segment.offset, segment.size);
     ++completions_;
     engine_.note_completion();
   }
-  std::erase_if(posted_, [](const PostedChunk& chunk) { return chunk.request == MPI_REQUEST_NULL; });
+  std::erase_if(posted_, [](const PostedSegment& segment) { return segment.request == MPI_REQUEST_NULL; });
 }
 
-bool ChunkedRequest::shares_channel_with(const ChunkedRequest& other) const {
+bool SegmentedRequest::shares_channel_with(const SegmentedRequest& other) const {
   return message_.direction == other.message_.direction && message_.peer == other.message_.peer &&
          message_.comm == other.message_.comm && message_.mpi_tag == other.message_.mpi_tag;
 }
 
-void ChunkedRequest::post_chunks() {
+void SegmentedRequest::post_segments() {
   if (predecessor != nullptr && !predecessor->fully_posted()) return;
   predecessor = nullptr;
-  // A zero-byte message still travels, as one empty chunk, so it matches.
+  // A zero-byte message still travels, as one empty segment, so it matches.
   while (next_offset_ < message_.size || !posted_any_) {
-    const size_t size = std::min(chunk_bytes_, message_.size - next_offset_);
+    const size_t size = std::min(segment_bytes_, message_.size - next_offset_);
     if (!engine_.take_budget(size, posted_.empty())) return;
-    PostedChunk chunk{MPI_REQUEST_NULL, next_offset_, size};
+    PostedSegment segment{MPI_REQUEST_NULL, next_offset_, size};
     std::byte* start = message_.data + next_offset_;
     const int count = static_cast<int>(size);
     int code = MPI_SUCCESS;
     if (message_.direction == Direction::kSend) {
-      code = MPI_Isend(start, count, MPI_BYTE, message_.peer, message_.mpi_tag, message_.comm, &chunk.request);
+      code = MPI_Isend(start, count, MPI_BYTE, message_.peer, message_.mpi_tag, message_.comm, &segment.request);
     } else {
       std::optional<MPI_Message> arrived;
       try {
-        arrived = match_arrived_chunk(chunk);
+        arrived = match_arrived_segment(segment);
       } catch (...) {
         engine_.give_back_budget(size);
         throw;
@@ -118,26 +118,26 @@ void ChunkedRequest::post_chunks() {
         engine_.give_back_budget(size);
         return;
       }
-      code = MPI_Imrecv(start, count, MPI_BYTE, &*arrived, &chunk.request);
+      code = MPI_Imrecv(start, count, MPI_BYTE, &*arrived, &segment.request);
     }
     if (code != MPI_SUCCESS) engine_.give_back_budget(size);
-    check_mpi(code, fmt::format("posting bytes {}..{}", chunk.offset, chunk.offset + size));
-    posted_.push_back(chunk);
+    check_mpi(code, fmt::format("posting bytes {}..{}", segment.offset, segment.offset + size));
+    posted_.push_back(segment);
     next_offset_ += size;
     posted_any_ = true;
   }
 }
 
-std::optional<MPI_Message> ChunkedRequest::match_arrived_chunk(const PostedChunk& chunk) {
+std::optional<MPI_Message> SegmentedRequest::match_arrived_segment(const PostedSegment& segment) {
   int arrived = 0;
   MPI_Message message = MPI_MESSAGE_NULL;
   MPI_Status status;
   check_mpi(MPI_Improbe(message_.peer, message_.mpi_tag, message_.comm, &arrived, &message, &status),
-            fmt::format("probing for bytes {}..{}", chunk.offset, chunk.offset + chunk.size));
+            fmt::format("probing for bytes {}..{}", segment.offset, segment.offset + segment.size));
   if (arrived == 0) return std::nullopt;
   int count = 0;
   check_mpi(MPI_Get_count(&status, MPI_BYTE, &count), "reading an arriving message's size");
-  if (count >= 0 && static_cast<size_t>(count) == chunk.size) return message;
+  if (count >= 0 && static_cast<size_t>(count) == segment.size) return message;
   // Take the stray message off the wire into a buffer of its own size, kept
   // alive by the engine, so that it can neither overrun this request's buffer
   // nor be matched by a later receive.
@@ -149,34 +149,34 @@ std::optional<MPI_Message> ChunkedRequest::match_arrived_chunk(const PostedChunk
   throw Error(ErrorCode::kTransport,
               fmt::format("bytes {}..{}: the sender sent {} bytes where {} were expected (do both sides agree on "
                           "the message size?)",
-                          chunk.offset, chunk.offset + chunk.size, count, chunk.size));
+                          segment.offset, segment.offset + segment.size, count, segment.size));
 }
 
-void ChunkedRequest::orphan_posted() noexcept {
-  // Posted chunks are matched (receives are posted only for messages that
+void SegmentedRequest::orphan_posted() noexcept {
+  // Posted segments are matched (receives are posted only for messages that
   // arrived) and moving bytes the request is about to let go of: MPI may
   // still read or write them, so they stay alive until it is done.
-  for (PostedChunk& chunk : posted_) {
-    if (chunk.request == MPI_REQUEST_NULL) continue;  // completed, budget given back
+  for (PostedSegment& segment : posted_) {
+    if (segment.request == MPI_REQUEST_NULL) continue;  // completed, budget given back
     int finished = 0;
-    if (MPI_Test(&chunk.request, &finished, MPI_STATUS_IGNORE) == MPI_SUCCESS && finished == 0) {
+    if (MPI_Test(&segment.request, &finished, MPI_STATUS_IGNORE) == MPI_SUCCESS && finished == 0) {
       try {
-        Orphans::instance().adopt(chunk.request, message_.owner);
+        Orphans::instance().adopt(segment.request, message_.owner);
       } catch (...) {
         // Out of memory for the list: keep the bytes forever rather than free them under MPI.
         new std::shared_ptr<const void>(message_.owner);
       }
     }
-    engine_.give_back_budget(chunk.size);
+    engine_.give_back_budget(segment.size);
   }
   posted_.clear();
 }
 
-void ChunkedRequest::throw_if_failed() const {
+void SegmentedRequest::throw_if_failed() const {
   if (error_) throw *error_;
 }
 
-std::string ChunkedRequest::describe() const {
+std::string SegmentedRequest::describe() const {
   return message_.direction == Direction::kSend
              ? fmt::format("sending {} bytes to rank {} (tag {})", message_.size, message_.peer, message_.tag)
              : fmt::format("receiving {} bytes from rank {} (tag {})", message_.size, message_.peer,
