@@ -1,5 +1,6 @@
 #include "pipelines/export/export_run.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <optional>
@@ -23,7 +24,8 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-// The input, with the time spent reading it counted (on the producing thread).
+// The input, with the time spent reading it counted: summed over the
+// producer's copy threads, which may read several boxes at once.
 class TimedInput final : public ExportInput {
  public:
   explicit TimedInput(const ExportInput& input) : input_(input) {}
@@ -34,13 +36,13 @@ class TimedInput final : public ExportInput {
   void read(size_t source, const Box& box, std::span<std::byte> out) const override {
     const auto start = Clock::now();
     input_.read(source, box, out);
-    seconds_ += since(start);
+    seconds_.fetch_add(since(start), std::memory_order_relaxed);
   }
-  double seconds() const { return seconds_; }
+  double seconds() const { return seconds_.load(std::memory_order_relaxed); }
 
  private:
   const ExportInput& input_;
-  mutable double seconds_ = 0;
+  mutable std::atomic<double> seconds_ = 0;
 };
 
 // One process's side of the export.
