@@ -12,7 +12,7 @@
 #include "pipelines/common/agreement.h"
 #include "pipelines/import/convert_configs.h"
 #include "pipelines/import/convert_files.h"
-#include "pipelines/import/tensor_source.h"
+#include "pipelines/import/convert_source.h"
 #include "reshard/formats/checkpoint_reader.h"
 #include "reshard/formats/tensor_stream.h"
 #include "reshard/layout/error.h"
@@ -29,10 +29,10 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace detail = pipelines_detail;
-using detail::TensorSource;
+using detail::ConvertSource;
 
 // The tensors of the new layout: shapes and dtypes of the output, no bytes.
-std::vector<SaveTensor> output_tensors(const TensorSource& source, const ConvertOptions& options) {
+std::vector<SaveTensor> output_tensors(const ConvertSource& source, const ConvertOptions& options) {
   const CheckpointLayout& layout = *options.layout;
   std::vector<SaveTensor> tensors;
   for (const detail::SourceTensor& info : source.tensors()) {
@@ -45,7 +45,7 @@ std::vector<SaveTensor> output_tensors(const TensorSource& source, const Convert
 
 // Reads a piece of a chunk from the source, cast to the chunk's dtype,
 // straight into its staging buffer when no cast is needed.
-void read_piece(const TensorSource& source, const PlannedChunk& chunk, const Box& piece, std::span<std::byte> out) {
+void read_piece(const ConvertSource& source, const PlannedChunk& chunk, const Box& piece, std::span<std::byte> out) {
   const DType in_dtype = source.tensors()[chunk.array].dtype;
   try {
     if (in_dtype == chunk.dtype) {
@@ -62,7 +62,7 @@ void read_piece(const TensorSource& source, const PlannedChunk& chunk, const Box
 
 // Streams the source into the checkpoint: each process reads the chunks of
 // the new layout that it writes, piece by piece, under the staging budget.
-ConvertResult convert_to_checkpoint(const TensorSource& source, const storage::Location& src,
+ConvertResult convert_to_checkpoint(const ConvertSource& source, const storage::Location& src,
                                     const storage::Location& dst, const ConvertOptions& options,
                                     Transport& transport) {
   if (!options.layout) throw Error(ErrorCode::kInvalidArgument, "a checkpoint output needs a layout (--mesh)");
@@ -92,9 +92,9 @@ ConvertResult convert_to_checkpoint(const TensorSource& source, const storage::L
 
 ConvertResult convert_model(const storage::Location& src, const storage::Location& dst, Transport& transport,
                             const ConvertOptions& options) {
-  std::optional<TensorSource> source;
+  std::optional<ConvertSource> source;
   detail::Failure failure;
-  detail::run_step(failure, [&] { source.emplace(TensorSource::open(src)); });
+  detail::run_step(failure, [&] { source.emplace(ConvertSource::open(src)); });
   const auto reports = detail::exchange_reports(transport, {failure.message, {}});
   if (failure) std::rethrow_exception(failure.error);
   detail::require_all_succeeded(reports, transport.rank(), fmt::format("reading {}", src.str()), nullptr);

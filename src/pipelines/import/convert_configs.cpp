@@ -58,7 +58,7 @@ std::vector<std::string> write_configs_from_metadata(const std::optional<safeten
   return written;
 }
 
-std::vector<std::string> config_warnings(const TensorSource& source, const storage::Location& src) {
+std::vector<std::string> config_warnings(const ConvertSource& source, const storage::Location& src) {
   if (source.is_single_safetensors_file()) {
     return {fmt::format("{} is a single .safetensors file: the folder gets no config.json or generation_config.json "
                         "(transformers' from_pretrained needs a config.json beside the weights)",

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "pipelines/import/tensor_source.h"
+#include "pipelines/import/convert_source.h"
 #include "reshard/formats/safetensors_header.h"
 #include "reshard/layout/dtype.h"
 #include "reshard/storage/location.h"
@@ -31,7 +31,7 @@ std::vector<std::string> write_configs_from_metadata(const std::optional<safeten
                                                      const storage::Location& src);
 
 // Why the folder made from `source` (at `src`) will lack a config.json, if it will.
-std::vector<std::string> config_warnings(const TensorSource& source, const storage::Location& src);
+std::vector<std::string> config_warnings(const ConvertSource& source, const storage::Location& src);
 
 // Adds the config files of the folder `src` (none for a lone file) to
 // `metadata`, for a checkpoint made from it; texts already there win.

@@ -53,7 +53,7 @@ struct Piece {
 };
 
 // Every tensor's pieces, each given to the process with the fewest bytes so far.
-std::vector<Piece> assign_pieces(const TensorSource& source, int processes) {
+std::vector<Piece> assign_pieces(const ConvertSource& source, int processes) {
   std::vector<Piece> pieces;
   std::vector<uint64_t> load(static_cast<size_t>(processes), 0);
   for (size_t t = 0; t < source.tensors().size(); ++t) {
@@ -107,7 +107,7 @@ std::vector<std::string> from_all(Transport& transport, const std::string& text)
 class FileOutput {
  public:
   FileOutput(const storage::Location& src, const storage::Location& dst, const ConvertOptions& options,
-             const TensorSource& source, Transport& transport)
+             const ConvertSource& source, Transport& transport)
       : src_(src), dst_(dst), options_(options), source_(source), transport_(transport) {
     specs_ = output_specs(source, options.dtype);
     const bool rewrite = options.output == ConvertOutput::kSafetensorsFile && source.is_single_safetensors_file();
@@ -312,7 +312,7 @@ class FileOutput {
   storage::Location src_;
   storage::Location dst_;
   const ConvertOptions& options_;
-  const TensorSource& source_;
+  const ConvertSource& source_;
   Transport& transport_;
   std::vector<safetensors::TensorSpec> specs_;
   OutputFiles files_;  // names relative to the output folder (a lone file: its own name)
@@ -328,7 +328,7 @@ class FileOutput {
 
 }  // namespace
 
-std::vector<safetensors::TensorSpec> output_specs(const TensorSource& source, std::optional<DType> target) {
+std::vector<safetensors::TensorSpec> output_specs(const ConvertSource& source, std::optional<DType> target) {
   std::vector<safetensors::TensorSpec> specs;
   for (const SourceTensor& tensor : source.tensors()) {
     specs.push_back({tensor.name, cast_dtype(tensor.dtype, target), tensor.dims});
@@ -345,7 +345,7 @@ uint64_t total_bytes(const std::vector<safetensors::TensorSpec>& specs) {
 }
 
 ConvertResult convert_to_files(const storage::Location& src, const storage::Location& dst,
-                               const ConvertOptions& options, const TensorSource& source, Transport& transport) {
+                               const ConvertOptions& options, const ConvertSource& source, Transport& transport) {
   return FileOutput(src, dst, options, source, transport).run();
 }
 

@@ -6,7 +6,7 @@
 #include <optional>
 #include <vector>
 
-#include "pipelines/import/tensor_source.h"
+#include "pipelines/import/convert_source.h"
 #include "reshard/execute/transport.h"
 #include "reshard/formats/safetensors_layout.h"
 #include "reshard/pipelines/convert.h"
@@ -15,13 +15,13 @@
 namespace reshard::pipelines_detail {
 
 // The output's tensors: the source's names and shapes, floats cast to `target`.
-std::vector<safetensors::TensorSpec> output_specs(const TensorSource& source, std::optional<DType> target);
+std::vector<safetensors::TensorSpec> output_specs(const ConvertSource& source, std::optional<DType> target);
 // Their bytes in all.
 uint64_t total_bytes(const std::vector<safetensors::TensorSpec>& specs);
 
 // Collective: writes `source` (read from `src`) as the file or folder `dst`
 // (options.output: kSafetensorsFile or kHfFolder), as convert_model says.
 ConvertResult convert_to_files(const storage::Location& src, const storage::Location& dst,
-                               const ConvertOptions& options, const TensorSource& source, Transport& transport);
+                               const ConvertOptions& options, const ConvertSource& source, Transport& transport);
 
 }  // namespace reshard::pipelines_detail

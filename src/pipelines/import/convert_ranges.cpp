@@ -44,7 +44,7 @@ uint64_t send_clipped(std::span<const std::byte> block, uint64_t block_start, ui
   return hi - lo;
 }
 
-uint64_t write_tensor_range(const TensorSource& source, size_t source_tensor, const safetensors::TensorInfo& tensor,
+uint64_t write_tensor_range(const ConvertSource& source, size_t source_tensor, const safetensors::TensorInfo& tensor,
                             uint64_t file_offset, uint64_t from, uint64_t to, const FileBytesSink& sink,
                             uint64_t block_bytes) {
   const uint64_t row = row_bytes(tensor);
@@ -66,7 +66,7 @@ uint64_t write_tensor_range(const TensorSource& source, size_t source_tensor, co
 
 }  // namespace
 
-uint64_t write_file_range(const TensorSource& source, const std::unordered_map<std::string, size_t>& source_index,
+uint64_t write_file_range(const ConvertSource& source, const std::unordered_map<std::string, size_t>& source_index,
                           const safetensors::FileLayout& layout, uint64_t begin, uint64_t end,
                           const FileBytesSink& sink, uint64_t block_bytes) {
   uint64_t written = 0;

@@ -12,7 +12,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "pipelines/import/tensor_source.h"
+#include "pipelines/import/convert_source.h"
 #include "reshard/formats/safetensors_layout.h"
 
 namespace reshard::pipelines_detail {
@@ -26,7 +26,7 @@ using FileBytesSink = std::function<void(uint64_t file_offset, std::span<const s
 // most about `block_bytes` at a time (one row at least; a tensor of a
 // sub-byte dtype whose rows do not fill whole bytes is read whole). Returns
 // the bytes written.
-uint64_t write_file_range(const TensorSource& source, const std::unordered_map<std::string, size_t>& source_index,
+uint64_t write_file_range(const ConvertSource& source, const std::unordered_map<std::string, size_t>& source_index,
                           const safetensors::FileLayout& layout, uint64_t begin, uint64_t end,
                           const FileBytesSink& sink, uint64_t block_bytes = uint64_t{8} << 20);
 

@@ -22,11 +22,11 @@ struct SourceTensor {
   safetensors::Dims dims;
 };
 
-class TensorSource {
+class ConvertSource {
  public:
   // Opens a checkpoint folder, or else a file or Hugging Face folder
   // (Error(kUnsupported) for a PEFT adapter), local or in an object store.
-  static TensorSource open(const storage::Location& path);
+  static ConvertSource open(const storage::Location& path);
 
   bool is_checkpoint() const { return checkpoint_.has_value(); }
   bool is_single_safetensors_file() const { return model_ && model_->format == ModelFormat::kSafetensors; }
@@ -48,6 +48,6 @@ class TensorSource {
 };
 
 // Reads `box` of tensor `tensor` of `source`, cast to `out_dtype` (dense, row-major).
-std::vector<std::byte> read_cast(const TensorSource& source, size_t tensor, const Box& box, DType out_dtype);
+std::vector<std::byte> read_cast(const ConvertSource& source, size_t tensor, const Box& box, DType out_dtype);
 
 }  // namespace reshard::pipelines_detail

@@ -1,4 +1,4 @@
-#include "pipelines/import/tensor_source.h"
+#include "pipelines/import/convert_source.h"
 
 #include <fmt/format.h>
 
@@ -9,8 +9,8 @@ namespace reshard::pipelines_detail {
 
 using layout_detail::convert_floats;
 
-TensorSource TensorSource::open(const storage::Location& path) {
-  TensorSource source;
+ConvertSource ConvertSource::open(const storage::Location& path) {
+  ConvertSource source;
   if (checkpoint::is_checkpoint(path)) {
     source.checkpoint_.emplace(checkpoint::Reader::open(path));
     for (const checkpoint::TensorEntry& tensor : source.checkpoint_->manifest().tensors) {
@@ -28,15 +28,15 @@ TensorSource TensorSource::open(const storage::Location& path) {
   return source;
 }
 
-std::optional<safetensors::Metadata> TensorSource::metadata() const {
+std::optional<safetensors::Metadata> ConvertSource::metadata() const {
   return checkpoint_ ? checkpoint_->manifest().metadata : model_->catalog.metadata();
 }
 
-size_t TensorSource::file_count() const {
+size_t ConvertSource::file_count() const {
   return checkpoint_ ? checkpoint_->manifest().files.size() : model_->catalog.files().size();
 }
 
-std::vector<Box> TensorSource::pieces(size_t tensor, int parts) const {
+std::vector<Box> ConvertSource::pieces(size_t tensor, int parts) const {
   if (checkpoint_) {
     std::vector<Box> boxes;
     for (const checkpoint::Chunk& chunk : checkpoint_->manifest().tensors[tensor].chunks) boxes.push_back(chunk.box);
@@ -57,7 +57,7 @@ std::vector<Box> TensorSource::pieces(size_t tensor, int parts) const {
   return boxes;
 }
 
-void TensorSource::read_box(size_t tensor, const Box& box, std::span<std::byte> out) const {
+void ConvertSource::read_box(size_t tensor, const Box& box, std::span<std::byte> out) const {
   if (checkpoint_) {
     checkpoint_->read_box(checkpoint_->manifest().tensors[tensor], box, out);
     return;
@@ -66,7 +66,7 @@ void TensorSource::read_box(size_t tensor, const Box& box, std::span<std::byte> 
   model_->catalog.file_of(entry).read_box(*entry.info, box, out);
 }
 
-std::vector<std::byte> read_cast(const TensorSource& source, size_t tensor, const Box& box, DType out_dtype) {
+std::vector<std::byte> read_cast(const ConvertSource& source, size_t tensor, const Box& box, DType out_dtype) {
   const DType in_dtype = source.tensors()[tensor].dtype;
   std::vector<std::byte> raw(static_cast<size_t>(safetensors::File::box_bytes(in_dtype, box)));
   source.read_box(tensor, box, raw);
