@@ -76,7 +76,9 @@ ExportOptions options_from_flags(const ExportFlags& flags) {
   options.kind = flags.adapter_only ? ExportKind::kAdapterOnly
                  : flags.merge_lora ? ExportKind::kMergedModel
                                     : ExportKind::kModel;
-  if (!flags.base.empty() && !flags.adapter_only) usage("--base checks an adapter's keys: give --adapter-only too");
+  if (!flags.base.empty() && !flags.adapter_only && !flags.merge_lora) {
+    usage("--base is the model an adapter is checked against (--adapter-only) or merged into (--merge-lora): give one");
+  }
   if (flags.adapter_only && flags.max_shard_size_given) {
     usage("--max-shard-size: an adapter is one file (adapter_model.safetensors)");
   }
@@ -148,8 +150,10 @@ std::string help_text() {
          "the keys), or with --merge-lora to a model with every LoRA delta merged as merge-lora merges it\n"
          "(W += B @ A * scaling in f32, rounded back once; DoRA's magnitudes, LoRA on embeddings, lora_B's\n"
          "bias and modules_to_save copies too: map outputs named as PEFT names them, e.g.\n"
-         "base_model.model.<module>.lora_magnitude_vector). The map renames, unstacks, merges axes, transposes\n"
-         "and casts, inside the copies\n"
+         "base_model.model.<module>.lora_magnitude_vector). A LoRA run's checkpoint holds the factors alone:\n"
+         "--merge-lora --base HF merges them into the weights of the Hugging Face folder HF, each process\n"
+         "reading only the base's bytes of its blocks (config.json and generation_config.json then come from\n"
+         "HF). The map renames, unstacks, merges axes, transposes and casts, inside the copies\n"
          "that move the bytes. Every map error (a tensor no rule takes, a shape that does not factor, two\n"
          "outputs with one name) and every adapter key naming no module of the base is reported before\n"
          "anything is written. Under mpirun every process reads only the checkpoint bytes of its share of\n"
@@ -169,6 +173,8 @@ std::string help_text() {
          "  mpirun -np 4 reshard export ckpt/ llama-hf/ --map levanter-llama --dtype bf16 --max-shard-size 2GB\n"
          "  reshard export ckpt/ my-adapter/ --map levanter-llama --adapter-only --base llama-hf/\n"
          "  mpirun -np 4 reshard export ckpt/ merged/ --map my-map.json --merge-lora --gather-to 0\n"
+         "  mpirun -np 4 reshard export lora-ckpt/ s3://my-bucket/merged --map levanter-llama --merge-lora \\\n"
+         "      --base s3://my-bucket/llama-hf\n"
          "  mpirun -np 4 reshard export ckpt/ s3://my-bucket/llama-hf --map levanter-llama --part-size 64MiB\n"
          "  reshard export gs://my-bucket/ckpt llama-hf/ --map levanter-llama";
 }
@@ -195,8 +201,9 @@ void add_export_command(CLI::App& app) {
                               "Merge every LoRA delta into its weight; the factors are not written");
   adapter->excludes(merge);
   cmd->add_option("--base", flags->base,
-                  "With --adapter-only: a Hugging Face model folder whose modules the adapter keys must name "
-                  "(default: the checkpoint's own model); local or s3://, gs://")
+                  "A Hugging Face model folder: with --adapter-only, the model whose modules the adapter keys "
+                  "must name (default: the checkpoint's own); with --merge-lora, the weights a checkpoint of "
+                  "LoRA factors alone merges into; local or s3://, gs://")
       ->check(storage_location());
   cmd->add_option("--gather-to", flags->gather_to,
                   "Stream every block to this process, which alone writes (for an OUT the processes do not share)");

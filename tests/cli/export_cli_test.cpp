@@ -78,6 +78,40 @@ TEST_F(ExportCli, AdapterOnlyAndMergedFolders) {
   EXPECT_EQ(nlohmann::json::parse(testing::read_bytes(dir_ / "merged" / "config.json"))["torch_dtype"], "bfloat16");
 }
 
+// A LoRA run's checkpoint holds the factors alone: --merge-lora --base merges
+// them into a Hugging Face folder's weights, as a checkpoint that holds both
+// is merged.
+TEST_F(ExportCli, MergesAFactorsOnlyCheckpointIntoABaseFolder) {
+  const uint64_t seed = testing::test_seed();
+  std::mt19937_64 rng(seed);
+  testing::write_levanter_file(dir_ / "full.safetensors", rng, true);
+  rng.seed(seed);
+  testing::write_levanter_file(dir_ / "factors.safetensors", rng, true, true);
+  for (const std::string name : {"full", "factors"}) {
+    const auto result = run_reshard({"convert", (dir_ / (name + ".safetensors")).string(), (dir_ / name).string(),
+                                     "--mesh", "data=2,model=2", "--best-effort", "model"});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+  }
+  const std::string full = (dir_ / "full").string(), base = (dir_ / "base").string();
+  ASSERT_EQ(run_reshard({"export", full, base, "--map", "levanter-llama"}).exit_code, 0);
+  ASSERT_EQ(run_reshard({"export", full, (dir_ / "expected").string(), "--map", "levanter-llama", "--merge-lora"}).exit_code,
+            0);
+  auto result = run_reshard({"export", (dir_ / "factors").string(), out(), "--map", "levanter-llama", "--merge-lora",
+                             "--base", base});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("4 merged"), std::string::npos) << result.out;
+  for (const auto& entry : fs::directory_iterator(dir_ / "expected")) {
+    EXPECT_EQ(testing::read_bytes(dir_ / "out" / entry.path().filename()), testing::read_bytes(entry.path()))
+        << entry.path().filename();
+  }
+  // A checkpoint that holds base weights itself merges into them: a base beside it is refused.
+  result = run_reshard({"export", full, (dir_ / "refused").string(), "--map", "levanter-llama", "--merge-lora",
+                        "--base", base});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("holds base weights itself"), std::string::npos) << result.err;
+  EXPECT_FALSE(fs::exists(dir_ / "refused"));
+}
+
 TEST_F(ExportCli, ErrorsNameWhatIsAtFaultAndWriteNothing) {
   make_checkpoint(false);
   auto result = run_reshard({"export", ckpt(), out(), "--map", "levanter-llama", "--merge-lora"});

@@ -1,8 +1,8 @@
 // export_source: tensors read through a caller's function export to the same
 // bytes as the same tensors saved as a reshard checkpoint, and a failing read
 // fails every process, naming the tensor.
+#include <algorithm>
 #include <atomic>
-#include <cstring>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -11,6 +11,7 @@
 #include "execute/support/rank_threads.h"
 #include "layout/support/expect_error.h"
 #include "pipelines/support/export_files.h"
+#include "pipelines/support/sub_box.h"
 #include "reshard/pipelines/export_model.h"
 #include "support/seed.h"
 #include "support/temp_dir.h"
@@ -28,23 +29,6 @@ LoraConfig adapter_config() {
   return config;
 }
 
-// Copies `box` of the dense row-major tensor `whole` (of `shape`) into `out`.
-void copy_box(std::span<const std::byte> whole, const Shape& shape, size_t element, const Box& box,
-              std::span<std::byte> out) {
-  ASSERT_EQ(out.size(), static_cast<size_t>(box.volume()) * element);
-  if (box.volume() == 0) return;
-  std::vector<int64_t> index(box.rank(), 0);  // within the box
-  for (size_t at = 0; at < out.size(); at += element) {
-    int64_t offset = 0;
-    for (size_t d = 0; d < box.rank(); ++d) offset = offset * shape[d] + box.origin()[d] + index[d];
-    std::memcpy(out.data() + at, whole.data() + static_cast<size_t>(offset) * element, element);
-    for (size_t d = box.rank(); d-- > 0;) {
-      if (++index[d] < box.shape()[d]) break;
-      index[d] = 0;
-    }
-  }
-}
-
 class ExportSourceTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -60,7 +44,9 @@ class ExportSourceTest : public ::testing::Test {
     source_.read = [this](size_t source, const Box& box, std::span<std::byte> out) {
       ++reads_;
       const testing::FrameworkTensor& tensor = model_.at(source);
-      copy_box(bytes_[source], tensor.shape, static_cast<size_t>(dtype_byte_size(tensor.dtype, 1)), box, out);
+      const std::vector<std::byte> part =
+          testing::sub_box(bytes_[source], tensor.shape, box, static_cast<size_t>(dtype_byte_size(tensor.dtype, 1)));
+      std::copy(part.begin(), part.end(), out.begin());
     };
   }
 

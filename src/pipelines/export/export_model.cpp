@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include "pipelines/common/agreement.h"
+#include "pipelines/common/carried_files.h"
+#include "pipelines/export/base_input.h"
 #include "pipelines/export/export_blocks.h"
 #include "pipelines/export/export_inputs.h"
 #include "pipelines/export/export_objects.h"
@@ -55,10 +57,11 @@ bool readable(const detail::ExportPlan& plan, const detail::ExportInput& input, 
 }
 
 // The arrays each tensor needs brought whole to one process: those of the
-// tensors whose blocks no process can produce from its own shards.
+// tensors whose blocks no process can produce from its own shards (sources
+// from `arrays` on are a base model's, read anywhere).
 std::vector<std::vector<std::pair<size_t, int>>> place_unplaced(const detail::ExportPlan& plan,
                                                                 std::vector<detail::ExportBlock>& blocks,
-                                                                int processes) {
+                                                                int processes, size_t arrays) {
   std::vector<std::vector<std::pair<size_t, int>>> bring(plan.tensors.size());
   for (size_t t = 0; t < plan.tensors.size(); ++t) {
     const bool unplaced = std::any_of(blocks.begin(), blocks.end(),
@@ -69,7 +72,7 @@ std::vector<std::vector<std::pair<size_t, int>>> place_unplaced(const detail::Ex
     std::set<size_t> sources;
     for (const auto& [source, box] :
          detail::block_sources(plan, plan.tensors[t], Box::whole(safetensors::layout_shape(spec.shape, spec.name)))) {
-      sources.insert(source);
+      if (source < arrays) sources.insert(source);
     }
     for (const size_t source : sources) bring[t].emplace_back(source, root);
   }
@@ -89,40 +92,69 @@ std::vector<detail::ExportBlock> cut_read_anywhere(const detail::ExportPlan& pla
                                      options.block_bytes, processes, anyone);
 }
 
+// The input a plan is made from and the blocks read: the source's own, or,
+// for a merge into a base model (options.base), the source's followed by
+// the base's tensors.
+class PlannedInput {
+ public:
+  // Opens the base model where the options merge into one; the base's
+  // config files win over the source's metadata (the merged folder is the
+  // base model, changed).
+  PlannedInput(const detail::ExportInput& source, const ExportOptions& options, detail::ExportConfigs& configs)
+      : source_(source) {
+    if (options.kind != ExportKind::kMergedModel || !options.base) return;
+    base_.emplace(source, *options.base);
+    if (auto config = base_->base_file(detail::kConfigFileName)) configs.hf_config = std::move(config);
+    if (auto generation = base_->base_file(detail::kGenerationConfigFileName)) {
+      configs.generation_config = std::move(generation);
+    }
+  }
+  const detail::ExportInput& input() const { return base_ ? static_cast<const detail::ExportInput&>(*base_) : source_; }
+  const detail::MergeBase* merge_base() const { return base_ ? &base_->merge_base() : nullptr; }
+
+ private:
+  const detail::ExportInput& source_;
+  std::optional<detail::BaseModelInput> base_;
+};
+
 }  // namespace
 
 ExportResult export_checkpoint(const storage::Location& checkpoint, const storage::Location& out, const TensorMap& map,
                                Transport& transport, const ExportOptions& options) {
   check_options(options, transport);
   std::optional<detail::CheckpointInput> input;
+  std::optional<PlannedInput> planned;
   detail::ExportPlan plan;
   std::vector<detail::ExportBlock> blocks;
   agreed_step(transport, fmt::format("exporting {}", checkpoint.str()), [&] {
     input.emplace(checkpoint::Reader::open(checkpoint));
     const auto& metadata = input->reader().manifest().metadata;
-    const detail::ExportConfigs configs{metadata_value(metadata, kHfConfigMetadataKey),
-                                        metadata_value(metadata, kLoraConfigMetadataKey),
-                                        fmt::format("checkpoint {}", checkpoint.str()),
-                                        metadata_value(metadata, kGenerationConfigMetadataKey)};
-    plan = detail::plan_export(input->specs(), map, options, configs);
+    detail::ExportConfigs configs{metadata_value(metadata, kHfConfigMetadataKey),
+                                  metadata_value(metadata, kLoraConfigMetadataKey),
+                                  fmt::format("checkpoint {}", checkpoint.str()),
+                                  metadata_value(metadata, kGenerationConfigMetadataKey)};
+    planned.emplace(*input, options, configs);
+    plan = detail::plan_export(input->specs(), map, options, configs, planned->merge_base());
     blocks = cut_read_anywhere(plan, out, options, transport.size());
   });
-  return detail::run_export(plan, blocks, *input, out, options, transport);
+  return detail::run_export(plan, blocks, planned->input(), out, options, transport);
 }
 
 ExportResult export_source(const TensorSource& source, const storage::Location& out, const TensorMap& map,
                            Transport& transport, const ExportOptions& options) {
   check_options(options, transport);
   std::optional<detail::SourceInput> input;
+  std::optional<PlannedInput> planned;
   detail::ExportPlan plan;
   std::vector<detail::ExportBlock> blocks;
   agreed_step(transport, "exporting a tensor source", [&] {
     input.emplace(source);
-    plan = detail::plan_export(input->specs(), map, options,
-                               {std::nullopt, std::nullopt, "the tensor source", std::nullopt});
+    detail::ExportConfigs configs{std::nullopt, std::nullopt, "the tensor source", std::nullopt};
+    planned.emplace(*input, options, configs);
+    plan = detail::plan_export(input->specs(), map, options, configs, planned->merge_base());
     blocks = cut_read_anywhere(plan, out, options, transport.size());
   });
-  return detail::run_export(plan, blocks, *input, out, options, transport);
+  return detail::run_export(plan, blocks, planned->input(), out, options, transport);
 }
 
 ExportResult export_arrays(std::span<const NamedArray> arrays, const storage::Location& out, const TensorMap& map,
@@ -136,16 +168,19 @@ ExportResult export_arrays(std::span<const NamedArray> arrays, const storage::Lo
     }
   }
   std::optional<detail::ArraysInput> input;
+  std::optional<PlannedInput> planned;
   detail::ExportPlan plan;
   std::vector<detail::ExportBlock> blocks;
   std::vector<std::vector<std::pair<size_t, int>>> bring;
   agreed_step(transport, "exporting arrays", [&] {
     input.emplace(arrays, transport.rank());
-    plan = detail::plan_export(input->specs(), map, options, {std::nullopt, std::nullopt, "the arrays", std::nullopt});
+    detail::ExportConfigs configs{std::nullopt, std::nullopt, "the arrays", std::nullopt};
+    planned.emplace(*input, options, configs);
+    plan = detail::plan_export(input->specs(), map, options, configs, planned->merge_base());
     blocks = detail::cut_blocks(plan, options.block_bytes, transport.size(), [&](int process, const auto& block) {
-      return readable(plan, *input, process, block);
+      return readable(plan, planned->input(), process, block);
     });
-    bring = place_unplaced(plan, blocks, transport.size());
+    bring = place_unplaced(plan, blocks, transport.size(), arrays.size());
   });
   detail::ExportSteps steps;
   std::set<std::pair<size_t, int>> whole;  // arrays brought whole, and where
@@ -162,7 +197,7 @@ ExportResult export_arrays(std::span<const NamedArray> arrays, const storage::Lo
       whole.erase(entry);
     }
   };
-  return detail::run_export(plan, blocks, *input, out, options, transport, steps);
+  return detail::run_export(plan, blocks, planned->input(), out, options, transport, steps);
 }
 
 }  // namespace reshard

@@ -8,6 +8,7 @@
 #include "pipelines/export/implied_base.h"
 #include "pipelines/lora/merge_lora_plan.h"
 #include "reshard/formats/model_files.h"
+#include "reshard/formats/tensor_stream.h"
 #include "reshard/layout/error.h"
 #include "reshard/pipelines/peft_adapter.h"
 
@@ -144,6 +145,34 @@ void plan_adapter(ExportPlan& plan, const ExportOptions& options, const ExportCo
   for (const size_t i : adapter.outputs) plan.tensors.push_back({i, plan.resolved.outputs[i].out, std::nullopt, std::nullopt});
 }
 
+// The base model's tensors as outputs of their own names (cast as the map
+// casts), read from sources past the source's own. The source may hold no
+// weights of its own beside its LoRA factors: which of two to merge into
+// would be a guess.
+void add_base_outputs(ResolvedMap& resolved, const MergeBase& base, std::optional<DType> dtype,
+                      const ExportConfigs& fallback) {
+  const Side own = side_of(resolved, false);
+  if (!own.specs.empty()) {
+    std::vector<std::string_view> names;
+    for (size_t i = 0; i < own.specs.size() && i < 3; ++i) names.push_back(own.specs[i].name);
+    throw Error(ErrorCode::kInvalidArgument,
+                fmt::format("{} holds base weights itself ('{}'{}): merge into them without a base model, or export "
+                            "from a source of LoRA factors alone",
+                            fallback.label, fmt::join(names, "', '"), own.specs.size() > names.size() ? ", ..." : ""));
+  }
+  for (const safetensors::TensorSpec& spec : base.specs) {
+    const Shape shape = safetensors::layout_shape(spec);
+    ResolvedTensor tensor;
+    tensor.out = {spec.name, cast_dtype(spec.dtype, dtype), spec.shape};
+    tensor.source_dtype = spec.dtype;
+    SourceRegion region{resolved.sources.size(), Box::whole(shape), std::vector<int64_t>(shape.size(), 0), {}};
+    for (size_t dim = 0; dim < shape.size(); ++dim) region.axes.push_back({shape[dim], dim, 1, dim, 1});
+    tensor.regions.push_back(std::move(region));
+    resolved.sources.push_back(spec);
+    resolved.outputs.push_back(std::move(tensor));
+  }
+}
+
 }  // namespace
 
 uint64_t ExportPlan::total_bytes() const {
@@ -156,13 +185,18 @@ uint64_t ExportPlan::total_bytes() const {
 }
 
 ExportPlan plan_export(std::span<const safetensors::TensorSpec> sources, const TensorMap& map,
-                       const ExportOptions& options, const ExportConfigs& fallback) {
+                       const ExportOptions& options, const ExportConfigs& fallback, const MergeBase* base) {
+  if (base && options.kind != ExportKind::kMergedModel) {
+    throw Error(ErrorCode::kInvalidArgument, "a base model's weights are exported only merged with LoRA factors");
+  }
   ResolveOptions resolve;
   resolve.dtype = options.dtype;
-  resolve.allow_unused_rules = options.kind == ExportKind::kAdapterOnly;
+  // The map's rules for the weights find nothing where the base gives them.
+  resolve.allow_unused_rules = options.kind == ExportKind::kAdapterOnly || base != nullptr;
   ExportPlan plan;
   plan.kind = options.kind;
   plan.resolved = resolve_tensor_map(map, sources, resolve);
+  if (base) add_base_outputs(plan.resolved, *base, options.dtype, fallback);
   if (options.kind == ExportKind::kAdapterOnly) {
     plan_adapter(plan, options, fallback);
   } else {

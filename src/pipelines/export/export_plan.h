@@ -70,9 +70,20 @@ struct ExportConfigs {
   std::optional<std::string> generation_config;  // where they come from, for messages
 };
 
-// Plans the export of `sources` through `map`. Errors name the tensor, rule
-// or adapter key at fault (see export_model.h).
+// A merged export's base model, for a source that holds LoRA factors alone
+// (a LoRA run saves only what it trains): its tensors, under their Hugging
+// Face names, are the weights the factors merge into. In the export's input
+// they follow the source's own tensors.
+struct MergeBase {
+  std::vector<safetensors::TensorSpec> specs;
+  std::string label;  // "the base model s3://bucket/llama", for messages
+};
+
+// Plans the export of `sources` through `map` (and, for a merged model with
+// `base`, of the base's tensors as they are, each source index past the
+// source's own). Errors name the tensor, rule or adapter key at fault (see
+// export_model.h).
 ExportPlan plan_export(std::span<const safetensors::TensorSpec> sources, const TensorMap& map,
-                       const ExportOptions& options, const ExportConfigs& fallback);
+                       const ExportOptions& options, const ExportConfigs& fallback, const MergeBase* base = nullptr);
 
 }  // namespace reshard::pipelines_detail

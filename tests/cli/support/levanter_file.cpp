@@ -8,7 +8,8 @@
 namespace reshard::testing {
 
 std::map<std::string, std::vector<std::byte>> write_levanter_file(const std::filesystem::path& path,
-                                                                  std::mt19937_64& rng, bool with_configs) {
+                                                                  std::mt19937_64& rng, bool with_configs,
+                                                                  bool factors_only) {
   const uint64_t L = 2, KV = 2, G = 2, D = 4, E = 16, M = 24, V = 32, R = 4;
   const std::string s = "transformer.layers.stacked.";
   const std::vector<std::pair<std::string, std::vector<uint64_t>>> shapes = {
@@ -41,7 +42,10 @@ std::map<std::string, std::vector<std::byte>> write_levanter_file(const std::fil
     }
   }
   std::vector<safetensors::TensorData> data;
-  for (const auto& [name, shape] : shapes) data.push_back({{name, DType::kF32, shape}, bytes.at(name)});
+  for (const auto& [name, shape] : shapes) {
+    if (factors_only && name.find(".lora.") == std::string::npos) continue;
+    data.push_back({{name, DType::kF32, shape}, bytes.at(name)});
+  }
   safetensors::Metadata metadata = {{"format", "pt"}};
   if (with_configs) {
     metadata.emplace_back("reshard.hf_config", R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 16})");

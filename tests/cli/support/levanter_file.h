@@ -12,8 +12,11 @@
 namespace reshard::testing {
 
 // Writes the file; returns each tensor's bytes by name. `with_configs` puts
-// config.json and adapter_config.json texts in the metadata.
+// config.json and adapter_config.json texts in the metadata; `factors_only`
+// writes only the LoRA factors (a LoRA run's state), with the values a whole
+// file from the same `rng` state holds.
 std::map<std::string, std::vector<std::byte>> write_levanter_file(const std::filesystem::path& path,
-                                                                  std::mt19937_64& rng, bool with_configs);
+                                                                  std::mt19937_64& rng, bool with_configs,
+                                                                  bool factors_only = false);
 
 }  // namespace reshard::testing
