@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <latch>
 #include <thread>
 
 #include <fmt/format.h>
@@ -184,7 +185,10 @@ TEST(TcpRendezvous, RefusesStrayConnections) {
 
 TEST(TcpFailure, AnAbortFailsEveryWaitNamingTheRankAndWhy) {
   const auto start = Clock::now();
-  run_tcp_threads(3, [](TcpTransport& t) {
+  // The waiters stay in the job until both have failed: one that left at
+  // once could be heard leaving by the other before rank 2's abort is.
+  std::latch both_failed(2);
+  run_tcp_threads(3, [&both_failed](TcpTransport& t) {
     const Tag base = t.begin_operation();
     t.barrier();
     if (t.rank() == 2) {
@@ -201,6 +205,7 @@ TEST(TcpFailure, AnAbortFailsEveryWaitNamingTheRankAndWhy) {
       EXPECT_NE(std::string(e.what()).find("rank 2 ("), std::string::npos) << e.what();
       EXPECT_NE(std::string(e.what()).find("the disk is full"), std::string::npos) << e.what();
     }
+    both_failed.arrive_and_wait();
   }, 20s);
   EXPECT_LT(Clock::now() - start, 15s);  // not the 20 s timeout
 }
