@@ -972,6 +972,12 @@ class ExportResult:
     def seconds(self) -> ExportTimes:
         """Where this process's time went (ExportTimes)."""
 
+    @property
+    def wrote_config_json(self) -> bool:
+        """
+        Whether the folder got a config.json (transformers loads a model folder by it).
+        """
+
     def __repr__(self) -> str: ...
 
 class ImportResult:

@@ -54,7 +54,6 @@ except ImportError as e:  # pragma: no cover - exercised only without tensorstor
                       "without it") from e
 
 from . import _core, _job_transport, _paths, _sources, _store_paths
-from . import _orbax_base as _base
 from . import _orbax_layout as _layout
 from . import _orbax_read as _read
 from . import _orbax_source as _source
@@ -226,11 +225,10 @@ def _job_layout(transport: _core.Transport | None, mesh: _core.Mesh | None, topo
 
 def _spread(path: Any, transport: _core.Transport | None, mesh: _core.Mesh | None, rules: Any,
             best_effort: str | None, topology: _core.Topology | None, item: str | None,
-            subtree: str | None, base: Any = None, tensor_map: str = "") -> dict[str, ShardedArray]:
+            subtree: str | None) -> dict[str, ShardedArray]:
     """Every array of the checkpoint spread over the job: by default one device per process, each
     array split over them along the last dimension whose stored chunks the split does not cut, else
-    the last dimension the process count divides (replicated if none); with
-    `base`, the base model's weights imported beside them, laid out alike."""
+    the last dimension the process count divides (replicated if none)."""
     by_default = mesh is None and rules is None and best_effort is None
     if by_default:
         best_effort = "process"
@@ -243,12 +241,9 @@ def _spread(path: Any, transport: _core.Transport | None, mesh: _core.Mesh | Non
         arrays, _ = _read.read(it, names,
                                lambda n, shape, chunks: _targets.chunk_aligned(n, shape, chunks, mesh, fallback),
                                topology, _targets.job(transport)[0])
-    else:
-        arrays = restore(path, mesh, transport=transport, rules=rules, best_effort=best_effort, topology=topology,
-                         item=item, subtree=subtree)
-    if base is None:
         return arrays
-    return _base.with_base(arrays, base, tensor_map, mesh, topology, rules, best_effort, transport)
+    return restore(path, mesh, transport=transport, rules=rules, best_effort=best_effort, topology=topology,
+                   item=item, subtree=subtree)
 
 
 def export(path: str | os.PathLike, out: str | os.PathLike, tensor_map: str, *, kind: str = "model", dtype: Any = None,
@@ -265,15 +260,16 @@ def export(path: str | os.PathLike, out: str | os.PathLike, tensor_map: str, *, 
 
     A LoRA run's checkpoint holds only the factors it trained: ``kind="adapter"``
     exports them alone, and ``kind="merged"`` with `base` (a Hugging Face
-    folder) merges them into the base model's weights, each process reading
-    only its share of the base, with merge-lora's arithmetic (its config.json is
-    the merged folder's unless `hf_config` is given).
+    folder, local or in a store) merges them into the base model's weights,
+    each process reading only the base's bytes of the blocks it produces, with
+    merge-lora's arithmetic (its config.json is the merged folder's unless
+    `hf_config` is given).
 
     Collective over `transport`: every process reads, block by block, the
     parts of the checkpoint it produces and writes them (holding only the
-    blocks in flight); nothing is gathered. With `base`, or with `mesh`,
-    `rules`, `best_effort` or `topology` (see ``restore``), each process
-    instead first reads its whole share of the checkpoint, laid out so.
+    blocks in flight); nothing is gathered. With `mesh`, `rules`,
+    `best_effort` or `topology` (see ``restore``), each process instead first
+    reads its whole share of the checkpoint, laid out so.
     """
     transport = _job_transport.for_jax(transport)
     _store_paths.parse(out, "out")  # a scheme reshard does not write, refused before anything is read
@@ -282,18 +278,14 @@ def export(path: str | os.PathLike, out: str | os.PathLike, tensor_map: str, *, 
         options["part_size"] = _pipelines._byte_size(part_size, "part_size")
     # The reading is each process's own: agree on it, so that one process's failed read
     # fails every process at once instead of leaving them in the export until the timeout.
-    base = options.pop("base", None) if kind == "merged" else None
-    if base is not None and options.get("hf_config") is None:
-        options["hf_config"] = _base.config_of(base)
-    if base is None and mesh is None and rules is None and best_effort is None and topology is None:
+    if mesh is None and rules is None and best_effort is None and topology is None:
         # Each block read where it is produced: a process holds only the blocks in flight.
         source = _core._agreed(transport, lambda: _source.open_source(_item(path, item, subtree)),
                                f"reading {path}")
         return _pipelines.export(source, out, tensor_map, kind=kind, dtype=dtype, transport=transport, **options)
-    # A merge's base is imported as arrays beside the checkpoint's, and a layout asked for spreads
-    # the checkpoint as asked: each process reads its whole share first.
+    # A layout asked for spreads the checkpoint as asked: each process reads its whole share first.
     arrays = _core._agreed(transport, lambda: _spread(path, transport, mesh, rules, best_effort, topology, item,
-                                                      subtree, base, tensor_map), f"reading {path}")
+                                                      subtree), f"reading {path}")
     return _pipelines.export(arrays, out, tensor_map, kind=kind, dtype=dtype, transport=transport, **options)
 
 

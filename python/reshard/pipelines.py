@@ -198,7 +198,12 @@ def export(
     checkpoint's metadata gives them otherwise). A model folder written without
     any config.json warns (MissingConfigWarning): transformers cannot load it
     without one. ``"adapter"`` and ``"merged"`` need `lora_config` (r, lora_alpha)
-    or a checkpoint that holds it.
+    or a checkpoint that holds it. `base` is a Hugging Face folder (local or in a
+    store): with ``"adapter"``, the model whose modules the adapter's keys must
+    name; with ``"merged"`` and a source of LoRA factors alone (a LoRA run's
+    checkpoint), the weights they merge into, each process reading only the
+    base's bytes of its blocks, and the config.json written unless `hf_config`
+    is given. A source with weights of its own beside `base` is refused.
 
     `out` may be ``s3://BUCKET/PREFIX`` or ``gs://BUCKET/PREFIX`` (credentials
     and endpoints from the environment, as the stores' own tools read them:
@@ -246,27 +251,11 @@ def export(
         if part_size is not None and e.kind == "part_size_out_of_range":
             raise InvalidArgumentError(f"part_size={part_size!r}: {e}") from None
         raise
-    if kind != "adapter" and hf_config is None:
-        _warn_without_config(_fspath(out, "out"), source)
+    if kind != "adapter" and not result.wrote_config_json:
+        # Neither hf_config nor the base model nor the checkpoint's metadata gave one.
+        warnings.warn(f"{_fspath(out, 'out')}: no config.json written (pass hf_config=, config.json as a dict or its "
+                      "text): transformers cannot load the folder without one", MissingConfigWarning, stacklevel=2)
     return result
-
-
-def _warn_without_config(out: str, source: Any) -> None:
-    if _core._parse_location(out, "out")[0] != "local":
-        # A store's folder is not looked into: config.json came from the checkpoint's metadata, or from nowhere.
-        if isinstance(source, (Mapping, _TensorSource)) or not (_core._inspect(_fspath(source, "source"))["metadata"] or {}).get(
-                _HF_CONFIG_METADATA_KEY):
-            warnings.warn(f"{out}: no config.json written (pass hf_config=, config.json as a dict or its text): "
-                          "transformers cannot load the folder without one", MissingConfigWarning, stacklevel=3)
-        return
-    # Only where the folder is seen: with gather_to, the other processes have none to look at.
-    if os.path.isdir(out) and not os.path.exists(os.path.join(out, "config.json")):
-        warnings.warn(f"{out}: no config.json written (pass hf_config=, config.json as a dict or its text): "
-                      "transformers cannot load the folder without one", MissingConfigWarning, stacklevel=3)
-
-
-# Where a checkpoint keeps the config.json an export writes (kHfConfigMetadataKey in export_model.h).
-_HF_CONFIG_METADATA_KEY = "reshard.hf_config"
 
 
 def _import_args(mesh: _core.Mesh, topology: _core.Topology | None, rules: Any, best_effort: str | None, strict: bool,

@@ -224,6 +224,8 @@ void bind_export_import(nb::module_& m) {
       .def_ro("bytes", &ExportResult::bytes, "Tensor bytes of the output.")
       .def_ro("bytes_written", &ExportResult::bytes_written, "Tensor bytes this process wrote.")
       .def_ro("seconds", &ExportResult::seconds, "Where this process's time went (ExportTimes).")
+      .def_ro("wrote_config_json", &ExportResult::wrote_config_json,
+              "Whether the folder got a config.json (transformers loads a model folder by it).")
       .def("__repr__", [](const ExportResult& r) {
         return "ExportResult(tensors=" + std::to_string(r.tensors) + ", merged=" + std::to_string(r.merged) +
                ", files=" + std::to_string(r.files) + ", bytes=" + std::to_string(r.bytes) +

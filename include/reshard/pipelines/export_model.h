@@ -58,10 +58,14 @@ struct ExportOptions {
   // Cast F32/F16/BF16 outputs to this (a map rule's own dtype wins).
   std::optional<DType> dtype;
   uint64_t max_shard_size = kDefaultMaxShardSize;
-  // A Hugging Face base model folder, local or in an object store: adapter
-  // keys must each name one of its modules (Error kMissingTensor naming the
-  // key). Without it, an adapter's keys are checked against the exported
-  // model's own outputs.
+  // A Hugging Face base model folder, local or in an object store. For
+  // kAdapterOnly, the model whose modules adapter keys must each name (Error
+  // kMissingTensor naming the key; without it, an adapter's keys are checked
+  // against the exported model's own outputs). For kMergedModel from a
+  // source of LoRA factors alone (a LoRA run's checkpoint), the weights they
+  // merge into, read box by box where the blocks need them, and the
+  // config.json written unless hf_config_json is given; a source with
+  // weights of its own beside the base is refused (kInvalidArgument).
   std::optional<storage::Location> base;
   // Stream every piece to this rank, which alone writes (for an output folder
   // the processes do not share); memory bounded per tensor block. Without it
@@ -110,6 +114,9 @@ struct ExportResult {
   uint64_t bytes = 0;        // tensor bytes of the output
   uint64_t bytes_written = 0;  // tensor bytes this process wrote
   ExportTimes seconds;         // this process's
+  // Whether the folder got a config.json (from the options, the base model
+  // or the checkpoint's metadata): transformers loads a model folder by it.
+  bool wrote_config_json = false;
 };
 
 // Collective over `transport`. Resolves `map` against the checkpoint's

@@ -91,11 +91,16 @@ class ExportRun {
     times_.commit = since(phase);
     times_.read = input_.seconds();
     times_.total = since(start);
-    return {plan_.tensors.size(), plan_.merged, output_.files(), plan_.total_bytes(), written_, times_};
+    return result();
   }
 
  private:
   bool writes_here() const { return !gather_ || rank_ == root_; }
+
+  ExportResult result() const {
+    return {plan_.tensors.size(), plan_.merged, output_.files(), plan_.total_bytes(), written_, times_,
+            plan_.hf_config.has_value()};
+  }
 
   // An object store: every process uploads the parts it owns; the root
   // completes the uploads from everyone's receipts and writes the rest.
@@ -116,7 +121,7 @@ class ExportRun {
     times_.commit = since(phase);
     times_.read = input_.seconds();
     times_.total = since(start);
-    return {plan_.tensors.size(), plan_.merged, output_.files(), plan_.total_bytes(), written_, times_};
+    return result();
   }
 
   // Block `index` for an object store: its producer writes the slices of the
