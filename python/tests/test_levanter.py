@@ -180,6 +180,12 @@ def test_export_model_adapter_and_merged(saved, tmp_path, layout):
         model_of(lora)[f"{lc._STACK}.self_attn.q_proj.lora.lora_A.weight"][1]
     np.testing.assert_allclose(merged[q], hf[q] + 2.0 * delta, rtol=1e-5, atol=1e-6)
     assert json.loads((tmp_path / "merged" / "config.json").read_text()) == lc.HF_CONFIG  # the base's
+    assert result.wrote_config_json
+    # A checkpoint with weights of its own merges into them: a base beside them is refused, not one chosen.
+    with pytest.raises(errors.InvalidArgumentError, match="holds base weights itself"):
+        ro.export(folder, tmp_path / "refused", "levanter-llama", kind="merged", base=tmp_path / "base",
+                  lora_config=lc.LORA_CONFIG)
+    assert not (tmp_path / "refused").exists()
 
 
 def test_export_takes_sizes_as_every_entry_point_does(saved, tmp_path):

@@ -4,6 +4,7 @@ conversion into a checkpoint held staged, and where an export's time went."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import safetensors.numpy
 
 import reshard
@@ -44,3 +45,15 @@ def test_an_export_says_where_its_time_went(tmp_path, rng):
     for phase in (seconds.read, seconds.produce, seconds.write, seconds.sync, seconds.commit):
         assert 0 <= phase <= seconds.total
     assert repr(seconds).startswith("ExportTimes(read=")
+
+
+def test_an_export_says_whether_it_wrote_config_json(tmp_path, rng):
+    from levanter_cases import model_shapes
+
+    gen = np.random.default_rng(rng.randrange(2**32))
+    model = {name: one_device(shape, gen) for name, shape in model_shapes().items()}
+    assert reshard.export(model, tmp_path / "with", "levanter-llama", hf_config={"model_type": "llama"}).wrote_config_json
+    with pytest.warns(reshard.errors.MissingConfigWarning, match="no config.json written"):
+        result = reshard.export(model, tmp_path / "without", "levanter-llama")
+    assert not result.wrote_config_json
+    assert not (tmp_path / "without" / "config.json").exists()
