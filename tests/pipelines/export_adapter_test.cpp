@@ -19,12 +19,9 @@ namespace {
 namespace fs = std::filesystem;
 
 LoraConfig adapter_config() {
-  LoraConfig config;
-  config.r = 2;
-  config.lora_alpha = 4;
+  LoraConfig config = testing::levanter_lora_config();
   config.target_modules = {"ignored"};  // the export writes the modules its keys adapt
   config.alpha_pattern = {{"v_proj", 8.0}};
-  config.base_model_name_or_path = "test/llama";
   return config;
 }
 

@@ -22,14 +22,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-LoraConfig adapter_config() {
-  LoraConfig config;
-  config.r = 2;
-  config.lora_alpha = 4;
-  config.base_model_name_or_path = "test/llama";
-  return config;
-}
-
 bool is_lora(const testing::FrameworkTensor& tensor) { return tensor.name.find(".lora.") != std::string::npos; }
 
 class ExportMergeBaseTest : public ::testing::Test {
@@ -37,7 +29,7 @@ class ExportMergeBaseTest : public ::testing::Test {
   void SetUp() override {
     std::mt19937_64 rng = testing::seeded_rng();
     model_ = testing::levanter_model(dims_, DType::kBF16, rng);
-    const safetensors::Metadata metadata{{std::string(kLoraConfigMetadataKey), lora_config_json(adapter_config())}};
+    const safetensors::Metadata metadata{{std::string(kLoraConfigMetadataKey), lora_config_json(testing::levanter_lora_config())}};
     testing::save_levanter_checkpoint(model_, dir_ / "full", metadata);
     std::copy_if(model_.begin(), model_.end(), std::back_inserter(factors_), is_lora);
     ASSERT_FALSE(factors_.empty());
@@ -93,7 +85,7 @@ TEST_F(ExportMergeBaseTest, FromATensorSourceAndFromArraysToo) {
     std::copy(part.begin(), part.end(), out.begin());
   };
   ExportOptions options = merge_into_base();
-  options.lora_config = adapter_config();  // a source and arrays carry no metadata
+  options.lora_config = testing::levanter_lora_config();  // a source and arrays carry no metadata
   testing::run_ranks(2, [&](Transport& transport) { export_source(source, dir_ / "source", map_, transport, options); });
   EXPECT_EQ(testing::read_folder_files(dir_ / "source"), testing::read_folder_files(dir_ / "expected"));
 

@@ -21,21 +21,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-LoraConfig adapter_config() {
-  LoraConfig config;
-  config.r = 2;
-  config.lora_alpha = 4;
-  config.base_model_name_or_path = "test/llama";
-  return config;
-}
-
 class ExportSourceTest : public ::testing::Test {
  protected:
   void SetUp() override {
     std::mt19937_64 rng = testing::seeded_rng();
     model_ = testing::levanter_model(dims_, DType::kBF16, rng);
     testing::save_levanter_checkpoint(
-        model_, dir_ / "ckpt", safetensors::Metadata{{std::string(kLoraConfigMetadataKey), lora_config_json(adapter_config())}});
+        model_, dir_ / "ckpt", safetensors::Metadata{{std::string(kLoraConfigMetadataKey), lora_config_json(testing::levanter_lora_config())}});
     for (const testing::FrameworkTensor& tensor : model_) {
       std::vector<uint64_t> dims(tensor.shape.begin(), tensor.shape.end());
       source_.specs.push_back({tensor.name, tensor.dtype, dims});
@@ -71,7 +63,7 @@ TEST_F(ExportSourceTest, WritesTheCheckpointExportsBytes) {
       testing::run_ranks(ranks, [&](Transport& transport) {
         export_checkpoint(dir_ / "ckpt", expected, map, transport, options);
       });
-      options.lora_config = adapter_config();  // the checkpoint's metadata holds it; a source has none
+      options.lora_config = testing::levanter_lora_config();  // the checkpoint's metadata holds it; a source has none
       reads_ = 0;
       testing::run_ranks(ranks, [&](Transport& transport) { export_source(source_, got, map, transport, options); });
       EXPECT_GT(reads_.load(), 0u);

@@ -33,21 +33,13 @@ using storage::Location;
 
 constexpr const char* kHfConfig = R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 8, "torch_dtype": "float32"})";
 
-LoraConfig lora_config() {
-  LoraConfig config;
-  config.r = 2;
-  config.lora_alpha = 4;
-  config.base_model_name_or_path = "test/llama";
-  return config;
-}
-
 class ExportToStore : public ::testing::Test {
  protected:
   void SetUp() override {
     std::mt19937_64 rng = testing::seeded_rng();
     model_ = testing::levanter_model(testing::LevanterDims{}, DType::kF32, rng);
     const safetensors::Metadata metadata = {{std::string(kHfConfigMetadataKey), kHfConfig},
-                                            {std::string(kLoraConfigMetadataKey), lora_config_json(lora_config())}};
+                                            {std::string(kLoraConfigMetadataKey), lora_config_json(testing::levanter_lora_config())}};
     testing::save_levanter_checkpoint(model_, dir_ / "ckpt", metadata);
     root_ = Location::parse("memory://exports/" + testing::unique_prefix());
   }

@@ -119,20 +119,21 @@ class PlannedInput {
 
 }  // namespace
 
-ExportResult export_checkpoint(const storage::Location& checkpoint, const storage::Location& out, const TensorMap& map,
-                               Transport& transport, const ExportOptions& options) {
+namespace {
+
+// An export whose every process can read any source box: `open` makes the
+// input in `input` and returns the configs it falls back on (on every
+// process, agreed), the blocks are cut for the output, and the run begins.
+template <typename Input, typename Open>
+ExportResult export_read_anywhere(std::string_view what, const storage::Location& out, const TensorMap& map,
+                                  Transport& transport, const ExportOptions& options, Open&& open) {
   check_options(options, transport);
-  std::optional<detail::CheckpointInput> input;
+  std::optional<Input> input;
   std::optional<PlannedInput> planned;
   detail::ExportPlan plan;
   std::vector<detail::ExportBlock> blocks;
-  agreed_step(transport, fmt::format("exporting {}", checkpoint.str()), [&] {
-    input.emplace(checkpoint::Reader::open(checkpoint));
-    const auto& metadata = input->reader().manifest().metadata;
-    detail::ExportConfigs configs{metadata_value(metadata, kHfConfigMetadataKey),
-                                  metadata_value(metadata, kLoraConfigMetadataKey),
-                                  fmt::format("checkpoint {}", checkpoint.str()),
-                                  metadata_value(metadata, kGenerationConfigMetadataKey)};
+  agreed_step(transport, what, [&] {
+    detail::ExportConfigs configs = open(input);
     planned.emplace(*input, options, configs);
     plan = detail::plan_export(input->specs(), map, options, configs, planned->merge_base());
     blocks = cut_read_anywhere(plan, out, options, transport.size());
@@ -140,21 +141,29 @@ ExportResult export_checkpoint(const storage::Location& checkpoint, const storag
   return detail::run_export(plan, blocks, planned->input(), out, options, transport);
 }
 
+}  // namespace
+
+ExportResult export_checkpoint(const storage::Location& checkpoint, const storage::Location& out, const TensorMap& map,
+                               Transport& transport, const ExportOptions& options) {
+  const auto open = [&](std::optional<detail::CheckpointInput>& input) {
+    input.emplace(checkpoint::Reader::open(checkpoint));
+    const auto& metadata = input->reader().manifest().metadata;
+    return detail::ExportConfigs{metadata_value(metadata, kHfConfigMetadataKey),
+                                 metadata_value(metadata, kLoraConfigMetadataKey),
+                                 fmt::format("checkpoint {}", checkpoint.str()),
+                                 metadata_value(metadata, kGenerationConfigMetadataKey)};
+  };
+  return export_read_anywhere<detail::CheckpointInput>(fmt::format("exporting {}", checkpoint.str()), out, map,
+                                                       transport, options, open);
+}
+
 ExportResult export_source(const TensorSource& source, const storage::Location& out, const TensorMap& map,
                            Transport& transport, const ExportOptions& options) {
-  check_options(options, transport);
-  std::optional<detail::SourceInput> input;
-  std::optional<PlannedInput> planned;
-  detail::ExportPlan plan;
-  std::vector<detail::ExportBlock> blocks;
-  agreed_step(transport, "exporting a tensor source", [&] {
+  const auto open = [&](std::optional<detail::SourceInput>& input) {
     input.emplace(source);
-    detail::ExportConfigs configs{std::nullopt, std::nullopt, "the tensor source", std::nullopt};
-    planned.emplace(*input, options, configs);
-    plan = detail::plan_export(input->specs(), map, options, configs, planned->merge_base());
-    blocks = cut_read_anywhere(plan, out, options, transport.size());
-  });
-  return detail::run_export(plan, blocks, planned->input(), out, options, transport);
+    return detail::ExportConfigs{std::nullopt, std::nullopt, "the tensor source", std::nullopt};
+  };
+  return export_read_anywhere<detail::SourceInput>("exporting a tensor source", out, map, transport, options, open);
 }
 
 ExportResult export_arrays(std::span<const NamedArray> arrays, const storage::Location& out, const TensorMap& map,

@@ -9,6 +9,14 @@
 
 namespace reshard::testing {
 
+LoraConfig levanter_lora_config() {
+  LoraConfig config;
+  config.r = 2;
+  config.lora_alpha = 4;
+  config.base_model_name_or_path = "test/llama";
+  return config;
+}
+
 namespace fs = std::filesystem;
 
 void save_levanter_checkpoint(const std::vector<FrameworkTensor>& model, const fs::path& path,

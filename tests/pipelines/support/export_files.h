@@ -10,8 +10,13 @@
 
 #include "pipelines/support/levanter_model.h"
 #include "reshard/formats/safetensors_header.h"
+#include "reshard/pipelines/peft_adapter.h"
 
 namespace reshard::testing {
+
+// The LoRA config of levanter_model's factors: r 2, lora_alpha 4, base
+// "test/llama" (each test adds what it checks).
+LoraConfig levanter_lora_config();
 
 // Saves `model` (laid out as levanter_arrays lays it out) at `path`.
 void save_levanter_checkpoint(const std::vector<FrameworkTensor>& model, const std::filesystem::path& path,
