@@ -39,7 +39,8 @@ constexpr uint64_t kReadAcrossMinBytes = 64 * 1024;
 milliseconds heartbeat_interval(milliseconds timeout) { return std::clamp(timeout / 5, milliseconds(5), milliseconds(1000)); }
 
 // Set once any engine of this process gave up on a peer (silent past the
-// timeout, or its connection broke) or heard that a peer did (its abort):
+// timeout, its connection broke, its memory could not be read) or heard
+// that a peer did (its abort):
 // what waits for every process at exit could wait for a lost one
 // (TcpTransport::gave_up_on_a_peer).
 std::atomic<bool> g_gave_up_on_a_peer{false};
@@ -701,8 +702,13 @@ void Engine::read_across(Peer& from, const Incoming& message, Op& op) {
     if (read_peer_memory(from.pid, readable.address, into)) {
       complete(op, std::nullopt);
     } else {
-      complete(op, Error(ErrorCode::kPeerFailed, fmt::format("reading {}'s memory failed (pid {}): {}", from.label,
-                                                             from.pid, system_error_text(errno))));
+      const std::string why = system_error_text(errno);
+      // The peer is gone (its process ended between its offer and this read)
+      // or broken: given up on, said before the waiter hears of it, so that
+      // what waits for every process at exit does not wait for this one.
+      g_gave_up_on_a_peer = true;
+      complete(op, Error(ErrorCode::kPeerFailed,
+                         fmt::format("reading {}'s memory failed (pid {}): {}", from.label, from.pid, why)));
     }
   }
   send_control(from, FrameKind::kReadDone, std::as_bytes(std::span(&readable.id, 1)));
