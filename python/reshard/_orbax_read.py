@@ -115,6 +115,15 @@ def _box_key(index: tuple[slice, ...], shape: tuple[int, ...]) -> tuple[tuple[in
     return tuple(s.indices(n)[:2] for s, n in zip(index, shape))
 
 
+def start_box_read(store: ts.TensorStore, bounds: Sequence[tuple[int, int]], target: np.ndarray) -> Any:
+    """Starts copying the box of `store` with (start, stop) `bounds` per dimension into `target`, an
+    array of the box's shape (written in place); returns TensorStore's future of the copy."""
+    source = store[tuple(slice(a, b) for a, b in bounds)]
+    if bounds:
+        source = source.translate_to[tuple(0 for _ in bounds)]
+    return ts.array(target, copy=False, write=True).write(source)
+
+
 def _start_reads(store: ts.TensorStore, array: ShardedArray) -> tuple[list[Any], list[tuple[Any, Any]], int]:
     """Copies of each distinct box of this process's shards from `store`, started; the shards that
     repeat a box (replicas on this process) copy from the first once it is read."""
@@ -131,10 +140,7 @@ def _start_reads(store: ts.TensorStore, array: ShardedArray) -> tuple[list[Any],
         needed += shard.data.nbytes
         if shard.data.size == 0:
             continue
-        source = store[tuple(slice(a, b) for a, b in key)]
-        if key:
-            source = source.translate_to[tuple(0 for _ in key)]
-        futures.append(ts.array(shard.data, copy=False, write=True).write(source))
+        futures.append(start_box_read(store, key, shard.data))
     return futures, repeats, needed
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import tensorstore as ts
 
 from . import _orbax_layout as _layout
 from . import _orbax_read as _read
@@ -25,15 +24,12 @@ def open_source(item: _layout.Item) -> _TensorSource:
 
     def read(source: int, starts: Sequence[int], stops: Sequence[int], buffer: memoryview) -> None:
         store = stores[source]
-        shape = tuple(b - a for a, b in zip(starts, stops))
-        target = np.frombuffer(buffer, dtype=store.dtype.numpy_dtype).reshape(shape)
+        bounds = tuple(zip(starts, stops))
+        target = np.frombuffer(buffer, dtype=store.dtype.numpy_dtype).reshape(tuple(b - a for a, b in bounds))
         if target.size == 0:
             return
-        box = store[tuple(slice(a, b) for a, b in zip(starts, stops))]
-        if shape:
-            box = box.translate_to[tuple(0 for _ in shape)]
         try:
-            ts.array(target, copy=False, write=True).write(box).result()
+            _read.start_box_read(store, bounds, target).result()
         except ValueError as e:  # a store's text may echo signing details: not chained
             raise _read._error(names[source], e, in_store) from (None if in_store else e)
 
