@@ -165,9 +165,8 @@ void add_base_outputs(ResolvedMap& resolved, const MergeBase& base, std::optiona
     ResolvedTensor tensor;
     tensor.out = {spec.name, cast_dtype(spec.dtype, dtype), spec.shape};
     tensor.source_dtype = spec.dtype;
-    SourceRegion region{resolved.sources.size(), Box::whole(shape), std::vector<int64_t>(shape.size(), 0), {}};
-    for (size_t dim = 0; dim < shape.size(); ++dim) region.axes.push_back({shape[dim], dim, 1, dim, 1});
-    tensor.regions.push_back(std::move(region));
+    tensor.regions.push_back(
+        {resolved.sources.size(), Box::whole(shape), std::vector<int64_t>(shape.size(), 0), identity_axes(shape)});
     resolved.sources.push_back(spec);
     resolved.outputs.push_back(std::move(tensor));
   }

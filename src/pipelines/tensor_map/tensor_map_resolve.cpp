@@ -140,11 +140,8 @@ Shape shape_of(const AxisGroups& groups, const AxisSizes& sizes) {
 // The walk of one region: the output's axes in row-major order (a stack axis
 // is fixed in a region and left out).
 std::vector<FineAxis> fine_axes(const TensorMapRule& rule, const AxisSizes& sizes, const Shape& source_shape) {
+  if (!rule.rearranged) return identity_axes(source_shape);
   std::vector<FineAxis> axes;
-  if (!rule.rearranged) {
-    for (size_t dim = 0; dim < source_shape.size(); ++dim) axes.push_back({source_shape[dim], dim, 1, dim, 1});
-    return axes;
-  }
   const auto src = place(rule.from_axes, sizes);
   const auto out = place(rule.to_axes, sizes);
   for (const auto& group : rule.to_axes) {
@@ -278,6 +275,12 @@ void check_unique_names(const std::vector<Pending>& pending, std::span<const Ten
 }
 
 }  // namespace
+
+std::vector<FineAxis> identity_axes(const Shape& shape) {
+  std::vector<FineAxis> axes;
+  for (size_t dim = 0; dim < shape.size(); ++dim) axes.push_back({shape[dim], dim, 1, dim, 1});
+  return axes;
+}
 
 const ResolvedTensor* ResolvedMap::find(std::string_view name) const {
   const auto it = std::find_if(outputs.begin(), outputs.end(), [&](const auto& t) { return t.out.name == name; });

@@ -33,6 +33,10 @@ struct FineAxis {
   bool operator==(const FineAxis&) const = default;
 };
 
+// The walk of a region whose output is its source as it is: each dimension
+// onto itself (a rule without a rearrange, a merge base's tensor).
+std::vector<FineAxis> identity_axes(const Shape& shape);
+
 // A part of an output tensor read from one source tensor: `out_box` of the
 // output (the whole output, or one slice along a stack axis) is the source
 // walked along `axes` (in the output's row-major order) from `src_origin`.
