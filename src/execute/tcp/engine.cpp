@@ -39,11 +39,18 @@ constexpr uint64_t kReadAcrossMinBytes = 64 * 1024;
 milliseconds heartbeat_interval(milliseconds timeout) { return std::clamp(timeout / 5, milliseconds(5), milliseconds(1000)); }
 
 // Set once any engine of this process gave up on a peer (silent past the
-// timeout, its connection broke, its memory could not be read) or heard
-// that a peer did (its abort):
+// timeout, or its connection broke), heard that a peer did (its abort), or
+// told a waiter that a peer failed it (left, or its memory could not be read):
 // what waits for every process at exit could wait for a lost one
 // (TcpTransport::gave_up_on_a_peer).
 std::atomic<bool> g_gave_up_on_a_peer{false};
+
+// An error a waiter is about to be told: one a peer caused marks the job as
+// having lost a peer before the waiter hears of it, whatever path found it.
+const Error& as_told(const Error& error) {
+  if (error.code() == ErrorCode::kPeerFailed) g_gave_up_on_a_peer = true;
+  return error;
+}
 
 std::string seconds_text(Clock::duration d) {
   return fmt::format("{:.1f} s", std::chrono::duration<double>(d).count());
@@ -295,11 +302,11 @@ void Engine::wait(Op& op) {
   std::unique_lock lock(mutex_);
   for (;;) {
     if (op.done) {
-      if (op.error) throw *op.error;
+      if (op.error) throw as_told(*op.error);
       return;
     }
     const Peer& peer = *peers_[static_cast<size_t>(op.peer)];
-    if (auto failure = failure_for(peer)) throw *failure;
+    if (auto failure = failure_for(peer)) throw as_told(*failure);
     // A message to this rank itself waits on nobody but this process.
     const auto silent = op.peer == rank_ ? Clock::duration::zero() : Clock::now() - peer.last_heard;
     if (silent > timeout_) {
@@ -315,10 +322,10 @@ void Engine::wait(Op& op) {
 bool Engine::test(Op& op) {
   std::lock_guard lock(mutex_);
   if (!op.done) {
-    if (auto failure = failure_for(*peers_[static_cast<size_t>(op.peer)])) throw *failure;
+    if (auto failure = failure_for(*peers_[static_cast<size_t>(op.peer)])) throw as_told(*failure);
     return false;
   }
-  if (op.error) throw *op.error;
+  if (op.error) throw as_told(*op.error);
   return true;
 }
 
@@ -702,13 +709,8 @@ void Engine::read_across(Peer& from, const Incoming& message, Op& op) {
     if (read_peer_memory(from.pid, readable.address, into)) {
       complete(op, std::nullopt);
     } else {
-      const std::string why = system_error_text(errno);
-      // The peer is gone (its process ended between its offer and this read)
-      // or broken: given up on, said before the waiter hears of it, so that
-      // what waits for every process at exit does not wait for this one.
-      g_gave_up_on_a_peer = true;
-      complete(op, Error(ErrorCode::kPeerFailed,
-                         fmt::format("reading {}'s memory failed (pid {}): {}", from.label, from.pid, why)));
+      complete(op, Error(ErrorCode::kPeerFailed, fmt::format("reading {}'s memory failed (pid {}): {}", from.label,
+                                                             from.pid, system_error_text(errno))));
     }
   }
   send_control(from, FrameKind::kReadDone, std::as_bytes(std::span(&readable.id, 1)));
